@@ -1,0 +1,1 @@
+"""The FlexSQL tools: plain functions over a Source returning pydantic models (no MCP types)."""

@@ -1,0 +1,321 @@
+"""The Source abstraction: one adapter per engine, all with the same small surface.
+
+A source introspects its catalog (cached, with an explicit refresh), runs one guarded read-only
+statement with a timeout that cancels it on the engine, and fetches a capped number of rows and
+bytes while reporting the true total (or a lower bound). Engine adapters implement the
+`_open`, `_load_catalog`, `_run` and `_cancel` hooks; everything else is shared here.
+"""
+
+from __future__ import annotations
+
+import difflib
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from flexsql.errors import NotFoundError, QueryError, QueryTimeout
+
+DEFAULT_MAX_ROWS = 1_000
+DEFAULT_MAX_BYTES = 8_000_000
+DEFAULT_COUNT_LIMIT = 100_000
+DEFAULT_TIMEOUT_S = 30.0
+
+
+class Column(BaseModel):
+    name: str
+    type: str
+    nullable: bool | None = None
+    primary_key: bool = False
+    comment: str | None = None
+
+
+class ForeignKey(BaseModel):
+    columns: list[str]
+    ref_schema: str | None = None
+    ref_table: str
+    ref_columns: list[str]
+
+
+class TableInfo(BaseModel):
+    """One table or view. `database` is only set on engines with a three-part namespace."""
+
+    database: str | None = None
+    schema_name: str = Field(default="", alias="schema")
+    name: str
+    kind: Literal["table", "view"] = "table"
+    columns: list[Column] = []
+    foreign_keys: list[ForeignKey] = []
+    comment: str | None = None
+    row_estimate: int | None = None
+
+    model_config = {"populate_by_name": True}
+
+    @property
+    def qualified(self) -> str:
+        parts = [p for p in (self.database, self.schema_name, self.name) if p]
+        return ".".join(parts)
+
+    @property
+    def primary_key(self) -> list[str]:
+        return [c.name for c in self.columns if c.primary_key]
+
+    def column(self, name: str) -> Column:
+        for col in self.columns:
+            if col.name == name:
+                return col
+        lowered = name.lower()
+        for col in self.columns:
+            if col.name.lower() == lowered:
+                return col
+        names = [c.name for c in self.columns]
+        close = difflib.get_close_matches(name, names, n=5, cutoff=0.5) or names[:10]
+        raise NotFoundError(
+            f"column {name!r} not found in {self.qualified}; did you mean: {', '.join(close)}? "
+            "(describe_table lists every column)"
+        )
+
+
+class Catalog(BaseModel):
+    """Every table and view of a source, in a stable order (schema, name)."""
+
+    tables: list[TableInfo]
+    default_schema: str | None = None
+    loaded_at: float = 0.0
+    load_seconds: float = 0.0
+
+    def schemas(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for t in self.tables:
+            seen.setdefault(t.schema_name, None)
+        return list(seen)
+
+    def resolve(self, name: str) -> TableInfo:
+        """Find a table from a bare, `schema.table` or `db.schema.table` name, case-insensitively."""
+        wanted = [p.strip().strip('"`[]').lower() for p in name.strip().split(".")]
+        if not wanted or not wanted[-1]:
+            raise NotFoundError("empty table name: give a table name such as 'orders' or 'sales.orders'")
+        hits = [t for t in self.tables if _name_matches(t, wanted)]
+        if len(hits) > 1 and self.default_schema:
+            preferred = [t for t in hits if t.schema_name.lower() == self.default_schema.lower()]
+            if len(preferred) == 1:
+                hits = preferred
+        if len(hits) == 1:
+            return hits[0]
+        if len(hits) > 1:
+            options = ", ".join(t.qualified for t in hits[:10])
+            raise NotFoundError(f"table name {name!r} is ambiguous: it matches {options}; qualify it with its schema")
+        raise NotFoundError(f"table {name!r} not found; {self.suggest(name)}")
+
+    def suggest(self, name: str) -> str:
+        bare = name.split(".")[-1].lower()
+        by_name: dict[str, list[str]] = {}
+        for t in self.tables:
+            by_name.setdefault(t.name.lower(), []).append(t.qualified)
+        close = difflib.get_close_matches(bare, list(by_name), n=5, cutoff=0.6)
+        if not close:
+            close = [n for n in by_name if bare and (bare in n or n in bare)][:5]
+        if not close:
+            return "use list_tables or search_schema to see the available tables"
+        names = [q for n in close for q in by_name[n][:2]]
+        return "did you mean: " + ", ".join(names) + "?"
+
+
+def _name_matches(table: TableInfo, wanted: list[str]) -> bool:
+    parts = [p.lower() for p in (table.database, table.schema_name, table.name) if p]
+    return len(wanted) <= len(parts) and parts[-len(wanted):] == wanted
+
+
+class QueryResult(BaseModel):
+    """Rows of one statement: at most `max_rows` kept, the total counted up to a limit."""
+
+    columns: list[str]
+    types: list[str] = []
+    rows: list[tuple[Any, ...]]
+    total_rows: int
+    total_is_lower_bound: bool = False
+    truncated: bool = False
+    truncated_reason: str | None = None
+    elapsed_ms: float = 0.0
+
+
+class SafetyReport(BaseModel):
+    """What protects a source, shown by `flexsql sources`; warnings name what to do."""
+
+    read_only_engine: bool
+    measures: list[str]
+    warnings: list[str] = []
+
+
+@dataclass
+class FetchLimits:
+    max_rows: int = DEFAULT_MAX_ROWS
+    max_bytes: int = DEFAULT_MAX_BYTES
+    count_limit: int = DEFAULT_COUNT_LIMIT
+
+
+def approx_size(row: Sequence[Any]) -> int:
+    """A cheap estimate of a row's size in bytes (what it costs to keep and to print)."""
+    size = 8
+    for cell in row:
+        if cell is None:
+            size += 1
+        elif isinstance(cell, str | bytes):
+            size += len(cell) + 1
+        else:
+            size += 8 if isinstance(cell, int | float | bool) else len(str(cell)) + 1
+    return size
+
+
+def collect(batches: Iterator[Sequence[Sequence[Any]]], limits: FetchLimits) -> tuple[list[tuple[Any, ...]], int, bool, str | None]:
+    """Keep rows up to the row and byte caps, keep counting up to `count_limit`.
+
+    Returns (rows, counted, more_than_counted, truncated_reason).
+    """
+    rows: list[tuple[Any, ...]] = []
+    kept_bytes = 0
+    counted = 0
+    reason: str | None = None
+    for batch in batches:
+        for row in batch:
+            counted += 1
+            if reason is None:
+                if len(rows) >= limits.max_rows:
+                    reason = f"max_rows={limits.max_rows}"
+                else:
+                    kept_bytes += approx_size(row)
+                    if kept_bytes > limits.max_bytes:
+                        reason = f"max_bytes={limits.max_bytes}"
+                    else:
+                        rows.append(tuple(row))
+            if counted >= limits.count_limit:
+                return rows, counted, True, reason or f"max_rows={limits.max_rows}"
+    return rows, counted, False, reason
+
+
+class Source(ABC):
+    """A named, lazily opened, read-only database."""
+
+    dialect: str = ""
+    engine: str = ""
+
+    def __init__(self, name: str, url: str, description: str = "") -> None:
+        self.name = name
+        self._url = url
+        self.description = description
+        self._catalog: Catalog | None = None
+        self._catalog_lock = threading.Lock()
+
+    # -- public surface ------------------------------------------------------------------------
+    @property
+    def display_url(self) -> str:
+        """The URL with any password or token removed: safe for logs and tool output."""
+        from flexsql.tools.sources.urls import redact
+
+        return redact(self._url)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r} {self.display_url}>"
+
+    def catalog(self, refresh: bool = False) -> Catalog:
+        """The cached catalog; `refresh=True` reads it again from the engine."""
+        with self._catalog_lock:
+            if self._catalog is None or refresh:
+                started = time.perf_counter()
+                catalog = self._load_catalog()
+                catalog.loaded_at = time.time()
+                catalog.load_seconds = time.perf_counter() - started
+                self._catalog = catalog
+            return self._catalog
+
+    def execute(
+        self,
+        sql: str,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        limits: FetchLimits | None = None,
+        guarded: bool = True,
+    ) -> QueryResult:
+        """Run one read statement. The guard checks it first unless `guarded=False`, which only
+        tests use to prove the engine-level read-only layer holds on its own."""
+        from flexsql.tools.guard import check_sql
+
+        text = check_sql(sql, self.dialect) if guarded else sql
+        limits = limits or FetchLimits()
+        started = time.perf_counter()
+        try:
+            columns, types, rows, counted, more, reason = self._run(text, timeout_s, limits)
+        except QueryTimeout:
+            raise
+        except QueryError:
+            raise
+        except Exception as exc:  # engine errors become one clear type, without secrets
+            raise QueryError(self._clean_error(exc)) from None
+        return QueryResult(
+            columns=columns,
+            types=types,
+            rows=rows,
+            total_rows=counted,
+            total_is_lower_bound=more,
+            truncated=reason is not None,
+            truncated_reason=reason,
+            elapsed_ms=round((time.perf_counter() - started) * 1000, 2),
+        )
+
+    def safety(self) -> SafetyReport:
+        return SafetyReport(read_only_engine=True, measures=[])
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections; the source reopens lazily on next use."""
+
+    # -- engine hooks ---------------------------------------------------------------------------
+    @abstractmethod
+    def _load_catalog(self) -> Catalog: ...
+
+    @abstractmethod
+    def _run(
+        self, sql: str, timeout_s: float, limits: FetchLimits
+    ) -> tuple[list[str], list[str], list[tuple[Any, ...]], int, bool, str | None]:
+        """Execute one statement read-only, cancelling it at `timeout_s`; returns
+        (columns, types, rows, counted, more_than_counted, truncated_reason)."""
+
+    def _clean_error(self, exc: BaseException) -> str:
+        from flexsql.tools.sources.urls import scrub_secrets
+
+        text = str(exc).strip() or type(exc).__name__
+        return scrub_secrets(text, self._url)
+
+
+class Deadline:
+    """Calls `cancel` once if the guarded block runs past `seconds`; `fired` says whether it did."""
+
+    def __init__(self, seconds: float, cancel: Any) -> None:
+        self.fired = False
+        self._cancel = cancel
+        self._timer = threading.Timer(max(seconds, 0.001), self._fire)
+        self._timer.daemon = True
+
+    def _fire(self) -> None:
+        self.fired = True
+        try:
+            self._cancel()
+        except Exception:  # cancelling a finished query is harmless
+            pass
+
+    def __enter__(self) -> Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+
+
+def timeout_error(seconds: float) -> QueryTimeout:
+    return QueryTimeout(
+        f"query cancelled after {seconds:g} s (timeout_s={seconds:g}); simplify it, add filters or LIMIT, "
+        "or raise timeout_s"
+    )

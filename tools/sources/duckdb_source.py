@@ -1,0 +1,170 @@
+"""DuckDB: the embedded default engine.
+
+Opened `read_only` (files) with external access off and configuration locked, so the engine
+itself refuses writes, file and network readers and `SET` even if the guard were fooled.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from flexsql.errors import ConfigError, QueryError
+from flexsql.tools.sources.base import (
+    Catalog,
+    Column,
+    Deadline,
+    FetchLimits,
+    ForeignKey,
+    SafetyReport,
+    Source,
+    TableInfo,
+    collect,
+    timeout_error,
+)
+from flexsql.tools.sources.urls import file_path_of
+
+
+def _batches(cursor: Any, size: int = 2048) -> Iterator[list[tuple[Any, ...]]]:
+    while True:
+        batch = cursor.fetchmany(size)
+        if not batch:
+            return
+        yield batch
+
+
+class DuckDBSource(Source):
+    dialect = "duckdb"
+    engine = "duckdb"
+
+    def __init__(self, name: str, url: str, description: str = "") -> None:
+        super().__init__(name, url, description)
+        self.path = file_path_of(url)
+        self._conn: Any = None
+        self._open_lock = threading.Lock()
+
+    # -- connection -----------------------------------------------------------------------------
+    def _connection(self) -> Any:
+        with self._open_lock:
+            if self._conn is None:
+                self._conn = self._open()
+            return self._conn
+
+    def _open(self) -> Any:
+        import duckdb
+
+        config = {"enable_external_access": False, "autoinstall_known_extensions": False,
+                  "autoload_known_extensions": False}
+        in_memory = self.path == ":memory:"
+        if not in_memory and not Path(self.path).exists():
+            raise ConfigError(f"DuckDB file not found: {self.path}; check the path in the source URL")
+        try:
+            conn = duckdb.connect(self.path, read_only=not in_memory, config=config)
+        except duckdb.Error as exc:
+            text = str(exc)
+            hint = ""
+            if "version" in text.lower() or "serializ" in text.lower():
+                hint = (f" — the file was written by a different DuckDB version (this is {duckdb.__version__}); "
+                        "open it with the version that wrote it and EXPORT/IMPORT it, or upgrade duckdb")
+            elif "lock" in text.lower():
+                hint = " — another process holds a write lock on it; close that process or copy the file"
+            raise ConfigError(f"cannot open DuckDB database {self.path}: {text.splitlines()[0]}{hint}") from None
+        conn.execute("SET lock_configuration = true")
+        return conn
+
+    def close(self) -> None:
+        with self._open_lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    # -- catalog --------------------------------------------------------------------------------
+    def _load_catalog(self) -> Catalog:
+        cur = self._connection().cursor()
+        try:
+            tables: dict[tuple[str, str], TableInfo] = {}
+            for schema, name, comment, estimate in cur.execute(
+                "SELECT schema_name, table_name, comment, estimated_size FROM duckdb_tables() "
+                "WHERE NOT internal AND NOT temporary ORDER BY schema_name, table_name"
+            ).fetchall():
+                tables[(schema, name)] = TableInfo(schema=schema, name=name, kind="table", comment=comment,
+                                                   row_estimate=estimate)
+            for schema, name, comment in cur.execute(
+                "SELECT schema_name, view_name, comment FROM duckdb_views() "
+                "WHERE NOT internal AND NOT temporary ORDER BY schema_name, view_name"
+            ).fetchall():
+                tables[(schema, name)] = TableInfo(schema=schema, name=name, kind="view", comment=comment)
+            pk_cols: dict[tuple[str, str], set[str]] = {}
+            for schema, name, ctype, cols, ref_table, ref_cols in cur.execute(
+                "SELECT schema_name, table_name, constraint_type, constraint_column_names, "
+                "referenced_table, referenced_column_names FROM duckdb_constraints() "
+                "WHERE constraint_type IN ('PRIMARY KEY', 'FOREIGN KEY')"
+            ).fetchall():
+                info = tables.get((schema, name))
+                if info is None:
+                    continue
+                if ctype == "PRIMARY KEY":
+                    pk_cols.setdefault((schema, name), set()).update(cols)
+                else:
+                    info.foreign_keys.append(ForeignKey(columns=list(cols), ref_schema=schema, ref_table=ref_table,
+                                                        ref_columns=list(ref_cols or [])))
+            for schema, name, col, dtype, nullable, comment in cur.execute(
+                "SELECT schema_name, table_name, column_name, data_type, is_nullable, comment FROM duckdb_columns() "
+                "WHERE NOT internal ORDER BY schema_name, table_name, column_index"
+            ).fetchall():
+                info = tables.get((schema, name))
+                if info is not None:
+                    info.columns.append(Column(name=col, type=dtype, nullable=bool(nullable), comment=comment,
+                                               primary_key=col in pk_cols.get((schema, name), ())))
+            default = cur.execute("SELECT current_schema()").fetchone()[0]
+            return Catalog(tables=list(tables.values()), default_schema=default)
+        finally:
+            cur.close()
+
+    # -- execution ------------------------------------------------------------------------------
+    def _run(self, sql: str, timeout_s: float, limits: FetchLimits):
+        import duckdb
+
+        cur = self._connection().cursor()
+        try:
+            # DuckDB's own parser, independent of the guard's: one statement per call, always.
+            count = len(cur.extract_statements(sql))
+        except duckdb.Error as exc:
+            cur.close()
+            raise QueryError(self._clean_error(exc)) from None
+        if count != 1:
+            cur.close()
+            raise QueryError(f"refused by the engine: {count} statements in one call — send exactly one statement")
+        deadline = Deadline(timeout_s, cur.interrupt)
+        try:
+            with deadline:
+                try:
+                    cur.execute(sql)
+                    if cur.description is None:
+                        return [], [], [], 0, False, None
+                    columns = [d[0] for d in cur.description]
+                    types = [str(d[1]) for d in cur.description]
+                    rows, counted, more, reason = collect(_batches(cur), limits)
+                except duckdb.InterruptException:
+                    raise timeout_error(timeout_s) from None
+                except duckdb.Error as exc:
+                    if deadline.fired:
+                        raise timeout_error(timeout_s) from None
+                    raise QueryError(self._clean_error(exc)) from None
+            return columns, types, rows, counted, more, reason
+        finally:
+            cur.close()
+
+    def safety(self) -> SafetyReport:
+        in_memory = self.path == ":memory:"
+        measures = ["sqlglot guard (one read statement, dangerous functions refused)",
+                    "enable_external_access=false (no file or network readers)",
+                    "lock_configuration=true (SET refused by the engine)"]
+        warnings = []
+        if in_memory:
+            warnings.append("in-memory database: it cannot be opened read_only; writes would only touch memory")
+        else:
+            measures.insert(1, "opened read_only")
+        return SafetyReport(read_only_engine=not in_memory, measures=measures, warnings=warnings)

@@ -1,0 +1,255 @@
+"""PostgreSQL (psycopg 3).
+
+Engine-level protection, independent of the guard:
+- each statement runs in its own `READ ONLY` transaction that is always rolled back;
+- `statement_timeout` is set in that transaction, and the client cancels at the deadline too;
+- statements are sent prepared (extended protocol), so the server refuses several at once;
+- when connected as a superuser (or a role that can write), each transaction first drops to the
+  built-in role `pg_read_all_data` (PostgreSQL 14+), so `COPY … TO PROGRAM`, `pg_read_file` and
+  friends fail for lack of privilege even if the guard were fooled. A warning says so and prints
+  the statements that create a dedicated read-only role.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from flexsql.errors import ConfigError, QueryError
+from flexsql.tools.sources.base import (
+    Catalog,
+    Column,
+    Deadline,
+    FetchLimits,
+    ForeignKey,
+    SafetyReport,
+    Source,
+    TableInfo,
+    collect,
+    timeout_error,
+)
+
+READ_ONLY_ROLE_SQL = """\
+CREATE ROLE flexsql_reader LOGIN PASSWORD '…';
+GRANT CONNECT ON DATABASE {db} TO flexsql_reader;
+GRANT pg_read_all_data TO flexsql_reader;   -- PostgreSQL 14+; or GRANT USAGE/SELECT per schema
+ALTER ROLE flexsql_reader SET default_transaction_read_only = on;"""
+
+_CATALOG_SQL = """
+SELECT n.nspname, c.relname, c.relkind, obj_description(c.oid, 'pg_class'),
+       CASE WHEN c.reltuples >= 0 THEN c.reltuples::bigint END
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r','p','v','m','f')
+  AND n.nspname NOT IN ('pg_catalog','information_schema') AND n.nspname NOT LIKE 'pg_toast%'
+  AND n.nspname NOT LIKE 'pg_temp%' AND NOT c.relispartition
+ORDER BY 1, 2
+"""
+_COLUMNS_SQL = """
+SELECT n.nspname, c.relname, a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull,
+       col_description(c.oid, a.attnum)
+FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE a.attnum > 0 AND NOT a.attisdropped AND c.relkind IN ('r','p','v','m','f')
+  AND n.nspname NOT IN ('pg_catalog','information_schema') AND n.nspname NOT LIKE 'pg_toast%'
+ORDER BY n.nspname, c.relname, a.attnum
+"""
+_KEYS_SQL = """
+SELECT n.nspname, c.relname, con.contype,
+       ARRAY(SELECT a.attname FROM unnest(con.conkey) WITH ORDINALITY k(num, ord)
+             JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.num ORDER BY k.ord),
+       rn.nspname, rc.relname,
+       ARRAY(SELECT a.attname FROM unnest(con.confkey) WITH ORDINALITY k(num, ord)
+             JOIN pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.num ORDER BY k.ord)
+FROM pg_constraint con
+JOIN pg_class c ON c.oid = con.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_class rc ON rc.oid = con.confrelid LEFT JOIN pg_namespace rn ON rn.oid = rc.relnamespace
+WHERE con.contype IN ('p','f') AND n.nspname NOT IN ('pg_catalog','information_schema')
+"""
+
+
+class PostgresSource(Source):
+    dialect = "postgres"
+    engine = "postgresql"
+
+    def __init__(self, name: str, url: str, description: str = "") -> None:
+        super().__init__(name, url, description)
+        self._conninfo = url.replace("postgresql+psycopg://", "postgresql://", 1)
+        self._pool: list[Any] = []
+        self._pool_lock = threading.Lock()
+        self._privileges: dict[str, Any] | None = None
+
+    # -- connections ----------------------------------------------------------------------------
+    def _connect(self) -> Any:
+        import psycopg
+
+        try:
+            conn = psycopg.connect(self._conninfo, autocommit=False, connect_timeout=10,
+                                   application_name="flexsql")
+        except psycopg.Error as exc:
+            raise ConfigError(f"cannot connect to PostgreSQL at {self.display_url}: "
+                              f"{self._clean_error(exc).splitlines()[0]}") from None
+        conn.read_only = True
+        return conn
+
+    def _acquire(self) -> Any:
+        with self._pool_lock:
+            while self._pool:
+                conn = self._pool.pop()
+                if not conn.closed:
+                    return conn
+        return self._connect()
+
+    def _release(self, conn: Any) -> None:
+        if conn.closed:
+            return
+        with self._pool_lock:
+            if len(self._pool) < 8:
+                self._pool.append(conn)
+                return
+        conn.close()
+
+    def close(self) -> None:
+        with self._pool_lock:
+            for conn in self._pool:
+                conn.close()
+            self._pool.clear()
+
+    def privileges(self) -> dict[str, Any]:
+        """Who we are connected as, and whether that role could write if the guard were fooled."""
+        if self._privileges is None:
+            conn = self._acquire()
+            try:
+                with conn.cursor() as cur:
+                    cur.execute(
+                        "SELECT current_user, r.rolsuper, r.rolcreaterole, r.rolcreatedb, "
+                        "EXISTS (SELECT 1 FROM information_schema.table_privileges p WHERE p.grantee = current_user "
+                        "AND p.privilege_type IN ('INSERT','UPDATE','DELETE','TRUNCATE')), "
+                        "current_setting('server_version_num')::int, current_database(), "
+                        "pg_has_role(current_user, 'pg_read_all_data', 'MEMBER') "
+                        "FROM pg_roles r WHERE r.rolname = current_user"
+                    )
+                    user, superuser, createrole, createdb, writes, version, db, reader = cur.fetchone()
+                conn.rollback()
+            finally:
+                self._release(conn)
+            self._privileges = {"user": user, "superuser": superuser, "can_write": bool(writes or createrole or createdb),
+                                "version": version, "database": db,
+                                "drop_to": "pg_read_all_data" if (superuser or writes) and version >= 140000 and reader else None}
+        return self._privileges
+
+    # -- catalog --------------------------------------------------------------------------------
+    def _load_catalog(self) -> Catalog:
+        conn = self._acquire()
+        try:
+            with conn.cursor() as cur:
+                tables: dict[tuple[str, str], TableInfo] = {}
+                cur.execute(_CATALOG_SQL)
+                for schema, name, kind, comment, estimate in cur.fetchall():
+                    tables[(schema, name)] = TableInfo(schema=schema, name=name, kind="view" if kind in "vm" else "table",
+                                                       comment=comment, row_estimate=estimate)
+                cur.execute(_COLUMNS_SQL)
+                for schema, name, col, dtype, nullable, comment in cur.fetchall():
+                    info = tables.get((schema, name))
+                    if info is not None:
+                        info.columns.append(Column(name=col, type=dtype, nullable=nullable, comment=comment))
+                cur.execute(_KEYS_SQL)
+                for schema, name, ctype, cols, rschema, rtable, rcols in cur.fetchall():
+                    info = tables.get((schema, name))
+                    if info is None:
+                        continue
+                    if ctype == "p":
+                        for col in info.columns:
+                            col.primary_key = col.primary_key or col.name in cols
+                    else:
+                        info.foreign_keys.append(ForeignKey(columns=list(cols), ref_schema=rschema, ref_table=rtable,
+                                                            ref_columns=list(rcols)))
+                cur.execute("SELECT current_schema()")
+                default = cur.fetchone()[0]
+            conn.rollback()
+        finally:
+            self._release(conn)
+        return Catalog(tables=list(tables.values()), default_schema=default)
+
+    # -- execution ------------------------------------------------------------------------------
+    def _run(self, sql: str, timeout_s: float, limits: FetchLimits):
+        import psycopg
+
+        drop_to = self.privileges()["drop_to"]
+        conn = self._acquire()
+        deadline = Deadline(timeout_s + 0.5, conn.cancel_safe if hasattr(conn, "cancel_safe") else conn.cancel)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("BEGIN READ ONLY")
+                cur.execute("SELECT set_config('statement_timeout', %s, true)", (f"{int(timeout_s * 1000)}ms",))
+                if drop_to:
+                    cur.execute(f'SET LOCAL ROLE "{drop_to}"')
+                with deadline:
+                    try:
+                        # prepare=True: the extended protocol refuses several statements in one text
+                        cur.execute(sql.encode("utf-8"), prepare=True)
+                        if cur.description is None:
+                            return [], [], [], 0, False, None
+                        columns = [d.name for d in cur.description]
+                        types = [_type_name(conn, d.type_code) for d in cur.description]
+
+                        def batches() -> Iterator[list[Any]]:
+                            while True:
+                                batch = cur.fetchmany(2048)
+                                if not batch:
+                                    return
+                                yield batch
+
+                        rows, counted, more, reason = collect(batches(), limits)
+                    except psycopg.errors.QueryCanceled:
+                        raise timeout_error(timeout_s) from None
+                    except psycopg.Error as exc:
+                        raise QueryError(self._explain(exc)) from None
+            return columns, types, rows, counted, more, reason
+        except psycopg.OperationalError:
+            conn.close()
+            raise
+        finally:
+            if not conn.closed:
+                try:
+                    conn.rollback()
+                except psycopg.Error:
+                    conn.close()
+            self._release(conn)
+
+    def _explain(self, exc: Exception) -> str:
+        text = self._clean_error(exc)
+        lowered = text.lower()
+        if "read-only transaction" in lowered or "permission denied" in lowered or "must be superuser" in lowered:
+            return f"refused by the engine: {text.splitlines()[0]} — this server is read-only"
+        return text
+
+    def safety(self) -> SafetyReport:
+        measures = ["sqlglot guard (one read statement, dangerous functions refused)",
+                    "READ ONLY transaction per statement, always rolled back",
+                    "statement_timeout and client-side cancel", "prepared statements (one statement per call)"]
+        warnings: list[str] = []
+        try:
+            priv = self.privileges()
+        except ConfigError as exc:
+            return SafetyReport(read_only_engine=False, measures=measures, warnings=[str(exc)])
+        if priv["drop_to"]:
+            measures.append(f"each transaction runs as role {priv['drop_to']} (SET LOCAL ROLE)")
+        if priv["superuser"] or priv["can_write"]:
+            who = "a superuser" if priv["superuser"] else "a role with write or create privileges"
+            warnings.append(
+                f"connected as {priv['user']!r}, {who}: a READ ONLY transaction alone does not stop a superuser "
+                "(COPY … TO PROGRAM, pg_read_file, SET). flexsql refuses those and drops privileges per "
+                "transaction, but connect as a dedicated read-only role:\n"
+                + READ_ONLY_ROLE_SQL.format(db=priv["database"])
+            )
+        return SafetyReport(read_only_engine=True, measures=measures, warnings=warnings)
+
+
+_TYPE_NAMES: dict[int, str] = {}
+
+
+def _type_name(conn: Any, oid: int) -> str:
+    if oid not in _TYPE_NAMES:
+        info = conn.adapters.types.get(oid)  # built-in types only: never a catalog round trip
+        _TYPE_NAMES[oid] = info.name if info is not None else str(oid)
+    return _TYPE_NAMES[oid]

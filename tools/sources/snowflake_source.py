@@ -1,0 +1,196 @@
+"""Snowflake (snowflake-connector-python, optional extra `flexsql[snowflake]`).
+
+URL: `snowflake://user@account/DATABASE/SCHEMA?warehouse=…&role=…`. The password comes from
+`SNOWFLAKE_PASSWORD` (or the connector's `connections.toml` with `?connection_name=NAME`), never
+from output. Sessions run with MULTI_STATEMENT_COUNT=1, STATEMENT_TIMEOUT_IN_SECONDS and a
+QUERY_TAG; a running query is aborted client-side at its deadline. Use a read-only role: Snowflake
+has no read-only session switch, so the role is the engine-level layer here.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from flexsql.errors import ConfigError, QueryError
+from flexsql.tools.sources.base import (
+    Catalog,
+    Column,
+    Deadline,
+    FetchLimits,
+    ForeignKey,
+    SafetyReport,
+    Source,
+    TableInfo,
+    collect,
+    timeout_error,
+)
+
+_PASSTHROUGH = ("warehouse", "role", "host", "port", "protocol", "authenticator", "connection_name", "region")
+
+
+def connect_kwargs(url: str) -> dict[str, Any]:
+    parts = urlsplit(url)
+    query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+    segments = [unquote(s) for s in parts.path.split("/") if s]
+    kwargs: dict[str, Any] = {k: query[k] for k in _PASSTHROUGH if k in query}
+    if "port" in kwargs:
+        kwargs["port"] = int(kwargs["port"])
+    if parts.username:
+        kwargs["user"] = unquote(parts.username)
+    if parts.hostname:
+        kwargs["account"] = parts.hostname
+    if segments:
+        kwargs["database"] = segments[0]
+    if len(segments) > 1:
+        kwargs["schema"] = segments[1]
+    password = unquote(parts.password) if parts.password else os.environ.get("SNOWFLAKE_PASSWORD")
+    if password:
+        kwargs["password"] = password
+    return kwargs
+
+
+class SnowflakeSource(Source):
+    dialect = "snowflake"
+    engine = "snowflake"
+
+    def __init__(self, name: str, url: str, description: str = "", timeout_s: int = 300) -> None:
+        super().__init__(name, url, description)
+        self._kwargs = connect_kwargs(url)
+        self._conn: Any = None
+        self._lock = threading.Lock()
+        self._statement_timeout = timeout_s
+
+    def _connection(self) -> Any:
+        with self._lock:
+            if self._conn is None or self._conn.is_closed():
+                self._conn = self._open()
+            return self._conn
+
+    def _open(self) -> Any:
+        try:
+            import snowflake.connector
+        except ImportError:
+            raise ConfigError("the Snowflake connector is not installed; run: pip install 'flexsql[snowflake]'") from None
+        params = {"MULTI_STATEMENT_COUNT": 1, "STATEMENT_TIMEOUT_IN_SECONDS": self._statement_timeout,
+                  "QUERY_TAG": "flexsql", "CLIENT_OUT_OF_BAND_TELEMETRY_ENABLED": False}
+        try:
+            return snowflake.connector.connect(session_parameters=params, network_timeout=60, login_timeout=30,
+                                               **self._kwargs)
+        except Exception as exc:
+            raise ConfigError(f"cannot connect to Snowflake {self.display_url}: "
+                              f"{self._clean_error(exc).splitlines()[0]}") from None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def _clean_error(self, exc: BaseException) -> str:
+        text = super()._clean_error(exc)
+        secret = self._kwargs.get("password")
+        return text.replace(secret, "***") if secret else text
+
+    def __repr__(self) -> str:  # never show connect kwargs (they hold the password)
+        return f"<SnowflakeSource {self.name!r} {self.display_url}>"
+
+    # -- catalog --------------------------------------------------------------------------------
+    def _load_catalog(self) -> Catalog:
+        conn = self._connection()
+        database = self._kwargs.get("database")
+        prefix = f'"{database}".' if database else ""
+        cur = conn.cursor()
+        try:
+            tables: dict[tuple[str, str], TableInfo] = {}
+            cur.execute(
+                f"SELECT table_catalog, table_schema, table_name, table_type, comment, row_count "
+                f"FROM {prefix}information_schema.tables WHERE table_schema <> 'INFORMATION_SCHEMA' "
+                "ORDER BY table_schema, table_name"
+            )
+            for db, schema, name, ttype, comment, rows in cur.fetchall():
+                tables[(schema, name)] = TableInfo(database=db, schema=schema, name=name,
+                                                   kind="view" if "VIEW" in str(ttype).upper() else "table",
+                                                   comment=comment or None, row_estimate=rows)
+            cur.execute(
+                f"SELECT table_schema, table_name, column_name, data_type, is_nullable, comment "
+                f"FROM {prefix}information_schema.columns WHERE table_schema <> 'INFORMATION_SCHEMA' "
+                "ORDER BY table_schema, table_name, ordinal_position"
+            )
+            for schema, name, col, dtype, nullable, comment in cur.fetchall():
+                info = tables.get((schema, name))
+                if info is not None:
+                    info.columns.append(Column(name=col, type=dtype, nullable=str(nullable).upper() == "YES",
+                                               comment=comment or None))
+            self._load_keys(cur, tables)
+            return Catalog(tables=list(tables.values()), default_schema=self._kwargs.get("schema"))
+        finally:
+            cur.close()
+
+    @staticmethod
+    def _load_keys(cur: Any, tables: dict[tuple[str, str], TableInfo]) -> None:
+        """SHOW PRIMARY/IMPORTED KEYS where the engine has them (fakesnow does not: keys stay empty)."""
+        try:
+            cur.execute("SHOW PRIMARY KEYS")
+            for row in cur.fetchall():
+                info = tables.get((row[2], row[3]))
+                if info is not None:
+                    for col in info.columns:
+                        col.primary_key = col.primary_key or col.name == row[4]
+            cur.execute("SHOW IMPORTED KEYS")
+            for row in cur.fetchall():
+                info = tables.get((row[6], row[7]))
+                if info is not None:
+                    info.foreign_keys.append(ForeignKey(columns=[row[8]], ref_schema=row[2], ref_table=row[3],
+                                                        ref_columns=[row[4]]))
+        except Exception:  # keys are informative only; a missing privilege or emulator gap is fine
+            return
+
+    # -- execution ------------------------------------------------------------------------------
+    def _run(self, sql: str, timeout_s: float, limits: FetchLimits):
+        conn = self._connection()
+        cur = conn.cursor()
+
+        def abort() -> None:
+            query_id = getattr(cur, "sfqid", None)
+            if query_id:
+                conn.cursor().execute(f"SELECT SYSTEM$CANCEL_QUERY('{query_id}')")
+
+        deadline = Deadline(timeout_s, abort)
+        try:
+            with deadline:
+                try:
+                    cur.execute(sql, timeout=max(1, int(timeout_s + 0.999)))
+                    if cur.description is None:
+                        return [], [], [], 0, False, None
+                    columns = [d[0] for d in cur.description]
+                    types = [str(d[1]) for d in cur.description]
+
+                    def batches() -> Iterator[list[Any]]:
+                        while True:
+                            batch = cur.fetchmany(2048)
+                            if not batch:
+                                return
+                            yield batch
+
+                    rows, counted, more, reason = collect(batches(), limits)
+                except Exception as exc:
+                    if deadline.fired or "timeout" in str(exc).lower() and "statement" in str(exc).lower():
+                        raise timeout_error(timeout_s) from None
+                    raise QueryError(self._clean_error(exc)) from None
+            return columns, types, rows, counted, more, reason
+        finally:
+            cur.close()
+
+    def safety(self) -> SafetyReport:
+        return SafetyReport(
+            read_only_engine=False,
+            measures=["sqlglot guard (one read statement, dangerous functions, stages and sequences refused)",
+                      "MULTI_STATEMENT_COUNT=1", f"STATEMENT_TIMEOUT_IN_SECONDS={self._statement_timeout}",
+                      "QUERY_TAG=flexsql", "client-side abort at the deadline"],
+            warnings=["Snowflake has no read-only session switch: connect with a role that has only "
+                      "USAGE and SELECT grants (GRANT SELECT ON ALL TABLES IN DATABASE … TO ROLE flexsql_reader)"],
+        )
