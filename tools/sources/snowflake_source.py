@@ -10,6 +10,7 @@ has no read-only session switch, so the role is the engine-level layer here.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -115,6 +116,7 @@ class SnowflakeSource(Source):
                 tables[(schema, name)] = TableInfo(database=db, schema=schema, name=name,
                                                    kind="view" if "VIEW" in str(ttype).upper() else "table",
                                                    comment=comment or None, row_estimate=rows)
+            self._add_views(cur, prefix, tables)
             cur.execute(
                 f"SELECT table_schema, table_name, column_name, data_type, is_nullable, comment "
                 f"FROM {prefix}information_schema.columns WHERE table_schema <> 'INFORMATION_SCHEMA' "
@@ -129,6 +131,17 @@ class SnowflakeSource(Source):
             return Catalog(tables=list(tables.values()), default_schema=self._kwargs.get("schema"))
         finally:
             cur.close()
+
+    @staticmethod
+    def _add_views(cur: Any, prefix: str, tables: dict[tuple[str, str], TableInfo]) -> None:
+        """Snowflake lists views in information_schema.tables; emulators may only have them in .views."""
+        try:
+            cur.execute(f"SELECT table_catalog, table_schema, table_name FROM {prefix}information_schema.views "
+                        "WHERE table_schema <> 'INFORMATION_SCHEMA'")
+            for db, schema, name in cur.fetchall():
+                tables.setdefault((schema, name), TableInfo(database=db, schema=schema, name=name, kind="view"))
+        except Exception:
+            return
 
     @staticmethod
     def _load_keys(cur: Any, tables: dict[tuple[str, str], TableInfo]) -> None:
@@ -150,7 +163,18 @@ class SnowflakeSource(Source):
             return
 
     # -- execution ------------------------------------------------------------------------------
+    @staticmethod
+    def engine_wrap(sql: str) -> str:
+        """The engine-level read-only layer on Snowflake, which has no read-only session: every
+        statement except SHOW / DESCRIBE / EXPLAIN runs as a subquery, so the engine's own parser
+        refuses anything that is not a query (DML, DDL, CALL, COPY, PUT, several statements)."""
+        head = re.sub(r"^(\s|--[^\n]*\n|/\*.*?\*/)*", "", sql, flags=re.DOTALL)
+        if re.match(r"(SHOW|DESC|DESCRIBE|EXPLAIN)\b", head, re.IGNORECASE) and ";" not in sql:
+            return sql
+        return f"SELECT * FROM (\n{sql.strip().rstrip(';')}\n)"
+
     def _run(self, sql: str, timeout_s: float, limits: FetchLimits):
+        sql = self.engine_wrap(sql)
         conn = self._connection()
         cur = conn.cursor()
 
