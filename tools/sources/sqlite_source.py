@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from flexsql.errors import ConfigError, QueryError
 from flexsql.tools.sources.base import (
     Catalog,
     Column,
+    Deadline,
     FetchLimits,
     ForeignKey,
     SafetyReport,
@@ -150,36 +150,31 @@ class SQLiteSource(Source):
 
     def _run(self, sql: str, timeout_s: float, limits: FetchLimits):
         conn = self._connection()
-        deadline = time.monotonic() + timeout_s
-        fired = False
-
-        def progress() -> int:
-            nonlocal fired
-            if time.monotonic() > deadline:
-                fired = True
-                return 1
-            return 0
-
-        conn.set_progress_handler(progress, 2000)
+        # The progress handler is how SQLite stops a statement from its own thread: it returns 1
+        # once the deadline passed or the tool call was cancelled (the Deadline sets the flag).
+        state = {"stop": False}
+        watchdog = Deadline(timeout_s, lambda: state.__setitem__("stop", True))
+        conn.set_progress_handler(lambda: 1 if state["stop"] else 0, 2000)
         try:
-            cur = conn.cursor()
-            cur.execute(sql)
-            if cur.description is None:
-                return [], [], [], 0, False, None
-            columns = [d[0] for d in cur.description]
+            with watchdog:
+                cur = conn.cursor()
+                cur.execute(sql)
+                if cur.description is None:
+                    return [], [], [], 0, False, None
+                columns = [d[0] for d in cur.description]
 
-            def batches() -> Iterator[list[Any]]:
-                while True:
-                    batch = cur.fetchmany(2048)
-                    if not batch:
-                        return
-                    yield batch
+                def batches() -> Iterator[list[Any]]:
+                    while True:
+                        batch = cur.fetchmany(2048)
+                        if not batch:
+                            return
+                        yield batch
 
-            rows, counted, more, reason = collect(batches(), limits)
+                rows, counted, more, reason = collect(batches(), limits)
             types = [_sqlite_type(rows, i) for i in range(len(columns))]
             return columns, types, rows, counted, more, reason
         except sqlite3.OperationalError as exc:
-            if fired or "interrupted" in str(exc):
+            if watchdog.fired or "interrupted" in str(exc):
                 raise timeout_error(timeout_s) from None
             raise QueryError(self._explain(exc)) from None
         except sqlite3.DatabaseError as exc:

@@ -1,0 +1,5 @@
+"""`python -m flexsql.server …` is the `flexsql` command (used where no console script is on PATH)."""
+
+from flexsql.server.cli import main
+
+main()

@@ -1,0 +1,199 @@
+"""The `flexsql` command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from flexsql import __version__
+from flexsql.config import Settings, SourceConfig, load_settings
+from flexsql.errors import ConfigError, FlexSQLError
+from flexsql.tools.sources import SourceRegistry, open_source
+
+DB_HELP = ("source URL, repeatable; NAME=URL names it. Forms: duckdb:///path/to.duckdb, sqlite:///path/to.sqlite, "
+           "postgresql://user@host:port/db, snowflake://user@account/DB/SCHEMA?warehouse=…&role=…. "
+           "Default: the bundled demo database")
+
+
+def parse_db_option(value: str) -> SourceConfig:
+    head, sep, rest = value.partition("=")
+    if sep and "://" not in head and "://" in rest:
+        return SourceConfig(name=head.strip(), url=rest.strip())
+    return SourceConfig(url=value.strip())
+
+
+def make_sources(settings: Settings, db: tuple[str, ...] = (), demo_fallback: bool = True) -> SourceRegistry:
+    configs = [parse_db_option(v) for v in db] if db else list(settings.sources)
+    registry = SourceRegistry()
+    if not configs and demo_fallback:
+        from flexsql.demo_db import demo_url
+
+        registry.add(open_source(demo_url(), name="demo", description="the bundled retail demo database"))
+        return registry
+    for cfg in configs:
+        registry.add(open_source(cfg.url, name=cfg.name, description=cfg.description))
+    return registry
+
+
+def fail(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(2)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="flexsql")
+def main() -> None:
+    """flexsql: FlexSQL-style database tools for LLM agents (MCP server, CLI, evaluation harness)."""
+
+
+@main.command()
+@click.option("--db", "db", multiple=True, help=DB_HELP)
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="flexsql.toml to read")
+@click.option("--http", is_flag=True, help="serve streamable HTTP instead of stdio")
+@click.option("--host", default=None, help="HTTP bind address (default 127.0.0.1; others need --auth-token)")
+@click.option("--port", type=int, default=None, help="HTTP port (default 8000)")
+@click.option("--auth-token", default=None, envvar="FLEXSQL_AUTH_TOKEN",
+              help="bearer token HTTP clients must send (env FLEXSQL_AUTH_TOKEN)")
+@click.option("--python/--no-python", "python_flag", default=None,
+              help="enable or disable run_python (default: on for stdio and loopback HTTP)")
+def serve(db: tuple[str, ...], config_file: str | None, http: bool, host: str | None, port: int | None,
+          auth_token: str | None, python_flag: bool | None) -> None:
+    """Run the MCP server (stdio by default)."""
+    from flexsql.server.transport import serve_http, serve_stdio
+
+    try:
+        settings = load_settings(config_file, host=host, port=port, auth_token=auth_token)
+        if python_flag is not None:
+            settings.sandbox.enabled = python_flag
+        sources = make_sources(settings, db)
+        if http:
+            serve_http(settings, sources)
+        else:
+            serve_stdio(settings, sources)
+    except FlexSQLError as exc:
+        fail(str(exc))
+
+
+@main.command()
+@click.option("--db", "db", multiple=True, help=DB_HELP)
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="flexsql.toml to read")
+def sources(db: tuple[str, ...], config_file: str | None) -> None:
+    """List the configured sources and how each is protected."""
+    from rich.console import Console
+
+    console = Console()
+    try:
+        settings = load_settings(config_file)
+        registry = make_sources(settings, db)
+    except FlexSQLError as exc:
+        fail(str(exc))
+        return
+    for source in registry:
+        console.print(f"[bold]{source.name}[/bold] ({source.dialect}) {source.display_url}")
+        try:
+            report = source.safety()
+            tables = len(source.catalog().tables)
+            console.print(f"  tables and views: {tables}")
+        except FlexSQLError as exc:
+            console.print(f"  [red]unreachable:[/red] {exc}")
+            continue
+        status = "read-only enforced by the engine" if report.read_only_engine else "read-only enforced by flexsql only"
+        console.print(f"  safety: {status}")
+        for measure in report.measures:
+            console.print(f"    - {measure}")
+        for warning in report.warnings:
+            console.print("  warning: " + warning, style="yellow", markup=False)
+
+
+def parse_call_args(pairs: tuple[str, ...]) -> dict[str, Any]:
+    args: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{pair!r} is not key=value (example: table=orders limit=5)")
+        try:
+            parsed = json.loads(value)
+            # keep text that merely looks like JSON scalars of another kind (e.g. table=123abc) as text
+            args[key] = parsed if isinstance(parsed, list | dict | int | float | bool) or parsed is None else value
+        except json.JSONDecodeError:
+            args[key] = value
+    return args
+
+
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.argument("tool")
+@click.argument("args", nargs=-1)
+@click.option("--db", "db", multiple=True, help=DB_HELP)
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="flexsql.toml to read")
+@click.option("--json", "as_json", is_flag=True, help="print the structured result as JSON")
+def call(tool: str, args: tuple[str, ...], db: tuple[str, ...], config_file: str | None, as_json: bool) -> None:
+    """Call one tool and print its output, e.g. `flexsql call describe_table table=orders`.
+
+    Values are JSON when they parse as JSON (limit=5, tables='["a","b"]'), text otherwise."""
+    import anyio
+
+    from flexsql.server.app import build_server
+
+    try:
+        settings = load_settings(config_file)
+        registry = make_sources(settings, db)
+        server = build_server(settings, registry)
+    except FlexSQLError as exc:
+        fail(str(exc))
+        return
+    arguments = parse_call_args(args)
+
+    async def go() -> Any:
+        from mcp import Client
+
+        async with Client(server) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            if tool not in names:
+                raise ConfigError(f"unknown tool {tool!r}; tools: {', '.join(names)}")
+            return await client.call_tool(tool, arguments)
+
+    try:
+        result = anyio.run(go)
+    except FlexSQLError as exc:
+        fail(str(exc))
+        return
+    if as_json and result.structured_content is not None and not result.is_error:
+        click.echo(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
+    else:
+        click.echo("\n".join(getattr(block, "text", "") for block in result.content))
+    if result.is_error:
+        sys.exit(1)
+
+
+@main.command()
+@click.option("--scale", type=float, default=1.0, show_default=True, help="demo database size (1 = 100k order items)")
+def demo(scale: float) -> None:
+    """Walk through the FlexSQL way on the bundled demo database (no model needed)."""
+    from flexsql.server.demo import run_demo
+
+    try:
+        run_demo(scale=scale)
+    except FlexSQLError as exc:
+        fail(str(exc))
+
+
+def _register_optional_commands() -> None:
+    """Subcommands that live beside their feature's code."""
+    try:  # DEVGUARD: removed once the helpers' modules land
+        from flexsql.evals.cli import eval_command
+        from flexsql.server.plugin_cli import install_skills_command, mcp_config_command
+    except ImportError:
+        return
+    main.add_command(eval_command, "eval")
+    main.add_command(install_skills_command, "install-skills")
+    main.add_command(mcp_config_command, "mcp-config")
+
+
+_register_optional_commands()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,81 @@
+"""Transports: stdio, and streamable HTTP (loopback by default; a bearer token is required to
+bind any other address; DNS-rebinding protection on)."""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.transport_security import TransportSecuritySettings
+
+from flexsql.config import Settings
+from flexsql.errors import ConfigError
+from flexsql.server.app import build_server
+from flexsql.tools.sources import SourceRegistry
+
+log = logging.getLogger("flexsql.server")
+
+
+def is_loopback(host: str) -> bool:
+    if host in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class StaticTokenVerifier:
+    """Accepts exactly one bearer token, compared in constant time."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        if hmac.compare_digest(token.encode(), self._token.encode()):
+            return AccessToken(token="***", client_id="flexsql-client", scopes=[])
+        return None
+
+
+def serve_stdio(settings: Settings, sources: SourceRegistry) -> None:
+    server = build_server(settings, sources, allow_python=True)
+    server.run("stdio")
+
+
+def http_app(settings: Settings, sources: SourceRegistry):
+    """The Starlette app for streamable HTTP, with auth and host checks applied."""
+    host, port, token = settings.host, settings.port, settings.auth_token
+    loopback = is_loopback(host)
+    if not loopback and not token:
+        raise ConfigError(f"refusing to serve HTTP on {host} without authentication: pass --auth-token or set "
+                          "FLEXSQL_AUTH_TOKEN (or bind 127.0.0.1)")
+    if token is not None and len(token) < 16:
+        raise ConfigError("the auth token is too short: use at least 16 random characters "
+                          "(e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))')")
+    verifier = auth = None
+    if token:
+        base = f"http://{host}:{port}"
+        verifier = StaticTokenVerifier(token)
+        auth = AuthSettings(issuer_url=base, resource_server_url=f"{base}/mcp")
+    server = build_server(settings, sources, allow_python=loopback, token_verifier=verifier, auth=auth)
+    if loopback:
+        hosts = [f"{h}:{port}" for h in ("127.0.0.1", "localhost", "[::1]")] + ["127.0.0.1", "localhost", "[::1]"]
+        origins = [f"http://{h}:{port}" for h in ("127.0.0.1", "localhost", "[::1]")]
+    else:
+        hosts = [f"{host}:{port}", host]
+        origins = [f"http://{host}:{port}", f"https://{host}:{port}", f"https://{host}"]
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
+                                         allowed_origins=origins)
+    app = server.streamable_http_app(transport_security=security, host=host)
+    return server, app
+
+
+def serve_http(settings: Settings, sources: SourceRegistry) -> None:
+    import uvicorn
+
+    _server, app = http_app(settings, sources)
+    log.info("serving streamable HTTP on http://%s:%s/mcp", settings.host, settings.port)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")

@@ -1,0 +1,69 @@
+"""Start flexsql's MCP server the ways users do (stdio subprocess, HTTP subprocess) for tests."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from mcp import StdioServerParameters
+
+
+def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FLEXSQL_") or k == "FLEXSQL_CACHE_DIR"}
+    env.update(extra or {})
+    return env
+
+
+def stdio_params(*db: str, extra_args: list[str] | None = None, env: dict[str, str] | None = None) -> StdioServerParameters:
+    args = ["-m", "flexsql.server", "serve"]
+    for url in db:
+        args += ["--db", url]
+    return StdioServerParameters(command=sys.executable, args=args + (extra_args or []), env=server_env(env))
+
+
+def free_port() -> int:
+    with contextlib.closing(socket.socket()) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def http_server(*db: str, token: str | None = None, extra_args: list[str] | None = None,
+                host: str = "127.0.0.1") -> Iterator[tuple[str, subprocess.Popen[Any]]]:
+    """`flexsql serve --http` in a subprocess; yields (url, process) once it accepts connections."""
+    port = free_port()
+    args = [sys.executable, "-m", "flexsql.server", "serve", "--http", "--host", host, "--port", str(port)]
+    for url in db:
+        args += ["--db", url]
+    if token:
+        args += ["--auth-token", token]
+    proc = subprocess.Popen(args + (extra_args or []), env=server_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError("server exited: " + proc.stderr.read().decode(errors="replace")[-2000:])
+            with contextlib.closing(socket.socket()) as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        else:
+            raise RuntimeError("server did not start listening within 30 s")
+        yield f"http://127.0.0.1:{port}/mcp", proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def text_of(result: Any) -> str:
+    return "\n".join(getattr(block, "text", "") for block in result.content)

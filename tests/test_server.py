@@ -1,0 +1,185 @@
+"""The MCP server through real clients: stdio subprocess on all four engines, streamable HTTP with
+auth, bad arguments, cancellation."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_support import http_server, stdio_params, text_of
+
+pytestmark = pytest.mark.anyio
+
+EXPECTED_TOOLS = {
+    "list_sources", "list_schemas", "list_tables", "describe_table", "search_schema", "find_join_path", "sample_rows",
+    "profile_column", "distinct_values", "find_values", "run_query", "fetch_rows", "validate_sql", "compare_results",
+    "run_python",
+}
+
+
+async def call(client: Client, tool: str, **args):
+    return await client.call_tool(tool, args)
+
+
+async def test_every_tool_over_stdio(shop_url, engine):
+    async with Client(stdio_params(f"shop={shop_url}")) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert EXPECTED_TOOLS <= set(tools)
+        assert all(t.annotations and t.annotations.read_only_hint for t in tools.values())
+        assert tools["run_query"].output_schema is not None
+
+        r = await call(client, "list_sources")
+        assert "shop" in text_of(r) and r.structured_content["sources"][0]["dialect"] in text_of(r)
+        r = await call(client, "list_schemas")
+        assert not r.is_error and r.structured_content["schemas"]
+        r = await call(client, "list_tables")
+        names = {t["name"].split(".")[-1].lower() for t in r.structured_content["tables"]}
+        assert {"customers", "orders", "products", "shipped_orders"} <= names
+
+        r = await call(client, "describe_table", table="orders")
+        text = text_of(r).lower()
+        assert "order_id" in text and "pk" in text and "e.g." in text
+        if engine != "snowflake":
+            assert "fk→customers" in text
+
+        r = await call(client, "find_join_path", tables=["orders", "customers"])
+        assert "customer_id" in text_of(r).lower()
+
+        r = await call(client, "sample_rows", table="customers", where="country = 'France'", limit=5)
+        assert r.structured_content["total_rows"] == 2
+
+        r = await call(client, "run_query", sql="SELECT order_id, quantity FROM orders ORDER BY order_id", max_rows=3)
+        first = r.structured_content
+        assert first["total_rows"] == 7 and first["row_count"] == 3 and first["truncated"]
+        assert "fetch_rows" in text_of(r)
+
+        r = await call(client, "fetch_rows", result_id=first["result_id"], offset=3, limit=10)
+        assert [row[0] for row in r.structured_content["rows"]] == [103, 104, 105, 106]
+
+        r = await call(client, "run_query", sql="SELECT quantity, order_id FROM orders")
+        r2 = await call(client, "compare_results", result_ids=[first["result_id"], r.structured_content["result_id"]])
+        assert r2.structured_content["equivalent"] is True
+
+        r = await call(client, "validate_sql", sql="SELECT quantty FROM orders")
+        assert r.structured_content["valid"] is False
+        assert "quantity" in text_of(r).lower()
+
+        r = await call(client, "distinct_values", table="orders", column="status")
+        assert "S" in text_of(r)
+        r = await call(client, "profile_column", table="orders", column="quantity")
+        assert not r.is_error
+        r = await call(client, "find_values", text="germany")
+        assert "Germany" in text_of(r)
+        r = await call(client, "search_schema", query="which products are in the lighting category")
+        assert "products" in text_of(r).lower()
+
+
+BAD_CALLS = [
+    ("describe_table", {"table": "ordrs"}, "did you mean"),
+    ("describe_table", {"table": "orders; DROP TABLE orders"}, "not found"),
+    ("sample_rows", {"table": "orders", "columns": ["quantty"]}, "did you mean"),
+    ("sample_rows", {"table": "orders", "limit": -1}, "out of range"),
+    ("sample_rows", {"table": "orders", "limit": 10**9}, "out of range"),
+    ("sample_rows", {"table": "orders", "where": "1=1; DELETE FROM orders"}, "single condition"),
+    ("sample_rows", {"table": "orders", "where": "1=1 UNION SELECT 1"}, "single condition"),
+    ("run_query", {"sql": "DELETE FROM orders"}, "refused: delete"),
+    ("run_query", {"sql": "SELECT 1; DROP TABLE orders"}, "2 statements"),
+    ("run_query", {"sql": "SELECT 1", "max_rows": -5}, "out of range"),
+    ("run_query", {"sql": "SELECT 1", "timeout_s": 0}, "out of range"),
+    ("run_query", {"sql": "SELECT * FROM"}, "could not be parsed"),
+    ("fetch_rows", {"result_id": "r999", "offset": 0}, "unknown"),
+    ("list_tables", {"cursor": "garbage"}, "cursor"),
+    ("list_tables", {"limit": "many"}, "limit"),
+    ("find_join_path", {"tables": ["orders"]}, "at least two"),
+    ("compare_results", {"result_ids": ["r1"]}, "at least two"),
+    ("list_sources", {"source": 3}, ""),
+]
+
+
+@pytest.mark.parametrize("engine", ["duckdb"], indirect=True)
+async def test_bad_arguments_give_clear_errors_and_never_write(shop_url, engine):
+    from engines import content_checksum
+
+    before = content_checksum(engine, shop_url)
+    async with Client(stdio_params(shop_url)) as client:
+        for tool, args, expected in BAD_CALLS:
+            result = await client.call_tool(tool, args)
+            if tool == "list_sources":
+                continue  # extra arguments are ignored by the schema; it must simply not crash
+            assert result.is_error, (tool, args, text_of(result))
+            assert expected in text_of(result).lower(), (tool, args, text_of(result))
+            assert "traceback" not in text_of(result).lower()
+        ok = await client.call_tool("run_query", {"sql": "SELECT count(*) AS n FROM orders"})
+        assert ok.structured_content["rows"] == [[7]]
+    assert content_checksum(engine, shop_url) == before
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "postgres"], indirect=True)
+async def test_cancelling_a_call_cancels_its_query(shop, engine):
+    """The in-process server: a client-side cancel of run_query stops the engine's work."""
+    from flexsql.config import Settings
+    from flexsql.server.app import build_server
+    from flexsql.tools.sources import SourceRegistry
+
+    long_sql = {"duckdb": "SELECT count(*) FROM range(1000000000000)",
+                "postgres": "SELECT count(*) FROM generate_series(1, 100000000000)"}[engine]
+    server = build_server(Settings(), SourceRegistry([shop]))
+    async with Client(server) as client:
+        started = time.monotonic()
+        with anyio.move_on_after(1.0):
+            await client.call_tool("run_query", {"sql": long_sql, "timeout_s": 600})
+        # the engine must be free again quickly: a follow-up query answers at once
+        result = await client.call_tool("run_query", {"sql": "SELECT count(*) FROM orders"})
+        assert result.structured_content["rows"] == [[7]]
+        assert time.monotonic() - started < 5
+
+
+async def test_http_requires_token_when_configured(tmp_path):
+    from engines import make_duckdb
+
+    url = make_duckdb(tmp_path)
+    token = "t0ken-" + "x" * 24
+    with http_server(url, token=token) as (endpoint, _proc):
+        async with httpx2.AsyncClient() as http:
+            denied = await http.post(endpoint, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                     headers={"Accept": "application/json, text/event-stream"})
+            assert denied.status_code == 401
+            wrong = await http.post(endpoint, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                    headers={"Authorization": "Bearer nope", "Accept": "application/json, text/event-stream"})
+            assert wrong.status_code == 401
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
+            async with Client(streamable_http_client(endpoint, http_client=http)) as client:
+                result = await client.call_tool("run_query", {"sql": "SELECT count(*) FROM orders"})
+                assert result.structured_content["rows"] == [[7]]
+
+
+async def test_http_without_token_on_loopback_and_dns_rebinding_refused(tmp_path):
+    from engines import make_duckdb
+
+    url = make_duckdb(tmp_path)
+    with http_server(url) as (endpoint, _proc):
+        async with Client(endpoint) as client:
+            tools = await client.list_tools()
+            assert "run_query" in {t.name for t in tools.tools}
+        async with httpx2.AsyncClient() as http:
+            rebound = await http.post(endpoint, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                      headers={"Host": "evil.example:80", "Accept": "application/json, text/event-stream"})
+            assert rebound.status_code in (400, 403, 421)
+
+
+def test_http_on_public_address_without_token_is_refused(tmp_path):
+    import subprocess
+    import sys
+
+    from engines import make_duckdb
+    from mcp_support import server_env
+
+    url = make_duckdb(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "flexsql.server", "serve", "--http", "--host", "0.0.0.0", "--db", url],
+                          capture_output=True, text=True, timeout=60, env=server_env())
+    assert proc.returncode == 2
+    assert "--auth-token" in proc.stderr and "FLEXSQL_AUTH_TOKEN" in proc.stderr

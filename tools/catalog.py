@@ -1,0 +1,292 @@
+"""Schema exploration tools: list_sources, list_schemas, list_tables, describe_table."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections import defaultdict
+from typing import Any
+
+from pydantic import BaseModel
+
+from flexsql.errors import InvalidArgument
+from flexsql.tools.context import ToolContext
+from flexsql.tools.render import cell_text
+from flexsql.tools.sources import FetchLimits, TableInfo
+from flexsql.tools.sql_build import quote_table
+
+
+def check_limit(name: str, value: int, low: int, high: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidArgument(f"{name} must be a whole number from {low} to {high}, got {value!r}")
+    if value < low or value > high:
+        raise InvalidArgument(f"{name}={value} is out of range: use a value from {low} to {high}")
+    return value
+
+
+# -- list_sources ---------------------------------------------------------------------------------
+class SourceEntry(BaseModel):
+    name: str
+    dialect: str
+    url: str
+    description: str = ""
+
+
+class SourceList(BaseModel):
+    sources: list[SourceEntry]
+
+    def to_text(self) -> str:
+        lines = [f"{s.name} ({s.dialect}) {s.url}" + (f" — {s.description}" if s.description else "") for s in self.sources]
+        return "\n".join(lines) or "no sources configured"
+
+
+def list_sources(ctx: ToolContext) -> SourceList:
+    return SourceList(sources=[SourceEntry(name=s.name, dialect=s.dialect, url=s.display_url, description=s.description)
+                               for s in ctx.sources])
+
+
+# -- list_schemas ---------------------------------------------------------------------------------
+class SchemaEntry(BaseModel):
+    schema_name: str
+    tables: int
+    views: int
+
+
+class SchemaList(BaseModel):
+    source: str
+    schemas: list[SchemaEntry]
+
+    def to_text(self) -> str:
+        return "\n".join(f"{s.schema_name}: {s.tables} tables, {s.views} views" for s in self.schemas) or "no schemas"
+
+
+def list_schemas(ctx: ToolContext, source: str | None = None) -> SchemaList:
+    src = ctx.source(source)
+    counts: dict[str, list[int]] = {}
+    for table in src.catalog().tables:
+        key = ".".join(p for p in (table.database, table.schema_name) if p)
+        entry = counts.setdefault(key, [0, 0])
+        entry[1 if table.kind == "view" else 0] += 1
+    return SchemaList(source=src.name, schemas=[SchemaEntry(schema_name=k, tables=v[0], views=v[1]) for k, v in counts.items()])
+
+
+# -- list_tables ----------------------------------------------------------------------------------
+_SHARD = re.compile(r"^(?P<stem>.*?[A-Za-z_])(?P<suffix>\d{4,8})$")
+
+
+class TableEntry(BaseModel):
+    name: str  # qualified; for a family, the pattern such as web.events_*
+    kind: str  # table, view or family
+    columns: int
+    row_estimate: int | None = None
+    comment: str | None = None
+    family_size: int | None = None
+    family_range: str | None = None
+
+
+class TableList(BaseModel):
+    source: str
+    tables: list[TableEntry]
+    total: int
+    next_cursor: str | None = None
+    truncated: bool = False
+
+    def to_text(self) -> str:
+        lines = []
+        for t in self.tables:
+            parts = [t.name]
+            if t.kind == "family":
+                parts.append(f"[{t.family_size} tables {t.family_range}, same columns]")
+            elif t.kind == "view":
+                parts.append("[view]")
+            parts.append(f"{t.columns} cols")
+            if t.row_estimate is not None:
+                parts.append(f"~{t.row_estimate} rows")
+            if t.comment:
+                parts.append("— " + cell_text(t.comment, 80))
+            lines.append(" ".join(parts))
+        shown = len(self.tables)
+        if self.next_cursor:
+            lines.append(f"truncated: true — {shown} of {self.total} entries shown; next: cursor={self.next_cursor}")
+        elif not lines:
+            lines.append("no tables match")
+        return "\n".join(lines)
+
+
+def _families(tables: list[TableInfo]) -> list[tuple[str, list[TableInfo]]]:
+    """Group tables into entries; shards (same stem + numeric suffix, same columns, 3 or more)
+    collapse into one family entry."""
+    groups: dict[tuple[str | None, str, str, tuple[Any, ...]], list[TableInfo]] = defaultdict(list)
+    singles: list[tuple[str, list[TableInfo]]] = []
+    for table in tables:
+        m = _SHARD.match(table.name)
+        if m and table.kind == "table":
+            signature = tuple((c.name.lower(), c.type) for c in table.columns)
+            groups[(table.database, table.schema_name, m.group("stem"), signature)].append(table)
+        else:
+            singles.append((table.qualified, [table]))
+    entries = list(singles)
+    for (_db, _schema, stem, _sig), members in groups.items():
+        if len(members) >= 3:
+            members.sort(key=lambda t: t.name)
+            prefix = members[0].qualified[: -len(members[0].name)]
+            entries.append((f"{prefix}{stem}*", members))
+        else:
+            entries.extend((t.qualified, [t]) for t in members)
+    entries.sort(key=lambda e: e[0].lower())
+    return entries
+
+
+def list_tables(ctx: ToolContext, schema: str | None = None, pattern: str | None = None, limit: int = 50,
+                cursor: str | None = None, source: str | None = None) -> TableList:
+    check_limit("limit", limit, 1, 1000)
+    offset = 0
+    if cursor:
+        if not re.fullmatch(r"o\d{1,9}", cursor.strip()):
+            raise InvalidArgument(f"cursor {cursor!r} is not one this tool returned; omit it to start from the first page")
+        offset = int(cursor.strip()[1:])
+    src = ctx.source(source)
+    catalog = src.catalog()
+    tables = catalog.tables
+    if schema:
+        wanted = schema.lower()
+        tables = [t for t in tables if wanted in (t.schema_name.lower(), f"{t.database}.{t.schema_name}".lower())]
+        if not tables:
+            raise InvalidArgument(f"schema {schema!r} has no tables; schemas: {', '.join(catalog.schemas()[:20])}")
+    if pattern:
+        glob = pattern.lower().replace("%", "*")
+        if "*" not in glob and "?" not in glob:
+            glob = f"*{glob}*"
+        tables = [t for t in tables if fnmatch.fnmatchcase(t.qualified.lower(), glob) or fnmatch.fnmatchcase(t.name.lower(), glob)]
+    entries = _families(tables)
+    page = entries[offset: offset + limit]
+    items: list[TableEntry] = []
+    for name, members in page:
+        first = members[0]
+        if len(members) == 1:
+            items.append(TableEntry(name=name, kind=first.kind, columns=len(first.columns), row_estimate=first.row_estimate,
+                                    comment=first.comment))
+        else:
+            estimates = [m.row_estimate for m in members if m.row_estimate is not None]
+            items.append(TableEntry(name=name, kind="family", columns=len(first.columns),
+                                    row_estimate=sum(estimates) if estimates else None, comment=first.comment,
+                                    family_size=len(members), family_range=f"{members[0].name} … {members[-1].name}"))
+    more = offset + limit < len(entries)
+    return TableList(source=src.name, tables=items, total=len(entries), next_cursor=f"o{offset + limit}" if more else None,
+                     truncated=more)
+
+
+# -- describe_table -------------------------------------------------------------------------------
+class ColumnDescription(BaseModel):
+    name: str
+    type: str
+    nullable: bool | None = None
+    primary_key: bool = False
+    references: str | None = None
+    comment: str | None = None
+    examples: list[str] = []
+
+
+class TableDescription(BaseModel):
+    source: str
+    table: str
+    kind: str
+    comment: str | None = None
+    row_estimate: int | None = None
+    columns: list[ColumnDescription]
+    total_columns: int
+    truncated: bool = False
+    family: str | None = None
+
+    def to_text(self) -> str:
+        head = f"{self.table} ({self.kind}"
+        if self.row_estimate is not None:
+            head += f", ~{self.row_estimate} rows"
+        head += ")"
+        if self.comment:
+            head += " — " + cell_text(self.comment, 200)
+        lines = [head]
+        if self.family:
+            lines.append(f"member of family {self.family}")
+        for c in self.columns:
+            flags = []
+            if c.primary_key:
+                flags.append("PK")
+            if c.references:
+                flags.append(f"FK→{c.references}")
+            if c.nullable is False and not c.primary_key:
+                flags.append("NOT NULL")
+            line = f"- {c.name} {c.type}"
+            if flags:
+                line += " " + " ".join(flags)
+            if c.comment:
+                line += " — " + cell_text(c.comment, 120)
+            if c.examples:
+                line += " e.g. " + ", ".join(c.examples)
+            lines.append(line)
+        if self.truncated:
+            lines.append(f"truncated: true — {len(self.columns)} of {self.total_columns} columns shown; "
+                         "search_schema finds the others")
+        return "\n".join(lines)
+
+
+MAX_DESCRIBE_COLUMNS = 300
+
+
+def example_values(ctx: ToolContext, table: TableInfo, source_name: str, per_column: int = 3) -> dict[str, list[str]]:
+    """A few distinct non-NULL values per column from the first rows (cached per table)."""
+    cache = ctx.cache(f"examples:{source_name}", dict)
+    key = table.qualified
+    if key in cache:
+        return cache[key]
+    src = ctx.source(source_name)
+    columns = table.columns[:MAX_DESCRIBE_COLUMNS]
+    examples: dict[str, list[str]] = {c.name: [] for c in columns}
+    try:
+        result = src.execute(f"SELECT * FROM {quote_table(table, src.dialect)} LIMIT 50",
+                             timeout_s=min(ctx.limits.query_timeout_s, 10.0), limits=FetchLimits(max_rows=50, count_limit=50))
+    except Exception:  # examples are a nicety: a slow or odd table still gets described
+        cache[key] = examples
+        return examples
+    index = {name: i for i, name in enumerate(result.columns)}
+    for col in columns:
+        i = index.get(col.name)
+        if i is None:
+            continue
+        seen: list[str] = []
+        for row in result.rows:
+            value = row[i]
+            if value is None:
+                continue
+            text = cell_text(value, 40)
+            if text not in seen:
+                seen.append(text)
+            if len(seen) >= per_column:
+                break
+        examples[col.name] = seen
+    cache[key] = examples
+    return examples
+
+
+def describe_table(ctx: ToolContext, table: str, source: str | None = None) -> TableDescription:
+    src = ctx.source(source)
+    catalog = src.catalog()
+    info = catalog.resolve(table)
+    fk_by_col: dict[str, str] = {}
+    for fk in info.foreign_keys:
+        for col, ref in zip(fk.columns, fk.ref_columns or [""] * len(fk.columns), strict=False):
+            fk_by_col[col] = f"{fk.ref_table}.{ref}" if ref else fk.ref_table
+    examples = example_values(ctx, info, src.name)
+    family = None
+    m = _SHARD.match(info.name)
+    if m:
+        siblings = [t for t in catalog.tables if t.schema_name == info.schema_name and t.name.startswith(m.group("stem"))
+                    and _SHARD.match(t.name)]
+        if len(siblings) >= 3:
+            family = f"{m.group('stem')}* ({len(siblings)} tables)"
+    columns = [ColumnDescription(name=c.name, type=c.type, nullable=c.nullable, primary_key=c.primary_key,
+                                 references=fk_by_col.get(c.name), comment=c.comment, examples=examples.get(c.name, []))
+               for c in info.columns[:MAX_DESCRIBE_COLUMNS]]
+    return TableDescription(source=src.name, table=info.qualified, kind=info.kind, comment=info.comment,
+                            row_estimate=info.row_estimate, columns=columns, total_columns=len(info.columns),
+                            truncated=len(info.columns) > MAX_DESCRIBE_COLUMNS, family=family)

@@ -1,0 +1,62 @@
+"""compare_results: group result handles into equivalence classes and say how the others differ.
+The equivalence itself lives in flexsql.tools.equivalence (shared with the strict scorer)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from flexsql.errors import InvalidArgument
+from flexsql.tools.context import ToolContext
+from flexsql.tools.equivalence import compare_tables
+
+
+class PairDifference(BaseModel):
+    left: str
+    right: str
+    equivalent: bool
+    reason: str
+
+
+class Comparison(BaseModel):
+    equivalent: bool  # all results equivalent
+    groups: list[list[str]]  # equivalence classes, largest first
+    differences: list[PairDifference]
+
+    def to_text(self) -> str:
+        if self.equivalent:
+            return f"equivalent: {', '.join(self.groups[0])} return the same result"
+        lines = ["not equivalent; groups: " + " | ".join(", ".join(g) for g in self.groups)]
+        lines += [f"- {d.left} vs {d.right}: {d.reason}" for d in self.differences if not d.equivalent]
+        return "\n".join(lines)
+
+
+def compare_results(ctx: ToolContext, result_ids: list[str]) -> Comparison:
+    if not isinstance(result_ids, list) or len(result_ids) < 2:
+        raise InvalidArgument("result_ids must list at least two result ids, e.g. [\"r1\", \"r2\"]")
+    if len(result_ids) > 10:
+        raise InvalidArgument(f"{len(result_ids)} result ids given: compare at most 10 at a time")
+    ids = list(dict.fromkeys(r.strip() for r in result_ids))
+    stored = {rid: ctx.results.get(rid) for rid in ids}
+    for rid, result in stored.items():
+        if result.truncated:
+            raise InvalidArgument(f"{rid} keeps only {len(result.rows)} of {result.total_rows}+ rows, so it cannot be "
+                                  "compared in full; narrow the query (aggregate or filter) and compare again")
+    groups: list[list[str]] = []
+    differences: list[PairDifference] = []
+    for rid in ids:
+        placed = False
+        for group in groups:
+            head = stored[group[0]]
+            cur = stored[rid]
+            verdict = compare_tables(head.columns, head.rows, cur.columns, cur.rows,
+                                     ordered=head.ordered and cur.ordered)
+            differences.append(PairDifference(left=group[0], right=rid, equivalent=verdict.equivalent,
+                                              reason=verdict.reason))
+            if verdict.equivalent:
+                group.append(rid)
+                placed = True
+                break
+        if not placed:
+            groups.append([rid])
+    groups.sort(key=len, reverse=True)
+    return Comparison(equivalent=len(groups) == 1, groups=groups, differences=differences)

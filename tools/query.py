@@ -1,0 +1,132 @@
+"""Verification queries: run_query, fetch_rows, sample_rows (results kept as handles)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlglot
+from pydantic import BaseModel
+from sqlglot import exp
+
+from flexsql.errors import InvalidArgument
+from flexsql.tools.catalog import check_limit
+from flexsql.tools.context import ToolContext
+from flexsql.tools.render import jsonable, table_text
+from flexsql.tools.results import StoredResult
+from flexsql.tools.sources import FetchLimits
+from flexsql.tools.sql_build import parse_condition, quote_ident, quote_table
+
+MAX_RETURN_ROWS = 100_000
+
+
+class QueryOutput(BaseModel):
+    """One result: the first rows, the true total (or a lower bound) and a handle for more."""
+
+    result_id: str
+    columns: list[str]
+    types: list[str] = []
+    rows: list[list[Any]]
+    row_count: int  # rows in `rows`
+    total_rows: int
+    total_is_lower_bound: bool = False
+    truncated: bool
+    elapsed_ms: float = 0.0
+    offset: int = 0
+    sql: str | None = None
+    hint: str | None = None
+    text_rows_shown: int = 0
+
+    def to_text(self, max_chars: int = 4000, cell_chars: int = 200) -> str:
+        total = f"{self.total_rows}{'+' if self.total_is_lower_bound else ''}"
+        if not self.columns:
+            return f"{self.result_id}: statement returned no result set ({self.elapsed_ms:g} ms)"
+        table, shown = table_text(self.columns, self.rows, cell_chars=cell_chars, max_chars=max_chars - 200)
+        self.text_rows_shown = shown
+        first, last = self.offset + 1, self.offset + shown
+        head = f"{self.result_id}: {total} rows, {len(self.columns)} cols, {self.elapsed_ms:g} ms"
+        lines = [head, table]
+        if self.total_rows == 0:
+            lines.append(self.hint or "no rows matched")
+        elif last < self.total_rows or self.total_is_lower_bound:
+            lines.append(f"truncated: true — rows {first}-{last} of {total} shown; "
+                         f"fetch_rows(result_id={self.result_id!r}, offset={last}) for more")
+        return "\n".join(lines)
+
+
+def _output(stored: StoredResult, offset: int, limit: int, elapsed_ms: float = 0.0, hint: str | None = None) -> QueryOutput:
+    rows = stored.rows[offset: offset + limit]
+    shown_to = offset + len(rows)
+    return QueryOutput(
+        result_id=stored.result_id, columns=stored.columns, types=stored.types,
+        rows=[[jsonable(v) for v in row] for row in rows], row_count=len(rows), total_rows=stored.total_rows,
+        total_is_lower_bound=stored.total_is_lower_bound,
+        truncated=shown_to < stored.total_rows or stored.total_is_lower_bound,
+        elapsed_ms=elapsed_ms, offset=offset, sql=stored.sql, hint=hint,
+    )
+
+
+def has_top_level_order(sql: str, dialect: str) -> bool:
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except Exception:
+        return False
+    return isinstance(tree, exp.Query) and tree.args.get("order") is not None
+
+
+def _empty_hint(sql: str) -> str:
+    hint = "no rows matched: check filter literals against real values (distinct_values / find_values)"
+    if "'" in sql:
+        hint += "; string comparisons are case- and spelling-sensitive"
+    return hint
+
+
+def run_query(ctx: ToolContext, sql: str, max_rows: int | None = None, timeout_s: float | None = None,
+              source: str | None = None) -> QueryOutput:
+    limit = ctx.limits.preview_rows if max_rows is None else check_limit("max_rows", max_rows, 0, MAX_RETURN_ROWS)
+    timeout = ctx.limits.query_timeout_s if timeout_s is None else float(timeout_s)
+    if not 0 < timeout <= 3600:
+        raise InvalidArgument(f"timeout_s={timeout_s} is out of range: use a value above 0 and at most 3600 seconds")
+    src = ctx.source(source)
+    store_rows = max(ctx.limits.store_rows, limit)
+    result = src.execute(sql, timeout_s=timeout,
+                         limits=FetchLimits(max_rows=store_rows, max_bytes=ctx.limits.store_mb * 1024 * 1024,
+                                            count_limit=store_rows + 1))
+    stored = ctx.results.put(columns=result.columns, types=result.types, rows=result.rows, total_rows=result.total_rows,
+                             total_is_lower_bound=result.total_is_lower_bound, truncated=result.truncated,
+                             ordered=has_top_level_order(sql, src.dialect), sql=sql, source=src.name)
+    hint = _empty_hint(sql) if result.total_rows == 0 and result.columns else None
+    return _output(stored, 0, limit, result.elapsed_ms, hint)
+
+
+def fetch_rows(ctx: ToolContext, result_id: str, offset: int = 0, limit: int = 100) -> QueryOutput:
+    check_limit("offset", offset, 0, 10**9)
+    check_limit("limit", limit, 1, MAX_RETURN_ROWS)
+    stored = ctx.results.get(result_id)
+    if offset > len(stored.rows):
+        raise InvalidArgument(f"offset={offset} is past the end: {result_id} keeps {len(stored.rows)} rows")
+    output = _output(stored, offset, limit)
+    if offset + limit > len(stored.rows) and stored.truncated:
+        output.hint = (f"only the first {len(stored.rows)} rows were kept (of {stored.total_rows}"
+                       f"{'+' if stored.total_is_lower_bound else ''}); narrow the query to see the rest")
+    return output
+
+
+def sample_rows(ctx: ToolContext, table: str, columns: list[str] | None = None, where: str | None = None,
+                limit: int = 10, source: str | None = None) -> QueryOutput:
+    check_limit("limit", limit, 1, 1000)
+    src = ctx.source(source)
+    info = src.catalog().resolve(table)
+    if columns:
+        if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+            raise InvalidArgument("columns must be a list of column names, e.g. [\"name\", \"country\"]")
+        selected = ", ".join(quote_ident(info.column(c).name, src.dialect) for c in columns)
+    else:
+        selected = "*"
+    sql = f"SELECT {selected} FROM {quote_table(info, src.dialect)}"
+    if where:
+        sql += f" WHERE {parse_condition(where, src.dialect)}"
+    sql += f" LIMIT {limit}"
+    output = run_query(ctx, sql, max_rows=limit, source=src.name)
+    if output.total_rows == 0 and where:
+        output.hint = f"no rows where {where}: check the literal's spelling with distinct_values"
+    return output
