@@ -7,7 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
 
 from flexsql.errors import ConfigError
 
@@ -64,22 +69,25 @@ class Settings(BaseSettings):
         env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml_path = os.environ.get("FLEXSQL_CONFIG") or "flexsql.toml"
-        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
+        # init (flags) > FLEXSQL_* environment > the TOML file named in model_config
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls))
 
 
 def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Settings:
-    """Settings from (highest first) explicit overrides, FLEXSQL_* variables, then the TOML file."""
-    if config_file is not None:
-        path = Path(config_file)
-        if not path.exists():
-            raise ConfigError(f"config file not found: {path}; create it or drop --config")
-        os.environ["FLEXSQL_CONFIG"] = str(path)
+    """Settings from (highest first) explicit overrides, FLEXSQL_* variables, then the TOML file
+    (`config_file`, else $FLEXSQL_CONFIG, else ./flexsql.toml when it exists)."""
+    path = Path(config_file or os.environ.get("FLEXSQL_CONFIG") or "flexsql.toml")
+    if (config_file or os.environ.get("FLEXSQL_CONFIG")) and not path.exists():
+        raise ConfigError(f"config file not found: {path}; create it or drop --config / FLEXSQL_CONFIG")
+
+    class FileSettings(Settings):
+        model_config = SettingsConfigDict(**{**Settings.model_config, "toml_file": str(path)})
+
     clean = {k: v for k, v in overrides.items() if v is not None}
     try:
-        return Settings(**clean)
+        return FileSettings(**clean)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"invalid configuration: {problems}") from None
     except Exception as exc:  # a TOML syntax error
-        raise ConfigError(f"cannot read the configuration: {exc}") from None
+        raise ConfigError(f"cannot read the configuration {path}: {exc}") from None

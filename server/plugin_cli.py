@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import shutil
 import sys
 from importlib import resources
 from pathlib import Path
 
 import click
+
 from flexsql.tools.sources.urls import file_path_of, secrets_in
 
 PLUGIN_TOOL_PREFIX = "mcp__plugin_flexsql_flexsql__"
@@ -85,13 +85,12 @@ def launch_command(launcher: str, dbs: tuple[str, ...]) -> list[str]:
         return ["uvx", "flexsql", *args]
     if launcher == "flexsql":
         return ["flexsql", *args]
-    # The script of this very installation, by absolute path: clients such as Claude Desktop do
-    # not inherit the shell's PATH or an activated virtual environment.
-    script = Path(sys.argv[0]).resolve() if Path(sys.argv[0]).name == "flexsql" else None
-    if script is None or not script.is_file():
-        found = shutil.which("flexsql")
-        script = Path(found).resolve() if found else None
-    if script is None:
+    # This installation's own script, by absolute path: clients such as Claude Desktop do not
+    # inherit the shell's PATH or an activated virtual environment.
+    script = Path(sys.argv[0]).resolve()
+    if script.name != "flexsql" or not script.is_file():
+        script = Path(sys.executable).parent / "flexsql"
+    if not script.is_file():
         return [sys.executable, "-m", "flexsql.server", *args]
     return [str(script), *args]
 
