@@ -2,7 +2,16 @@
 
 This is the first of two layers. The second is the engine itself, opened read-only by every
 source adapter, so a statement that fools this parser still cannot write. Refusals say what was
-refused and why, and never carry a stack trace.
+refused and why, and never carry a stack trace: anything the guard cannot check is refused
+(fail closed), with a message, never an exception of another type.
+
+Checks, in order: the text itself (empty, NUL, size, `U&"…"` escapes that can spell any name),
+every name written in call position in the token stream (so quoting, comments and schema
+qualification cannot hide a function), the statement count, the statement kind, then for an
+allowed kind the tokens again (strings in table position, which DuckDB reads as files; Snowflake
+stages) and a walk of the parse tree (writes hidden in CTEs, `SELECT … INTO`, row locks, files
+read as tables, stages, sequences). A parse failure is refused; when the text starts with a
+keyword that is not a read, the refusal names it.
 """
 
 from __future__ import annotations
@@ -13,7 +22,7 @@ import re
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
-from sqlglot.tokens import TokenType
+from sqlglot.tokens import Token, TokenType
 
 from flexsql.errors import RefusedError
 
@@ -21,6 +30,7 @@ from flexsql.errors import RefusedError
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 READ_ONLY_HINT = "this server is read-only"
+MAX_SQL_CHARS = 1_000_000
 
 # Statement roots that only read.
 _ALLOWED_ROOTS: tuple[type[exp.Expression], ...] = (
@@ -33,6 +43,11 @@ _ALLOWED_ROOTS: tuple[type[exp.Expression], ...] = (
     exp.Describe,
     exp.Show,
 )
+# Roots that only read on one engine (DuckDB's PIVOT and SUMMARIZE statements).
+_DIALECT_ROOTS: dict[str, tuple[type[exp.Expression], ...]] = {
+    "duckdb": tuple(getattr(exp, n) for n in ("Pivot", "Summarize") if hasattr(exp, n)),
+}
+_ONLY_READS = "only SELECT / WITH / VALUES / SHOW / DESCRIBE / EXPLAIN run"
 
 # Nodes that write, change state or configuration, anywhere in the tree.
 _DENIED_NODES: dict[str, str] = {
@@ -42,6 +57,7 @@ _DENIED_NODES: dict[str, str] = {
     "Merge": "MERGE",
     "Create": "CREATE",
     "Drop": "DROP",
+    "Undrop": "UNDROP",
     "Alter": "ALTER",
     "AlterColumn": "ALTER",
     "Copy": "COPY",
@@ -70,50 +86,70 @@ _DENIED_NODES: dict[str, str] = {
     "Export": "EXPORT",
     "Put": "PUT",
     "Get": "GET",
+    "ListStage": "LIST (stage files)",
 }
 _DENIED_TYPES = tuple(getattr(exp, n) for n in _DENIED_NODES if hasattr(exp, n))
 
-# Functions (scalar or table) that read files or the network, run SQL from a string, write,
-# change settings or sessions, or reach other databases. Matched case-insensitively by name.
-_DENIED_FUNCTIONS: dict[str, set[str]] = {
-    "*": {
-        "nextval", "setval", "lastval",  # sequences advance even in read-only mode on some engines
-        "load_extension", "readfile", "writefile", "edit", "fts3_tokenizer",
-        "set_config", "query", "query_table", "query_to_xml", "query_to_xml_and_xmlschema",
-        "query_to_xmlschema", "cursor_to_xml", "cursor_to_xmlschema",
-        "dblink", "dblink_exec", "dblink_connect", "dblink_connect_u", "dblink_send_query",
-        "dblink_open", "dblink_fetch", "dblink_get_result",
-        "lo_import", "lo_export", "lo_from_bytea", "lo_put", "lo_create", "lo_creat", "lo_unlink",
-        "lo_open", "lo_get", "loread", "lowrite", "lo_truncate",
-        "pg_read_file", "pg_read_binary_file", "pg_stat_file", "pg_file_write", "pg_file_rename",
-        "pg_file_unlink", "pg_logdir_ls", "pg_file_sync",
-        "pg_terminate_backend", "pg_cancel_backend", "pg_reload_conf", "pg_rotate_logfile",
-        "pg_switch_wal", "pg_create_restore_point", "pg_promote", "pg_notify",
-        "pg_logical_emit_message", "pg_import_system_collations", "pg_stat_reset",
-        "txid_current", "pg_current_xact_id",
-        "read_csv", "read_csv_auto", "csv_scan", "sniff_csv", "read_parquet", "parquet_scan",
-        "parquet_metadata", "parquet_schema", "parquet_file_metadata", "parquet_kv_metadata",
-        "parquet_bloom_probe", "read_json", "read_json_auto", "read_json_objects",
-        "read_json_objects_auto", "read_ndjson", "read_ndjson_auto", "read_ndjson_objects",
-        "json_execute_serialized_sql", "read_text", "read_blob", "glob", "read_xlsx", "st_read",
-        "iceberg_scan", "iceberg_metadata", "iceberg_snapshots", "delta_scan", "sqlite_scan",
-        "sqlite_attach", "postgres_scan", "postgres_scan_pushdown", "postgres_attach",
-        "postgres_query", "postgres_execute", "mysql_query", "mysql_execute", "duckdb_secrets",
-        "which_secret", "load_aws_credentials", "getenv", "from_csv_auto", "read_file",
-        "get_presigned_url", "build_scoped_file_url", "build_stage_file_url", "get_stage_location",
-        "infer_schema", "validate", "to_file", "external_function",
-    },
+# Why a function is refused, by category. The messages name the function and the category.
+_READS_FILES = "it reads files or the network outside the database"
+_RUNS_SQL = "it runs SQL given as a string, which the guard cannot check"
+_CHANGES_STATE = "it changes server, session or sequence state"
+_OTHER_DB = "it reaches another database or server"
+
+_DENIED_FUNCTIONS: dict[str, str] = {
+    **dict.fromkeys((
+        "load_extension", "readfile", "writefile", "edit", "fsdir", "zipfile", "fts3_tokenizer",
+        "read_csv", "read_csv_auto", "csv_scan", "sniff_csv", "read_parquet", "parquet_scan", "read_json",
+        "read_json_auto", "read_json_objects", "read_json_objects_auto", "read_ndjson", "read_ndjson_auto",
+        "read_ndjson_objects", "read_text", "read_blob", "glob", "read_xlsx", "st_read", "from_csv_auto",
+        "read_file", "getenv", "duckdb_secrets", "which_secret", "load_aws_credentials",
+        "lo_import", "lo_export", "pg_stat_file", "pg_current_logfile_contents",
+        "get_presigned_url", "build_scoped_file_url", "build_stage_file_url", "get_stage_location", "infer_schema",
+        "validate", "to_file",
+    ), _READS_FILES),
+    **dict.fromkeys((
+        "query", "query_table", "query_to_xml", "query_to_xml_and_xmlschema", "query_to_xmlschema",
+        "cursor_to_xml", "cursor_to_xmlschema", "json_execute_serialized_sql", "ts_stat", "ts_rewrite",
+        "crosstab", "crosstab2", "crosstab3", "crosstab4", "connectby", "xpath_table",
+    ), _RUNS_SQL),
+    **dict.fromkeys((
+        "nextval", "setval", "lastval", "set_config", "txid_current", "pg_current_xact_id",
+        "pg_terminate_backend", "pg_cancel_backend", "pg_reload_conf", "pg_rotate_logfile", "pg_switch_wal",
+        "pg_promote", "pg_notify", "pg_logical_emit_message", "pg_import_system_collations", "pg_nextoid",
+        "pg_backup_start", "pg_backup_stop", "pg_start_backup", "pg_stop_backup", "pg_truncate_visibility_map",
+        "loread", "lowrite", "external_function",
+    ), _CHANGES_STATE),
+    **dict.fromkeys(("postgres_scan", "postgres_attach", "postgres_query", "postgres_execute", "mysql_query",
+                     "mysql_execute", "sqlite_scan", "sqlite_attach"), _OTHER_DB),
 }
-_DENIED_PREFIXES = ("pg_ls_", "pg_read_", "lo_", "dblink", "pg_file_", "system$", "pg_advisory", "pg_try_advisory",
-                    "pg_replication_", "pg_create_", "pg_drop_", "pg_copy_", "pg_log_", "read_json", "read_csv",
-                    "read_ndjson", "read_parquet", "parquet_", "iceberg_", "delta_", "sqlite_", "postgres_", "mysql_")
-# Engine-specific built-ins that share a denied prefix but only read metadata.
+_DENIED_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("pg_read_", _READS_FILES), ("pg_ls_", _READS_FILES), ("pg_file_", _READS_FILES), ("lo_", _READS_FILES),
+    ("read_json", _READS_FILES), ("read_csv", _READS_FILES), ("read_ndjson", _READS_FILES),
+    ("read_parquet", _READS_FILES), ("parquet_", _READS_FILES), ("iceberg_", _READS_FILES), ("delta_", _READS_FILES),
+    ("dblink", _OTHER_DB), ("postgres_", _OTHER_DB), ("mysql_", _OTHER_DB), ("sqlite_", _OTHER_DB),
+    ("system$", _CHANGES_STATE), ("pg_advisory", _CHANGES_STATE), ("pg_try_advisory", _CHANGES_STATE),
+    ("pg_replication_", _CHANGES_STATE), ("pg_create_", _CHANGES_STATE), ("pg_drop_", _CHANGES_STATE),
+    ("pg_copy_", _CHANGES_STATE), ("pg_log_", _CHANGES_STATE), ("pg_logical_", _CHANGES_STATE),
+    ("pg_stat_reset", _CHANGES_STATE), ("pg_stat_statements_reset", _CHANGES_STATE),
+    ("pg_wal_replay_", _CHANGES_STATE), ("binary_upgrade_", _CHANGES_STATE),
+)
+# Built-ins that share a denied prefix but only read metadata.
 _ALLOWED_FUNCTIONS = {"sqlite_version", "sqlite_source_id", "sqlite_compileoption_used", "sqlite_compileoption_get",
                       "pg_create_time", "postgres_version"}
+# Names that are harmless on one engine: SQLite's glob() matches a pattern against a string.
+_DIALECT_ALLOWED_FUNCTIONS: dict[str, set[str]] = {"sqlite": {"glob"}, "postgres": {"glob"}}
 
-_FILE_LIKE = re.compile(r"[/\\]|\.(csv|tsv|parquet|json|jsonl|ndjson|txt|xlsx|gz|zst|db|duckdb|sqlite\d?)$|^(https?|s3|gs|az|hf|file)://",
-                        re.IGNORECASE)
-
+_FILE_LIKE = re.compile(r"[/\\]|\.(csv|tsv|parquet|json|jsonl|ndjson|txt|xlsx|gz|zst|db|duckdb|sqlite\d?)$"
+                        r"|^(https?|s3|gs|az|hf|file)://", re.IGNORECASE)
+_UNICODE_ESCAPE = re.compile(r"\bu&['\"]", re.IGNORECASE)
+_LEADING_NOISE = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|//[^\n]*(?:\n|$)|/\*.*?\*/|\()*", re.DOTALL)
+_FIRST_WORD = re.compile(r"[A-Za-z_]+")
+# Statements that start like a read; a parse failure on anything else is refused by its keyword.
+_READ_STARTS = {"SELECT", "WITH", "VALUES", "FROM", "EXPLAIN", "SHOW", "DESCRIBE", "DESC", "SUMMARIZE", "PIVOT",
+                "UNPIVOT", "TABLE"}
+# A plain `SHOW name` (PostgreSQL, DuckDB): shows a setting or lists tables, never changes anything.
+_SIMPLE_SHOW = re.compile(r"^\s*(ALL|TABLES|ALL\s+TABLES|DATABASES|[A-Za-z_][\w$]*(\.[A-Za-z_][\w$]*)*)\s*;?\s*$",
+                          re.IGNORECASE)
 _EXPLAIN_OPTIONS = re.compile(r"^\s*(\((?P<opts>[^)]*)\)|(?P<words>((VERBOSE|COSTS|FORMAT\s+\w+|QUERY\s+PLAN|USING\s+\w+)\s+)*))",
                               re.IGNORECASE)
 
@@ -122,20 +158,111 @@ def refuse(what: str, why: str = READ_ONLY_HINT) -> RefusedError:
     return RefusedError(f"refused: {what} is not allowed — {why}")
 
 
-def _function_names(sql: str, dialect: str) -> set[str]:
-    """Every name written in call position (`name(`), quoted or not, as the tokenizer sees it."""
-    tokens = sqlglot.tokenize(sql, read=dialect)
-    names: set[str] = set()
-    for prev, tok in zip(tokens, tokens[1:], strict=False):
-        if tok.token_type == TokenType.L_PAREN and prev.token_type not in (TokenType.STRING, TokenType.NUMBER):
-            names.add(prev.text.strip('"`[]').lower())
-    return names
+def denied_function_reason(name: str, dialect: str | None = None) -> str | None:
+    """Why the function `name` (any case, unqualified) may not run, or None when it may."""
+    name = name.lower()
+    if name in _ALLOWED_FUNCTIONS or name in _DIALECT_ALLOWED_FUNCTIONS.get(dialect or "", ()):
+        return None
+    if name in _DENIED_FUNCTIONS:
+        return _DENIED_FUNCTIONS[name]
+    for prefix, why in _DENIED_PREFIXES:
+        if name.startswith(prefix):
+            return why
+    return None
 
 
-def _denied_function(name: str) -> bool:
-    if name in _ALLOWED_FUNCTIONS:
-        return False
-    return name in _DENIED_FUNCTIONS["*"] or name.startswith(_DENIED_PREFIXES)
+def is_denied_function(name: str, dialect: str | None = None) -> bool:
+    return denied_function_reason(name, dialect) is not None
+
+
+def _first_word(sql: str) -> str:
+    """The statement's keyword for messages: `DELETE`, `FORCE CHECKPOINT`, `START TRANSACTION`."""
+    text = _LEADING_NOISE.sub("", sql, count=1)
+    match = _FIRST_WORD.match(text)
+    if not match:
+        return ""
+    word = match.group(0).upper()
+    if word in ("FORCE", "START"):
+        second = _FIRST_WORD.match(text[match.end():].lstrip())
+        if second:
+            word += " " + second.group(0).upper()
+    return word
+
+
+def _check_tokens(tokens: list[Token], sql: str, dialect: str) -> None:
+    """Checks on the token stream, independent of how the parser builds its tree."""
+    if _UNICODE_ESCAPE.search(sql):
+        raise refuse('a Unicode-escaped name or string (U&"…")', "they can spell a refused name; write names plainly")
+    for i, tok in enumerate(tokens):
+        prev = tokens[i - 1] if i else None
+        if prev is not None and tok.token_type == TokenType.L_PAREN \
+                and prev.token_type not in (TokenType.STRING, TokenType.NUMBER):
+            name = prev.text.strip('"`[]').lower()
+            why = denied_function_reason(name, dialect)
+            if why:
+                raise refuse(f"function {name}()", why)
+        if dialect != "snowflake":
+            continue
+        if prev is not None and prev.token_type == TokenType.DOT and tok.text.lower() == "nextval":
+            raise refuse("sequence NEXTVAL", "it advances a sequence")
+        if tok.token_type == TokenType.STRING and prev is not None and prev.token_type == TokenType.L_PAREN and i > 1 \
+                and tokens[i - 2].text.lower() == "identifier":
+            # IDENTIFIER('name') names an object in a string, out of the parse tree's sight.
+            target = tok.text.strip()
+            if target.startswith("@") or target.lower().endswith("nextval"):
+                raise refuse(f"IDENTIFIER({target!r})", "it names a stage or a sequence's NEXTVAL")
+
+
+_TABLE_INTRODUCERS = {"FROM", "JOIN", "PIVOT", "UNPIVOT", "SUMMARIZE", "DESCRIBE", "DESC", "SHOW"}
+_CLAUSES = {"SELECT", "FROM", "JOIN", "WHERE", "GROUP", "HAVING", "ORDER", "QUALIFY", "LIMIT", "OFFSET", "UNION",
+            "ON", "USING", "WINDOW", "VALUES", "INTERSECT", "EXCEPT", "MINUS"}
+_NOT_CALLS = {"FROM", "JOIN", "IN", "EXISTS", "AS", "ON", "USING", "VALUES", "SELECT", "LATERAL", "WITH", "UNION", "ALL",
+              "ANY", "SOME", "WHERE", "AND", "OR", "NOT", "TABLE", "INTO", "OVER", "BY", "THEN", "ELSE", "WHEN"}
+_SUBQUERY_STARTS = (TokenType.SELECT, TokenType.WITH, TokenType.FROM, TokenType.VALUES)
+
+
+def _string_read_as_table(tokens: list[Token]) -> str | None:
+    """A string literal in table position (`FROM 'x.csv'`, `JOIN 'x'`, `FROM t, 'x'`, `SUMMARIZE 'x'`):
+    DuckDB reads it as a file. The parse tree turns it into a quoted name, so look at the tokens.
+    FROM inside a function call (`EXTRACT(YEAR FROM '2024-01-01')`, `TRIM('x' FROM s)`) is not a table."""
+    depth, clause, call = 0, {0: ""}, {0: False}
+    for i, tok in enumerate(tokens):
+        kind = tok.token_type
+        word = tok.text.upper().split()[0] if kind != TokenType.STRING and tok.text.strip() else ""
+        prev = tokens[i - 1] if i else None
+        if kind == TokenType.L_PAREN:
+            depth += 1
+            nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+            prev_word = prev.text.upper() if prev is not None and prev.token_type != TokenType.STRING else ""
+            call[depth] = bool(prev_word[:1].isalpha() or prev_word[:1] == "_") and prev_word not in _NOT_CALLS \
+                and not (nxt is not None and nxt.token_type in _SUBQUERY_STARTS)
+            clause[depth] = ""
+        elif kind == TokenType.R_PAREN:
+            depth = max(depth - 1, 0)
+        elif word in _CLAUSES:
+            clause[depth] = word
+        if kind != TokenType.STRING or prev is None or call.get(depth):
+            continue
+        introduced = prev.token_type != TokenType.STRING and prev.text.upper() in _TABLE_INTRODUCERS
+        listed = prev.token_type == TokenType.COMMA and clause.get(depth) in ("FROM", "JOIN")
+        if introduced or listed:
+            return tok.text
+    return None
+
+
+def _check_statement_tokens(tokens: list[Token], dialect: str) -> None:
+    """Checks on the tokens of a statement whose kind is allowed."""
+    if dialect == "snowflake" and any(t.token_type == TokenType.PARAMETER and t.text == "@" for t in tokens):
+        raise refuse("reading a stage (@…)", "stages are files outside the database")
+    target = _string_read_as_table(tokens)
+    if target is not None:
+        raise refuse(f"reading {target!r} as a table", "files outside the database are off limits")
+    seen_semicolon = False
+    for tok in tokens:
+        if tok.token_type == TokenType.SEMICOLON:
+            seen_semicolon = True
+        elif seen_semicolon:
+            raise refuse("several statements in one call", "send exactly one statement per call")
 
 
 def _check_tree(tree: exp.Expression, dialect: str) -> None:
@@ -147,9 +274,9 @@ def _check_tree(tree: exp.Expression, dialect: str) -> None:
             raise refuse(label)
         if isinstance(node, exp.Func):
             name = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
-            if _denied_function(name):
-                raise refuse(f"function {name}()", "it reads files or the network, runs SQL from a string, "
-                                                   "or changes server state")
+            why = denied_function_reason(name, dialect)
+            if why:
+                raise refuse(f"function {name}()", why)
         if isinstance(node, exp.Table):
             target = node.this
             if isinstance(target, exp.Var) and str(target.this).startswith("@"):
@@ -158,58 +285,91 @@ def _check_tree(tree: exp.Expression, dialect: str) -> None:
                 raise refuse(f"reading the file {target.this!r} as a table", "files outside the database are off limits")
             if isinstance(target, exp.Literal) and target.is_string:
                 raise refuse(f"reading {target.this!r} as a table", "files outside the database are off limits")
-        if isinstance(node, exp.Column) and dialect == "snowflake" and node.name.lower() in ("nextval",) and node.table:
+        if isinstance(node, exp.Column) and dialect == "snowflake" and node.name.lower() == "nextval" and node.table:
             raise refuse("sequence NEXTVAL", "it advances a sequence")
 
 
-def _check_explain(body: str, dialect: str) -> str:
+def _strip_leading_comments(text: str) -> str:
+    return re.sub(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", "", text, count=1, flags=re.DOTALL)
+
+
+def _check_explain(body: str, dialect: str) -> None:
     """EXPLAIN is allowed without ANALYZE (which runs the statement); its target is checked too."""
+    body = _strip_leading_comments(body)
     m = _EXPLAIN_OPTIONS.match(body)
     options = (m.group("opts") or m.group("words") or "") if m else ""
-    rest = body[m.end():] if m else body
-    if re.search(r"\banaly[sz]e\b", options, re.IGNORECASE) or re.match(r"\s*analy[sz]e\b", rest, re.IGNORECASE):
+    rest = _strip_leading_comments(body[m.end():] if m else body)
+    if re.search(r"\banaly[sz]e\b", options, re.IGNORECASE) or re.match(r"analy[sz]e\b", rest, re.IGNORECASE):
         raise refuse("EXPLAIN ANALYZE", "it executes the statement")
     check_sql(rest, dialect)
-    return body
 
 
-def check_sql(sql: str, dialect: str) -> str:
-    """Return `sql` (stripped of a trailing semicolon) if it is one read-only statement; raise
-    RefusedError otherwise."""
-    if not isinstance(sql, str) or not sql.strip():
-        raise RefusedError("refused: the SQL text is empty — send one SELECT statement")
-    if "\x00" in sql:
-        raise RefusedError("refused: the SQL text contains a NUL byte — remove it")
-    try:
-        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
-        called = _function_names(sql, dialect)
-    except (SqlglotError, RecursionError, ValueError, IndexError) as exc:
-        message = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
-        raise RefusedError(
-            f"refused: the SQL could not be parsed as {dialect} ({message}) — only statements the guard can "
-            "check are run; fix the syntax or rewrite it in standard SQL"
-        ) from None
+def _statement_label(tree: exp.Expression, sql: str) -> str:
+    if isinstance(tree, exp.Command):
+        return _first_word(sql) or str(tree.this).upper() or "this statement"
+    label = _DENIED_NODES.get(type(tree).__name__)
+    if label:
+        return label
+    return _first_word(sql) or f"a {type(tree).__name__.upper()} statement"
+
+
+def _check(sql: str, dialect: str) -> str:
+    tokens = sqlglot.tokenize(sql, read=dialect)
+    _check_tokens(tokens, sql, dialect)
+    statements = [s for s in sqlglot.parse(sql, read=dialect)
+                  if s is not None and not isinstance(s, getattr(exp, "Semicolon", ()))]
     if not statements:
         raise RefusedError("refused: the SQL text has no statement — send one SELECT statement")
     if len(statements) > 1:
         raise refuse(f"{len(statements)} statements in one call", "send exactly one statement per call")
     tree = statements[0]
-    denied = sorted(n for n in called if _denied_function(n))
-    if denied:
-        raise refuse(f"function {denied[0]}()", "it reads files or the network, runs SQL from a string, "
-                                                "or changes server state")
-    if isinstance(tree, exp.Command) and str(tree.this).upper() == "EXPLAIN":
+    if isinstance(tree, exp.Command):
+        keyword = str(tree.this).upper()
         body = tree.expression.this if isinstance(tree.expression, exp.Literal) else str(tree.expression or "")
-        _check_explain(body, dialect)
-        return sql.strip().rstrip(";").strip()
-    if isinstance(tree, exp.Summarize) if hasattr(exp, "Summarize") else False:
+        if keyword == "EXPLAIN":
+            _check_explain(body, dialect)
+        elif keyword == "SHOW" and dialect in ("postgres", "duckdb") and _SIMPLE_SHOW.match(body):
+            pass
+        else:
+            raise refuse(_statement_label(tree, sql), f"{READ_ONLY_HINT}; {_ONLY_READS}")
+    elif isinstance(tree, _ALLOWED_ROOTS + _DIALECT_ROOTS.get(dialect, ())):
+        _check_statement_tokens(tokens, dialect)
         _check_tree(tree, dialect)
-        return sql.strip().rstrip(";").strip()
-    if not isinstance(tree, _ALLOWED_ROOTS):
-        label = _DENIED_NODES.get(type(tree).__name__)
-        if isinstance(tree, exp.Command):
-            label = str(tree.this).upper()
-        raise refuse(label or f"a {type(tree).__name__.upper()} statement",
-                     READ_ONLY_HINT + "; only SELECT / WITH / VALUES / SHOW / DESCRIBE / EXPLAIN run")
-    _check_tree(tree, dialect)
-    return sql.strip().rstrip(";").strip()
+    else:
+        hint = f"{READ_ONLY_HINT}; {_ONLY_READS}"
+        if isinstance(tree, exp.Pragma) and dialect == "sqlite":
+            hint += "; read a pragma as a table instead, e.g. SELECT * FROM pragma_table_info('t')"
+        raise refuse(_statement_label(tree, sql), hint)
+    # Keep exactly the statement: drop a trailing semicolon and anything (comments) after it.
+    cut = next((t.start for t in tokens if t.token_type == TokenType.SEMICOLON), len(sql))
+    return sql[:cut].strip().rstrip(";").strip()
+
+
+def check_sql(sql: str, dialect: str) -> str:
+    """Return `sql` (without a trailing semicolon) if it is one read-only statement; raise
+    RefusedError otherwise. Never raises any other exception type."""
+    if not isinstance(sql, str) or not sql.strip():
+        raise RefusedError("refused: the SQL text is empty — send one SELECT statement")
+    if "\x00" in sql:
+        raise RefusedError("refused: the SQL text contains a NUL byte — remove it")
+    if len(sql) > MAX_SQL_CHARS:
+        raise RefusedError(f"refused: the SQL text has {len(sql):,} characters, over the {MAX_SQL_CHARS:,} the guard "
+                           "checks — send a shorter statement")
+    try:
+        return _check(sql, dialect)
+    except RefusedError:
+        raise
+    except (SqlglotError, RecursionError, ValueError, IndexError) as exc:
+        keyword = _first_word(sql)
+        if keyword and keyword not in _READ_STARTS:
+            raise refuse(keyword, f"{READ_ONLY_HINT}; {_ONLY_READS}") from None
+        message = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+        raise RefusedError(
+            f"refused: the SQL could not be parsed as {dialect} ({message}) — only statements the guard can "
+            "check are run; fix the syntax or rewrite it in standard SQL"
+        ) from None
+    except Exception as exc:  # fail closed: what the guard cannot check does not run
+        raise RefusedError(
+            f"refused: the guard could not check this statement ({type(exc).__name__}) — only statements the guard "
+            "can check are run; simplify it"
+        ) from None

@@ -71,7 +71,16 @@ class DuckDBSource(Source):
             elif "lock" in text.lower():
                 hint = " — another process holds a write lock on it; close that process or copy the file"
             raise ConfigError(f"cannot open DuckDB database {self.path}: {text.splitlines()[0]}{hint}") from None
-        conn.execute("SET lock_configuration = true")
+        # DuckDB shares one database instance between the connections a process opens on the same
+        # file (a second Source on it, a checksum): that instance may already be locked by us.
+        external, locked = conn.execute(
+            "SELECT current_setting('enable_external_access'), current_setting('lock_configuration')").fetchone()
+        if external:
+            conn.close()
+            raise ConfigError(f"cannot open DuckDB database {self.path} read-only: this process already has it open "
+                              "with external access enabled; close that connection first")
+        if not locked:
+            conn.execute("SET lock_configuration = true")
         return conn
 
     def close(self) -> None:

@@ -3,15 +3,25 @@
 Engine-level protection, independent of the guard:
 - each statement runs in its own `READ ONLY` transaction that is always rolled back;
 - `statement_timeout` is set in that transaction, and the client cancels at the deadline too;
-- statements are sent prepared (extended protocol), so the server refuses several at once;
+- statements are sent prepared (extended protocol), so the server refuses several at once, and
+  the server describes each one before it runs: only statements that return rows run, so `DO`,
+  `COPY`, `SET ROLE`, `RESET`, `DEALLOCATE`, `LOAD`, `CHECKPOINT`… never execute, whatever the
+  guard thought they were;
 - when connected as a superuser (or a role that can write), each transaction first drops to the
   built-in role `pg_read_all_data` (PostgreSQL 14+), so `COPY … TO PROGRAM`, `pg_read_file` and
   friends fail for lack of privilege even if the guard were fooled. A warning says so and prints
-  the statements that create a dedicated read-only role.
+  the statements that create a dedicated read-only role;
+- a session whose login role is a superuser can take any role back within one statement
+  (`set_config('role', 'postgres', true)`) and then run SQL the guard never saw through
+  `query_to_xml('…')` and friends. The server cannot forbid that, so the adapter refuses, by plain
+  name matching that no parser trick gets around, the few functions that undo the role drop, run
+  SQL from a string or keep state past the rollback (session advisory locks), and `U&"…"`
+  escapes that could spell them.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -65,6 +75,29 @@ JOIN pg_class c ON c.oid = con.conrelid JOIN pg_namespace n ON n.oid = c.relname
 LEFT JOIN pg_class rc ON rc.oid = con.confrelid LEFT JOIN pg_namespace rn ON rn.oid = rc.relnamespace
 WHERE con.contype IN ('p','f') AND n.nspname NOT IN ('pg_catalog','information_schema')
 """
+
+
+# See the module docstring: names refused on the engine side, whatever the guard decided. Beside
+# the role-undoing and SQL-from-a-string functions: those whose effect a rollback does not undo
+# and that the server lets a plain reader call (session advisory locks, transaction ids, logical
+# WAL messages, signalling other sessions of the same role).
+_ENGINE_DENIED = re.compile(
+    r"\b(set_config|query_to_xml\w*|cursor_to_xml\w*|ts_stat|ts_rewrite|dblink\w*|crosstab\d?|connectby"
+    r"|xpath_table|pg_(?:try_)?advisory\w*|txid_current\w*|pg_current_xact_id\w*|pg_logical_\w+"
+    r"|pg_terminate_backend|pg_cancel_backend)\b|\bu&['\"]",
+    re.IGNORECASE,
+)
+
+
+def engine_refusal(sql: str) -> str | None:
+    """The engine-side refusal message for `sql`, or None when it may be sent to the server."""
+    match = _ENGINE_DENIED.search(sql)
+    if match is None:
+        return None
+    name = match.group(1)
+    what = f"{name.lower()}()" if name else 'a U&"…" escape'
+    return (f"refused by the engine: {what} is not run on PostgreSQL — it can undo the read-only role, run SQL the "
+            "guard never saw, or have effects a rollback does not undo; this server is read-only")
 
 
 class PostgresSource(Source):
@@ -174,6 +207,9 @@ class PostgresSource(Source):
     def _run(self, sql: str, timeout_s: float, limits: FetchLimits):
         import psycopg
 
+        refusal = engine_refusal(sql)
+        if refusal:
+            raise QueryError(refusal)
         drop_to = self.privileges()["drop_to"]
         conn = self._acquire()
         deadline = Deadline(timeout_s + 0.5, conn.cancel_safe if hasattr(conn, "cancel_safe") else conn.cancel)
@@ -185,6 +221,7 @@ class PostgresSource(Source):
                     cur.execute(f'SET LOCAL ROLE "{drop_to}"')
                 with deadline:
                     try:
+                        self._require_rows(conn, sql)
                         # prepare=True: the extended protocol refuses several statements in one text
                         cur.execute(sql.encode("utf-8"), prepare=True)
                         if cur.description is None:
@@ -216,6 +253,25 @@ class PostgresSource(Source):
                     conn.close()
             self._release(conn)
 
+    def _require_rows(self, conn: Any, sql: str) -> None:
+        """Have the server parse and describe the statement before it runs: only statements that
+        return rows (queries, SHOW, EXPLAIN) may run. PostgreSQL's own parser decides, so no guard
+        misreading can get a DO block, COPY, SET/RESET ROLE or DEALLOCATE executed."""
+        from psycopg import pq
+
+        pgconn = conn.pgconn
+        result = pgconn.prepare(b"", sql.encode("utf-8"))  # the unnamed statement: parsed, not run
+        if result.status == pq.ExecStatus.COMMAND_OK:
+            result = pgconn.describe_prepared(b"")
+        if result.status != pq.ExecStatus.COMMAND_OK:
+            text = (result.error_message or b"").decode("utf-8", "replace").strip().removeprefix("ERROR:").strip()
+            raise QueryError(self._explain(Exception(text or "the server could not prepare the statement")))
+        if result.nfields == 0:
+            words = sql.strip().split(None, 1)
+            what = words[0].upper() if words else "this statement"
+            raise QueryError(f"refused by the engine: {what} returns no rows, and flexsql only runs queries on "
+                             "PostgreSQL — this server is read-only")
+
     def _explain(self, exc: Exception) -> str:
         text = self._clean_error(exc)
         lowered = text.lower()
@@ -226,7 +282,9 @@ class PostgresSource(Source):
     def safety(self) -> SafetyReport:
         measures = ["sqlglot guard (one read statement, dangerous functions refused)",
                     "READ ONLY transaction per statement, always rolled back",
-                    "statement_timeout and client-side cancel", "prepared statements (one statement per call)"]
+                    "statement_timeout and client-side cancel", "prepared statements (one statement per call)",
+                    "the server describes each statement first: only statements that return rows run",
+                    "functions that could undo the role drop or run SQL from a string refused by name"]
         warnings: list[str] = []
         try:
             priv = self.privileges()
@@ -238,8 +296,8 @@ class PostgresSource(Source):
             who = "a superuser" if priv["superuser"] else "a role with write or create privileges"
             warnings.append(
                 f"connected as {priv['user']!r}, {who}: a READ ONLY transaction alone does not stop a superuser "
-                "(COPY … TO PROGRAM, pg_read_file, SET). flexsql refuses those and drops privileges per "
-                "transaction, but connect as a dedicated read-only role:\n"
+                "(COPY … TO PROGRAM, pg_read_file, SET ROLE back to itself). flexsql refuses those and drops "
+                "privileges per transaction, but connect as a dedicated read-only role:\n"
                 + READ_ONLY_ROLE_SQL.format(db=priv["database"])
             )
         return SafetyReport(read_only_engine=True, measures=measures, warnings=warnings)

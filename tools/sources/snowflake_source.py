@@ -10,7 +10,6 @@ has no read-only session switch, so the role is the engine-level layer here.
 from __future__ import annotations
 
 import os
-import re
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -29,6 +28,88 @@ from flexsql.tools.sources.base import (
     collect,
     timeout_error,
 )
+
+_CLAUSE_WORDS = {"SELECT", "FROM", "JOIN", "WHERE", "GROUP", "HAVING", "ORDER", "QUALIFY", "LIMIT", "UNION", "ON",
+                 "USING", "WINDOW", "VALUES", "INTERSECT", "EXCEPT", "MINUS", "SET"}
+
+
+def _engine_refusal(what: str) -> QueryError:
+    return QueryError(f"refused by the engine: {what} — this server is read-only")
+
+
+def _tokens(sql: str) -> list[Any]:
+    import sqlglot
+
+    try:
+        return sqlglot.tokenize(sql, read="snowflake")
+    except Exception:
+        raise _engine_refusal("the statement could not be tokenized as Snowflake SQL") from None
+
+
+def _engine_check(sql: str) -> str:
+    """See SnowflakeSource.engine_wrap. Returns the statement without trailing semicolons."""
+    from sqlglot.tokens import TokenType
+
+    from flexsql.tools.guard import denied_function_reason
+
+    tokens = _tokens(sql)
+    cut = next((t.start for t in tokens if t.token_type == TokenType.SEMICOLON), None)
+    if cut is not None:
+        if any(t.token_type != TokenType.SEMICOLON for t in tokens if t.start > cut):
+            raise _engine_refusal("several statements in one call")
+        sql = sql[:cut]
+        tokens = [t for t in tokens if t.start < cut]
+    if not tokens:
+        raise _engine_refusal("the statement is empty")
+    depth = 0
+    clause = {0: ""}
+    for i, tok in enumerate(tokens):
+        kind, word = tok.token_type, tok.text.upper()
+        prev = tokens[i - 1] if i else None
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+        if kind == TokenType.L_PAREN:
+            depth += 1
+            clause[depth] = ""
+        elif kind == TokenType.R_PAREN:
+            depth -= 1
+            if depth < 0:
+                raise _engine_refusal("a ')' without its '(' (it would close flexsql's wrapper)")
+        elif kind == TokenType.COMMAND:
+            if i == 0 and word == "EXPLAIN" and nxt is not None:
+                body = nxt.text if nxt.token_type == TokenType.STRING else sql[nxt.start:]
+                if body.lstrip().upper().startswith(("ANALYZE", "ANALYSE")):
+                    raise _engine_refusal("EXPLAIN ANALYZE (it executes the statement)")
+                _engine_check(body)
+                target = _tokens(body)
+                while target and target[0].text.upper() in ("USING", "TABULAR", "JSON", "TEXT"):
+                    target = target[1:]
+                if not target or target[0].token_type not in (TokenType.SELECT, TokenType.WITH, TokenType.L_PAREN):
+                    raise _engine_refusal("EXPLAIN of a statement that is not a query")
+                return sql.strip()
+            raise _engine_refusal(f"{word} (not a query)")
+        elif kind != TokenType.STRING and word in _CLAUSE_WORDS:
+            clause[depth] = word
+        if kind == TokenType.PARAMETER and tok.text == "@":
+            raise _engine_refusal("reading a stage (@…)")
+        if kind in (TokenType.VAR, TokenType.IDENTIFIER) and tok.text.lower() == "nextval":
+            raise _engine_refusal("sequence NEXTVAL (it advances a sequence)")
+        if nxt is not None and nxt.token_type == TokenType.L_PAREN and kind != TokenType.STRING:
+            why = denied_function_reason(tok.text, "snowflake")
+            if why:
+                raise _engine_refusal(f"function {tok.text.lower()}() ({why})")
+        if kind == TokenType.STRING and prev is not None and (
+            prev.token_type in (TokenType.FROM, TokenType.JOIN)
+            or (prev.token_type == TokenType.COMMA and clause.get(depth) in ("FROM", "JOIN"))
+        ):
+            raise _engine_refusal(f"reading {tok.text!r} as a table")
+        if kind == TokenType.STRING and prev is not None and prev.token_type == TokenType.L_PAREN and i > 1 \
+                and tokens[i - 2].text.upper() == "IDENTIFIER" and (
+                    tok.text.lstrip().startswith("@") or tok.text.rstrip().lower().endswith("nextval")):
+            raise _engine_refusal(f"IDENTIFIER({tok.text!r})")
+    if depth != 0:
+        raise _engine_refusal("an unclosed '(' (it would swallow flexsql's wrapper)")
+    return sql.strip()
+
 
 _PASSTHROUGH = ("warehouse", "role", "host", "port", "protocol", "authenticator", "connection_name", "region")
 
@@ -167,11 +248,20 @@ class SnowflakeSource(Source):
     def engine_wrap(sql: str) -> str:
         """The engine-level read-only layer on Snowflake, which has no read-only session: every
         statement except SHOW / DESCRIBE / EXPLAIN runs as a subquery, so the engine's own parser
-        refuses anything that is not a query (DML, DDL, CALL, COPY, PUT, several statements)."""
-        head = re.sub(r"^(\s|--[^\n]*\n|/\*.*?\*/)*", "", sql, flags=re.DOTALL)
-        if re.match(r"(SHOW|DESC|DESCRIBE|EXPLAIN)\b", head, re.IGNORECASE) and ";" not in sql:
-            return sql
-        return f"SELECT * FROM (\n{sql.strip().rstrip(';')}\n)"
+        refuses anything that is not a query (DML, DDL, CALL, COPY, PUT, EXECUTE IMMEDIATE).
+
+        Before wrapping, a token-level check (no parse tree, so nothing to misread) refuses what a
+        query could still do or what could break out of the wrapper: a second statement after a
+        `;`, unbalanced parentheses, sequence NEXTVAL, stages (`@…`), strings read as tables,
+        EXPLAIN ANALYZE, and functions that read files, run SQL from a string or change state
+        (the emulator used in tests, fakesnow, runs on DuckDB, whose file readers a real Snowflake
+        does not have). Raises QueryError ("refused by the engine: …") when it refuses."""
+        text = _engine_check(sql)
+        tokens = _tokens(text)
+        first = tokens[0].text.upper() if tokens else ""
+        if first in ("SHOW", "DESC", "DESCRIBE", "EXPLAIN"):
+            return text
+        return f"SELECT * FROM (\n{text}\n)"
 
     def _run(self, sql: str, timeout_s: float, limits: FetchLimits):
         sql = self.engine_wrap(sql)
@@ -214,7 +304,10 @@ class SnowflakeSource(Source):
             read_only_engine=False,
             measures=["sqlglot guard (one read statement, dangerous functions, stages and sequences refused)",
                       "MULTI_STATEMENT_COUNT=1", f"STATEMENT_TIMEOUT_IN_SECONDS={self._statement_timeout}",
-                      "QUERY_TAG=flexsql", "client-side abort at the deadline"],
+                      "QUERY_TAG=flexsql", "client-side abort at the deadline",
+                      "every statement but SHOW / DESCRIBE / EXPLAIN runs wrapped as a subquery, so Snowflake's "
+                      "parser refuses non-queries; a token check refuses a second statement, NEXTVAL, stages and "
+                      "file readers first"],
             warnings=["Snowflake has no read-only session switch: connect with a role that has only "
                       "USAGE and SELECT grants (GRANT SELECT ON ALL TABLES IN DATABASE … TO ROLE flexsql_reader)"],
         )

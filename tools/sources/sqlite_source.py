@@ -177,15 +177,17 @@ class SQLiteSource(Source):
             if watchdog.fired or "interrupted" in str(exc):
                 raise timeout_error(timeout_s) from None
             raise QueryError(self._explain(exc)) from None
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, sqlite3.Warning) as exc:  # Warning: several statements (Python < 3.12)
             raise QueryError(self._explain(exc)) from None
         finally:
             conn.set_progress_handler(None, 0)
 
     @staticmethod
-    def _explain(exc: sqlite3.Error) -> str:
+    def _explain(exc: Exception) -> str:
         text = str(exc)
-        if "not authorized" in text or "prohibited" in text:
+        if "one statement at a time" in text:
+            return "refused by the engine: several statements in one call — send exactly one statement"
+        if "not authorized" in text or "prohibited" in text or "authorization denied" in text:
             return f"refused by the engine: {text} — this server is read-only"
         if "readonly" in text or "read-only" in text:
             return f"refused by the engine: {text} — this server is read-only"
