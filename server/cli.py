@@ -145,21 +145,17 @@ def call(tool: str, args: tuple[str, ...], db: tuple[str, ...], config_file: str
         fail(str(exc))
         return
     arguments = parse_call_args(args)
+    names = [t.name for t in anyio.run(server.list_tools)]
+    if tool not in names:
+        fail(f"unknown tool {tool!r}; tools: {', '.join(names)}")
 
     async def go() -> Any:
         from mcp import Client
 
         async with Client(server) as client:
-            names = [t.name for t in (await client.list_tools()).tools]
-            if tool not in names:
-                raise ConfigError(f"unknown tool {tool!r}; tools: {', '.join(names)}")
             return await client.call_tool(tool, arguments)
 
-    try:
-        result = anyio.run(go)
-    except FlexSQLError as exc:
-        fail(str(exc))
-        return
+    result = anyio.run(go)
     if as_json and result.structured_content is not None and not result.is_error:
         click.echo(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
     else:

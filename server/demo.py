@@ -48,7 +48,7 @@ async def _walk(url: str, console: Console) -> None:
     question = DEMO_QUESTIONS[0]
     grounded = question.sql
     exact = grounded.replace("LOWER(TRIM(a.country)) = 'france'", "a.country = 'France'")
-    params = StdioServerParameters(command=sys.executable, args=["-m", "flexsql.server", "serve", "--db", url])
+    params = StdioServerParameters(command=sys.executable, args=["-m", "flexsql.server", "serve", "--db", f"demo={url}"])
     console.print(Rule("flexsql demo"))
     console.print(f"Question: [bold]{question.question}[/bold]")
     console.print(f"Server: flexsql serve --db {url}  (MCP over stdio)\n")
