@@ -12,7 +12,6 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from flexsql.tools import compare, python_tool, search, values
-from flexsql.tools.sources import FetchLimits
 
 SourceArg = Annotated[str | None, Field(description="source name from list_sources; default: the first source")]
 
@@ -80,25 +79,12 @@ def register_analysis_tools(server: MCPServer, state: Any, tool: Callable[..., A
         enabled = allow_python
     if not enabled:
         return
-    sandbox = state.settings.sandbox
 
-    @tool("run_python", f"Run Python 3 (pandas, numpy, duckdb) over earlier results in a sandbox: results named in "
-                        f"result_ids arrive as DataFrames dfs['r1'] (and df when there is one); flexsql.sql('SELECT …') "
-                        f"runs a read-only query through the server. The last expression is returned; a DataFrame "
-                        f"becomes a new result_id. Limits: {sandbox.timeout_s:g} s wall clock (timeout_s to lower it), "
-                        f"{sandbox.cpu_s} s CPU, {sandbox.memory_mb} MB memory, {sandbox.file_mb} MB per file, "
-                        f"{sandbox.max_processes} processes, stdout/stderr cut at {sandbox.max_output_chars} "
-                        f"characters; no network, no environment variables or credentials, a private temporary "
-                        f"directory that is deleted afterwards.")
+    @tool("run_python", python_tool.run_python_description(state.settings.sandbox))
     async def run_python(
         ctx: Context, code: Annotated[str, Field(description="Python source; the last expression is the result")],
         result_ids: Annotated[list[str] | None, Field(description="results to load as DataFrames")] = None,
         timeout_s: Annotated[float | None, Field(description="wall-clock seconds, at most the configured limit")] = None,
     ) -> Annotated[CallToolResult, python_tool.PythonResult]:
         tc = state.context_for(ctx)
-
-        def sql_runner(sql: str) -> Any:
-            return tc.source(None).execute(sql, timeout_s=tc.limits.query_timeout_s,
-                                           limits=FetchLimits(max_rows=100_000, count_limit=100_001))
-
-        return await run_tool(lambda: python_tool.run_python(tc, code, result_ids, timeout_s, sql_runner=sql_runner))
+        return await run_tool(lambda: python_tool.run_python(tc, code, result_ids, timeout_s))

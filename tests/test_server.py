@@ -183,3 +183,19 @@ def test_http_on_public_address_without_token_is_refused(tmp_path):
                           capture_output=True, text=True, timeout=60, env=server_env())
     assert proc.returncode == 2
     assert "--auth-token" in proc.stderr and "FLEXSQL_AUTH_TOKEN" in proc.stderr
+
+
+async def test_building_the_value_index_reports_progress(tmp_path):
+    from engines import make_duckdb
+
+    url = make_duckdb(tmp_path)
+    updates: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        updates.append((progress, total, message))
+
+    async with Client(stdio_params(url)) as client:
+        result = await client.call_tool("find_values", {"text": "Lighting"}, progress_callback=on_progress)
+        assert "products.category" in text_of(result)
+    assert updates, "no progress notification arrived while the value index was built"
+    assert updates[-1][0] >= updates[0][0] and updates[-1][1] is not None
