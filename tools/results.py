@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from flexsql.errors import NotFoundError
-from flexsql.tools.sources.base import approx_size
+from flexsql.tools.sources.base import estimate_size
 
 
 class StoredResult(BaseModel):
@@ -29,6 +29,9 @@ class StoredResult(BaseModel):
     size_bytes: int = 0
 
 
+_DEFAULTS = {name: field.default for name, field in StoredResult.model_fields.items() if not field.is_required()}
+
+
 class ResultStore:
     """A bounded LRU of results, by total approximate memory; ids are short (`r1`, `r2`, …)."""
 
@@ -42,10 +45,12 @@ class ResultStore:
 
     def put(self, **fields: Any) -> StoredResult:
         rows = fields.get("rows", [])
-        size = sum(approx_size(r) for r in rows) + 64 * len(fields.get("columns", []))
+        size = estimate_size(rows) + 64 * len(fields.get("columns", []))
+        # the fields come from our own sources and tools: validating a million rows again costs seconds
         with self._lock:
             result_id = f"{self._prefix}{next(self._counter)}"
-            stored = StoredResult(result_id=result_id, size_bytes=size, **fields)
+            stored = StoredResult.model_construct(**{**_DEFAULTS, **fields, "result_id": result_id,
+                                                     "size_bytes": size})
             self._items[result_id] = stored
             self._bytes += size
             while self._bytes > self.max_bytes and len(self._items) > 1:

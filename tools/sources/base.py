@@ -172,9 +172,21 @@ def approx_size(row: Sequence[Any]) -> int:
     return size
 
 
+def estimate_size(rows: Sequence[Sequence[Any]]) -> int:
+    """Approximate bytes of many rows from a sample of at most 64 (exact for short lists)."""
+    n = len(rows)
+    if n <= 64:
+        return sum(approx_size(r) for r in rows)
+    step = n // 64
+    sample = rows[::step][:64]
+    return int(sum(approx_size(r) for r in sample) * n / len(sample))
+
+
 def collect(batches: Iterator[Sequence[Sequence[Any]]], limits: FetchLimits) -> tuple[list[tuple[Any, ...]], int, bool, str | None]:
     """Keep rows up to the row and byte caps, keep counting up to `count_limit`.
 
+    Works a batch at a time (row-by-row Python costs seconds on million-row results); the byte
+    cap uses a sampled size estimate per batch and goes row by row only in the batch that crosses it.
     Returns (rows, counted, more_than_counted, truncated_reason).
     """
     rows: list[tuple[Any, ...]] = []
@@ -182,19 +194,30 @@ def collect(batches: Iterator[Sequence[Sequence[Any]]], limits: FetchLimits) -> 
     counted = 0
     reason: str | None = None
     for batch in batches:
-        for row in batch:
-            counted += 1
-            if reason is None:
-                if len(rows) >= limits.max_rows:
-                    reason = f"max_rows={limits.max_rows}"
-                else:
+        if counted + len(batch) >= limits.count_limit:
+            batch = batch[: limits.count_limit - counted]
+            more = True
+        else:
+            more = False
+        counted += len(batch)
+        if reason is None:
+            room = limits.max_rows - len(rows)
+            take = batch if len(batch) <= room else batch[:room]
+            size = estimate_size(take)
+            if kept_bytes + size <= limits.max_bytes:
+                rows.extend(r if isinstance(r, tuple) else tuple(r) for r in take)
+                kept_bytes += size
+            else:
+                for row in take:
                     kept_bytes += approx_size(row)
                     if kept_bytes > limits.max_bytes:
                         reason = f"max_bytes={limits.max_bytes}"
-                    else:
-                        rows.append(tuple(row))
-            if counted >= limits.count_limit:
-                return rows, counted, True, reason or f"max_rows={limits.max_rows}"
+                        break
+                    rows.append(tuple(row))
+            if reason is None and len(take) < len(batch):
+                reason = f"max_rows={limits.max_rows}"
+        if more:
+            return rows, counted, True, reason or f"max_rows={limits.max_rows}"
     return rows, counted, False, reason
 
 

@@ -1,0 +1,325 @@
+"""run_python at tool level: DataFrames in, results out, flexsql.sql(), output limits, errors.
+
+Every test runs real code in the real sandbox (forked from the real template process) over results of real
+queries on real databases.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from engines import engine_url
+
+from flexsql.config import SandboxConfig
+from flexsql.errors import InvalidArgument, NotFoundError, RefusedError
+from flexsql.tools.context import ToolContext
+from flexsql.tools.python_tool import PythonResult, run_python, run_python_description
+from flexsql.tools.sandbox import detect_isolation, get_sandbox, rows_from_table, table_from_rows
+from flexsql.tools.sources import FetchLimits, SourceRegistry, open_source
+
+TEST_SANDBOX = SandboxConfig(timeout_s=10, cpu_s=10, memory_mb=512, file_mb=32, max_processes=64,
+                             max_output_chars=2000)
+
+ORDER_LINES = """
+SELECT o.order_id, c.country, o.quantity, p.price, o.status
+FROM orders o JOIN customers c ON c.customer_id = o.customer_id JOIN products p ON p.product_id = o.product_id
+"""
+
+
+@pytest.fixture
+def duck(tmp_path: Path):
+    with engine_url("duckdb", tmp_path) as url:
+        source = open_source(url, name="shop")
+        yield source
+        source.close()
+
+
+@pytest.fixture
+def ctx(duck) -> ToolContext:
+    return ToolContext(sources=SourceRegistry([duck]), sandbox=TEST_SANDBOX)
+
+
+def put_query(ctx: ToolContext, sql: str):
+    """What run_query does: run the query on the source and keep its rows as a result."""
+    result = ctx.source().execute(sql, limits=FetchLimits(max_rows=100_000))
+    return ctx.results.put(columns=result.columns, types=result.types, rows=result.rows,
+                           total_rows=result.total_rows, sql=sql, source=ctx.source().name)
+
+
+def ok(result: PythonResult) -> PythonResult:
+    assert result.ok, result.to_text()
+    return result
+
+
+def test_pandas_computation_over_a_query_result_matches_sql(ctx):
+    lines = put_query(ctx, ORDER_LINES)
+    code = (
+        "df['revenue'] = df['quantity'] * df['price']\n"
+        "by_country = df[df.status == 'S'].groupby('country', dropna=False)['revenue'].sum()\n"
+        "print('countries:', len(by_country))\n"
+        "by_country.reset_index()\n"
+    )
+    result = ok(run_python(ctx, code, result_ids=[lines.result_id]))
+    assert result.stdout.strip() == "countries: 3"
+    expected = ctx.source().execute(
+        "SELECT c.country, sum(o.quantity * p.price) AS revenue FROM orders o "
+        "JOIN customers c ON c.customer_id = o.customer_id JOIN products p ON p.product_id = o.product_id "
+        "WHERE o.status = 'S' GROUP BY c.country")
+    stored = ctx.results.get(result.result_id)
+    assert stored.origin == "python"
+    assert stored.columns == ["country", "revenue"]
+    assert sorted((c, round(v, 6)) for c, v in stored.rows) == sorted((c, round(v, 6)) for c, v in expected.rows)
+    assert result.total_rows == 3 and len(result.rows) == 3
+
+
+def test_results_arrive_as_dfs_and_df_only_when_there_is_one(ctx):
+    customers = put_query(ctx, "SELECT * FROM customers")
+    products = put_query(ctx, "SELECT * FROM products")
+    c, p = customers.result_id, products.result_id
+    both = ok(run_python(ctx, f"sorted(dfs), len(dfs['{c}']), len(dfs['{p}']), 'df' in globals()",
+                         result_ids=[c, p]))
+    assert both.value_repr == repr((sorted([customers.result_id, products.result_id]), 5, 4, False))
+    one = ok(run_python(ctx, "list(df.columns), df.shape", result_ids=[customers.result_id]))
+    assert one.value_repr == "(['customer_id', 'name', 'country', 'segment'], (5, 4))"
+
+
+def test_returned_dataframe_becomes_a_result_like_a_query_result(ctx):
+    orders = put_query(ctx, "SELECT order_id, quantity, order_date FROM orders")
+    result = ok(run_python(ctx, "df[df.quantity >= 2].sort_values('order_id')", result_ids=[orders.result_id]))
+    assert result.result_id is not None and result.result_id != orders.result_id
+    stored = ctx.results.get(result.result_id)
+    expected = ctx.source().execute("SELECT order_id, quantity, order_date FROM orders WHERE quantity >= 2 "
+                                    "ORDER BY order_id")
+    assert stored.rows == expected.rows  # same Python values, dates included
+    assert stored.columns == expected.columns
+    assert stored.types == ["BIGINT", "BIGINT", "DATE"]  # pandas holds integers as int64
+    assert stored.ordered  # the code sorted: order is part of the answer
+    text = result.to_text()
+    assert f"{result.result_id}: 4 rows, 3 cols" in text and "order_id | quantity | order_date" in text
+
+
+def test_series_and_labelled_index_become_columns(ctx):
+    customers = put_query(ctx, "SELECT * FROM customers")
+    result = ok(run_python(ctx, "df['segment'].value_counts()", result_ids=[customers.result_id]))
+    stored = ctx.results.get(result.result_id)
+    assert stored.columns == ["segment", "count"]
+    assert sorted(stored.rows) == [("B2B", 2), ("B2C", 3)]
+    described = ok(run_python(ctx, "df[['customer_id']].describe()", result_ids=[customers.result_id]))
+    labels = [row[0] for row in ctx.results.get(described.result_id).rows]
+    assert labels[:2] == ["count", "mean"]
+
+
+def test_duckdb_queries_the_dataframes_in_process(ctx):
+    orders = put_query(ctx, "SELECT * FROM orders")
+    code = ("import duckdb\n"
+            "duckdb.sql(\"SELECT status, sum(quantity) AS q FROM df GROUP BY status ORDER BY status\").df()")
+    result = ok(run_python(ctx, code, result_ids=[orders.result_id]))
+    assert ctx.results.get(result.result_id).rows == [("C", 3), ("P", 4), ("S", 15)]
+
+
+def test_values_of_every_common_type_survive_the_round_trip(ctx):
+    rows = [
+        (1, "a", 1.5, decimal.Decimal("12.30"), dt.date(2024, 1, 5), dt.datetime(2024, 1, 5, 10, 30), True),
+        (None, None, None, None, None, None, None),
+        (-(2**40), "ünïcode ✓", float("inf"), decimal.Decimal("-0.01"), dt.date(1999, 12, 31),
+         dt.datetime(1999, 12, 31, 23, 59, 59, 123456), False),
+    ]
+    stored = ctx.results.put(columns=["i", "s", "f", "d", "day", "ts", "b"], types=[], rows=rows, total_rows=3)
+    result = ok(run_python(ctx, "df", result_ids=[stored.result_id]))
+    back = ctx.results.get(result.result_id)
+    assert back.rows == rows
+    assert back.types == ["BIGINT", "VARCHAR", "DOUBLE", "DECIMAL(4,2)", "DATE", "TIMESTAMP", "BOOLEAN"]
+
+
+def test_mixed_type_columns_travel_as_text():
+    table = table_from_rows(["v"], [(1,), ("x",), (None,)])
+    assert rows_from_table(table) == [("1",), ("x",), (None,)]
+
+
+def test_nan_from_pandas_is_stored_as_null(ctx):
+    result = ok(run_python(ctx, "import numpy as np\npd.DataFrame({'x': [1.0, np.nan], 'n': [1, None]})"))
+    assert ctx.results.get(result.result_id).rows == [(1.0, 1.0), (None, None)]
+
+
+def test_flexsql_sql_runs_read_only_queries_through_the_server(shop):
+    ctx = ToolContext(sources=SourceRegistry([shop]), sandbox=TEST_SANDBOX)
+    code = (
+        "counts = {t: int(flexsql.sql(f'SELECT count(*) AS n FROM {t}').iloc[0, 0])\n"
+        "          for t in ['customers', 'products', 'orders']}\n"
+        "print(counts)\n"
+        "flexsql.sql('SELECT customer_id, name FROM customers WHERE customer_id <= 2 ORDER BY customer_id')"
+    )
+    result = ok(run_python(ctx, code))
+    assert result.sql_calls == 4
+    assert result.stdout.strip() == "{'customers': 5, 'products': 4, 'orders': 7}"
+    stored = ctx.results.get(result.result_id)
+    assert [tuple(r) for r in stored.rows] == [(1, "Alice Martin"), (2, "Bob Stone")]
+
+
+def test_flexsql_sql_is_refused_for_writes(shop):
+    ctx = ToolContext(sources=SourceRegistry([shop]), sandbox=TEST_SANDBOX)
+    before = shop.execute("SELECT count(*) FROM orders").rows[0][0]
+    code = (
+        "try:\n"
+        "    flexsql.sql('DELETE FROM orders')\n"
+        "except flexsql.SQLError as exc:\n"
+        "    print('refused:', exc)\n"
+        "flexsql.sql('DROP TABLE customers')\n"
+    )
+    result = run_python(ctx, code)
+    assert not result.ok and result.error_type == "SQLError"
+    assert "refused: RefusedError" in result.stdout
+    assert "flexsql.SQLError: RefusedError" in result.error
+    assert shop.execute("SELECT count(*) FROM orders").rows[0][0] == before
+    assert shop.execute("SELECT count(*) FROM customers").rows[0][0] == 5
+
+
+def test_flexsql_sql_uses_the_given_runner_and_reports_truncation(duck):
+    ctx = ToolContext(sources=SourceRegistry([duck]), sandbox=TEST_SANDBOX)
+    seen: list[str] = []
+
+    def capped(sql: str):
+        seen.append(sql)
+        return duck.execute(sql, limits=FetchLimits(max_rows=3, count_limit=100))
+
+    result = ok(run_python(ctx, "d = flexsql.sql('SELECT * FROM orders')\nlen(d), d.attrs['total_rows'], "
+                                "d.attrs['truncated']", sql_runner=capped))
+    assert seen == ["SELECT * FROM orders"]
+    assert result.value_repr == "(3, 7, True)"
+    assert "only the first 3 of 7 rows" in result.stderr
+
+
+def test_stdout_and_stderr_are_captured_and_cut_as_stated(ctx):
+    code = "import sys\nprint('x' * 5000)\nprint('warn', file=sys.stderr)\n"
+    result = ok(run_python(ctx, code))
+    assert result.stdout == "x" * TEST_SANDBOX.max_output_chars
+    assert result.stdout_truncated and result.stdout_chars == 5001
+    assert result.stderr == "warn\n" and not result.stderr_truncated and result.stderr_chars == 5
+    assert "stdout truncated: true — first 2000 of 5001 chars shown (limit 2000)" in result.to_text()
+
+
+def test_an_exception_returns_the_users_traceback_only(ctx):
+    orders = put_query(ctx, "SELECT * FROM orders")
+    code = "def pick(frame):\n    return frame['no_such_column']\n\nx = 1\npick(df)\n"
+    result = run_python(ctx, code, result_ids=[orders.result_id])
+    assert not result.ok and result.error_type == "KeyError"
+    assert 'File "<cell>", line 5, in <module>' in result.error
+    assert 'File "<cell>", line 2, in pick' in result.error
+    assert "return frame['no_such_column']" in result.error
+    assert "site-packages" not in result.error and "sandbox" not in result.error
+    assert result.error.rstrip().endswith("KeyError: 'no_such_column'")
+    assert len(result.error.splitlines()) <= 20
+
+
+def test_syntax_errors_point_at_the_line(ctx):
+    result = run_python(ctx, "x = 1\ny = (2 +\n")
+    assert result.error_type == "SyntaxError" and 'File "<cell>", line 2' in result.error
+
+
+def test_last_expression_value_and_no_value(ctx):
+    assert ok(run_python(ctx, "x = 21\nx * 2")).value_repr == "42"
+    quiet = ok(run_python(ctx, "x = 21"))
+    assert quiet.value_repr is None and quiet.result_id is None
+    assert "no output" in quiet.to_text()
+    long = ok(run_python(ctx, "'y' * 10000"))
+    assert len(long.value_repr) < 2100 and long.value_repr.endswith("(10000 chars)")
+
+
+def test_asyncio_works_inside_the_sandbox(ctx):
+    # asyncio needs a socketpair; the sandbox refuses new sockets but not socketpairs
+    assert ok(run_python(ctx, "import asyncio\nasync def f():\n    return 6 * 7\nasyncio.run(f())")).value_repr == "42"
+
+
+def test_nothing_survives_from_one_call_to_the_next(ctx):
+    ok(run_python(ctx, "import builtins\nbuiltins.leak = 1\nx = 1\nopen('note.txt', 'w').write('hi')"))
+    result = run_python(ctx, "import os\nimport builtins\n(os.path.exists('note.txt'), hasattr(builtins, 'leak'))")
+    assert ok(result).value_repr == "(False, False)"
+    assert run_python(ctx, "x").error_type == "NameError"
+
+
+def test_working_directory_is_private_and_removed(ctx):
+    result = ok(run_python(ctx, "import os, stat\nst = os.stat('.')\n"
+                                "os.getcwd(), oct(stat.S_IMODE(st.st_mode)), st.st_uid, os.getuid()"))
+    cwd, mode, owner, uid = eval(result.value_repr)  # noqa: S307 - our own repr of plain values
+    assert mode == "0o700" and owner == uid
+    assert not os.path.exists(cwd)
+    if os.geteuid() == 0:
+        assert uid != 0  # the code never runs as root
+
+
+def test_environment_is_empty(ctx, monkeypatch):
+    monkeypatch.setenv("FLEXSQL_TEST_SECRET_TOKEN", "hunter2")
+    result = ok(run_python(ctx, "import os\nsorted(os.environ)"))
+    assert "FLEXSQL_TEST_SECRET_TOKEN" not in result.value_repr
+    assert eval(result.value_repr) == sorted(["HOME", "TMPDIR", "LANG", "LC_ALL", "OPENBLAS_NUM_THREADS",  # noqa: S307
+                                              "OMP_NUM_THREADS", "MKL_NUM_THREADS"])
+
+
+def test_disabled_sandbox_refuses(duck):
+    ctx = ToolContext(sources=SourceRegistry([duck]), sandbox=SandboxConfig(enabled=False))
+    with pytest.raises(RefusedError, match="disabled"):
+        run_python(ctx, "1")
+
+
+def test_bad_arguments_are_explained(ctx):
+    with pytest.raises(NotFoundError, match="r999"):
+        run_python(ctx, "df", result_ids=["r999"])
+    with pytest.raises(InvalidArgument, match="code is empty"):
+        run_python(ctx, "   ")
+    with pytest.raises(InvalidArgument, match="timeout_s"):
+        run_python(ctx, "1", timeout_s=-1)
+    capped = ok(run_python(ctx, "1", timeout_s=9999))
+    assert "lowered to the server's limit of 10 s" in capped.to_text()
+
+
+def test_description_states_limits_and_enforced_layers():
+    text = run_python_description(TEST_SANDBOX)
+    assert "10 s wall clock" in text and "512 MB memory" in text and "2000 characters" in text
+    assert "audit hook" in text and "empty environment" in text
+    iso = detect_isolation()
+    if iso.landlock_abi:
+        assert "Landlock" in text
+    if iso.network_namespace:
+        assert "network namespace" in text
+
+
+def test_template_reports_what_it_enforces():
+    info = get_sandbox().start()
+    assert info["threads"] == 1  # forking is only safe from a single-threaded template
+    iso = get_sandbox().isolation()
+    detected = detect_isolation()
+    assert iso.landlock_abi == detected.landlock_abi and iso.uid == detected.uid
+    assert iso.network_namespace == detected.network_namespace and iso.seccomp == detected.seccomp
+
+
+def test_concurrent_calls_are_isolated_from_each_other(ctx):
+    codes = [f"import os\nopen('mine.txt', 'w').write('{i}')\nimport time\ntime.sleep(0.3)\n"
+             f"sorted(os.listdir('.')), open('mine.txt').read()" for i in range(4)]
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda code: run_python(ctx, code), codes))
+    assert [ok(r).value_repr for r in results] == [f"(['mine.txt'], '{i}')" for i in range(4)]
+
+
+def test_working_directories_of_dead_servers_are_removed(tmp_path):
+    import subprocess
+    import sys
+    import tempfile
+
+    from flexsql.tools.sandbox import BASE_PREFIX, Sandbox
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    orphan = Path(tempfile.mkdtemp(prefix=BASE_PREFIX))
+    (orphan / "owner.pid").write_text(dead.stdout.strip())
+    (orphan / "call-x").mkdir()
+    sandbox = Sandbox()
+    try:
+        sandbox.start()
+        assert not orphan.exists()
+        assert Path(sandbox.base).is_dir()  # its own, recorded with a live owner
+    finally:
+        sandbox.close()

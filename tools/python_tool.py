@@ -1,0 +1,297 @@
+"""run_python: sandboxed Python (pandas, numpy, duckdb) over earlier results, for checks SQL makes awkward.
+
+The results named by `result_ids` arrive as pandas DataFrames (`dfs["r1"]`, and `df` when there is one),
+handed over as Arrow files rather than queried again. The value of the last expression comes back; a
+DataFrame or Series becomes a new result_id (stored like a query result, so compare_results and fetch_rows
+work on it). `flexsql.sql("SELECT …")` inside the code runs a read-only query through the server (the guard
+and the source's limits apply). The process, its limits and its isolation are in flexsql.tools.sandbox.
+"""
+
+from __future__ import annotations
+
+import ast
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+from pydantic import BaseModel
+
+from flexsql.config import SandboxConfig
+from flexsql.errors import InvalidArgument, RefusedError
+from flexsql.tools.context import ToolContext
+from flexsql.tools.render import jsonable, table_text
+from flexsql.tools.results import StoredResult
+from flexsql.tools.sandbox import (
+    Isolation,
+    RunOutcome,
+    SandboxLimits,
+    detect_isolation,
+    effective_max_processes,
+    get_sandbox,
+    rows_from_table,
+    sql_type,
+    table_from_rows,
+)
+from flexsql.tools.sources import FetchLimits
+
+MAX_CODE_CHARS = 200_000
+MAX_INPUTS = 16
+ARROW_CACHE_KEY = "python_tool.arrow"
+ORDERING_CALLS = ("sort_values", "sort_index", "nlargest", "nsmallest")
+
+
+class PythonResult(BaseModel):
+    """What one run_python call produced."""
+
+    ok: bool
+    stdout: str = ""
+    stdout_chars: int = 0  # length of the whole output (characters), even when cut
+    stdout_truncated: bool = False
+    stderr: str = ""
+    stderr_chars: int = 0
+    stderr_truncated: bool = False
+    max_output_chars: int = 0
+    value_repr: str | None = None  # the last expression, as text
+    value_type: str | None = None
+    result_id: str | None = None  # when the last expression was a DataFrame or Series
+    columns: list[str] = []
+    types: list[str] = []
+    rows: list[list[Any]] = []  # the first rows of the new result
+    total_rows: int | None = None
+    error: str | None = None  # the user code's traceback (its own frames only) or why the run stopped
+    error_type: str | None = None
+    limits_hit: list[str] = []  # "timeout", "memory", "cpu", "file size", "processes"
+    refused: list[str] = []  # operations the sandbox refused (subprocess, socket, file outside the sandbox…)
+    sql_calls: int = 0
+    elapsed_ms: float = 0.0
+    cpu_ms: float = 0.0  # CPU time of the sandboxed process
+    notes: list[str] = []
+
+    def to_text(self, max_chars: int = 4000, cell_chars: int = 200) -> str:
+        lines: list[str] = []
+        if self.error:
+            lines.append(f"error ({self.error_type}):" if self.error_type else "error:")
+            lines.append(self.error)
+        if self.limits_hit:
+            lines.append("limits hit: " + ", ".join(self.limits_hit))
+        unseen = [r for r in self.refused if r not in (self.error or "")]
+        if unseen:  # refusals the code caught and went on from
+            lines.append("refused by the sandbox: " + "; ".join(unseen[:3]))
+        for name in ("stdout", "stderr"):
+            text, chars, cut = getattr(self, name), getattr(self, f"{name}_chars"), getattr(self, f"{name}_truncated")
+            if not text and not chars:
+                continue
+            lines.append(f"{name}:")
+            lines.append(text.rstrip("\n"))
+            if cut:
+                lines.append(f"{name} truncated: true — first {len(text)} of {chars} chars shown "
+                             f"(limit {self.max_output_chars})")
+        if self.result_id:
+            total = self.total_rows or 0
+            lines.append(f"{self.result_id}: {total} rows, {len(self.columns)} cols ({self.value_type} from "
+                         "run_python; usable in compare_results and fetch_rows)")
+            used = sum(len(line) + 1 for line in lines)
+            table, shown = table_text(self.columns, self.rows, cell_chars=cell_chars,
+                                      max_chars=max(500, max_chars - used - 200))
+            lines.append(table)
+            if shown < total:
+                lines.append(f"truncated: true — {shown} of {total} rows shown; "
+                             f"fetch_rows(result_id={self.result_id!r}, offset={shown}) for more")
+        elif self.value_repr is not None:
+            lines.append(f"value ({self.value_type}): {self.value_repr}")
+        for note in self.notes:
+            lines.append(f"note: {note}")
+        status = "ok" if self.ok else "failed"
+        tail = f"{status}, {self.elapsed_ms:g} ms"
+        if self.sql_calls:
+            tail += f", {self.sql_calls} flexsql.sql call{'s' if self.sql_calls != 1 else ''}"
+        if not self.error and self.value_repr is None and not self.stdout and not self.stderr:
+            tail += " (no output: print() something or end with an expression)"
+        lines.append(tail)
+        return "\n".join(lines)
+
+
+def run_python_description(config: SandboxConfig, isolation: Isolation | None = None) -> str:
+    """The tool description for MCP: what the code gets, the limits, and what is enforced on this host."""
+    iso = isolation or detect_isolation()
+    layers = "\n".join(f"- {layer}" for layer in iso.layers())
+    layers += "".join(f"\nWarning: {warning}" for warning in iso.warnings())
+    return (
+        "Run Python 3 over earlier results in a sandboxed process, for checks and transformations that are "
+        "awkward in SQL. Results named in result_ids arrive as pandas DataFrames: dfs['r1'] (and df when "
+        "there is exactly one), passed as Arrow data, not queried again. pandas (pd), numpy (np), pyarrow and "
+        "duckdb are importable; duckdb.sql('SELECT … FROM df') queries the DataFrames in-process. "
+        "flexsql.sql('SELECT …') runs one read-only query through the server (guarded, row-capped) and returns "
+        "a DataFrame, so a loop over many tables needs one call. The value of the last expression is returned; "
+        "a DataFrame or Series becomes a new result_id (usable in compare_results and fetch_rows) with a "
+        "preview. Nothing is kept between calls.\n"
+        f"Limits: {config.timeout_s:g} s wall clock (timeout_s may lower it), {config.cpu_s} s CPU, "
+        f"{config.memory_mb} MB memory beyond the preloaded libraries, {config.file_mb} MB per file and in "
+        f"total, {effective_max_processes(config)} processes/threads; stdout and stderr are each cut to "
+        f"{config.max_output_chars} characters (truncated: true and the full length are reported); an "
+        "exception returns the traceback of your code only.\n"
+        f"Enforced on this server:\n{layers}"
+    )
+
+
+class _ArrowCache:
+    """Recently handed-over results as Arrow tables, so a result reused in several calls converts once."""
+
+    def __init__(self, max_items: int = 8, max_bytes: int = 1024 * 1024 * 1024) -> None:
+        self._items: OrderedDict[tuple[str, int], pa.Table] = OrderedDict()
+        self._max_items = max_items
+        self._max_bytes = max_bytes
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, int]) -> pa.Table | None:
+        with self._lock:
+            table = self._items.get(key)
+            if table is not None:
+                self._items.move_to_end(key)
+            return table
+
+    def put(self, key: tuple[str, int], table: pa.Table) -> None:
+        with self._lock:
+            self._items[key] = table
+            self._items.move_to_end(key)
+            while len(self._items) > self._max_items or (
+                    len(self._items) > 1 and sum(t.nbytes for t in self._items.values()) > self._max_bytes):
+                self._items.popitem(last=False)
+
+
+def _arrow_of(ctx: ToolContext, stored: StoredResult) -> pa.Table:
+    cache: _ArrowCache = ctx.cache(ARROW_CACHE_KEY, _ArrowCache)
+    key = (stored.result_id, len(stored.rows))
+    table = cache.get(key)
+    if table is None:
+        table = table_from_rows(stored.columns, stored.rows)
+        cache.put(key, table)
+    return table
+
+
+SqlRunner = Callable[[str], Any]
+
+
+def _default_sql_runner(ctx: ToolContext) -> SqlRunner:
+    def run(sql: str) -> Any:
+        source = ctx.source()
+        store_rows = ctx.limits.store_rows
+        return source.execute(sql, timeout_s=ctx.limits.query_timeout_s,
+                              limits=FetchLimits(max_rows=store_rows, max_bytes=ctx.limits.store_mb * 1024 * 1024,
+                                                 count_limit=store_rows + 1))
+    return run
+
+
+def _sql_handler(runner: SqlRunner) -> Callable[[str], tuple[pa.Table, dict[str, Any]]]:
+    def handle(sql: str) -> tuple[pa.Table, dict[str, Any]]:
+        result = runner(sql)
+        table = table_from_rows(list(result.columns), result.rows)
+        meta = {"total_rows": int(getattr(result, "total_rows", len(result.rows))),
+                "total_is_lower_bound": bool(getattr(result, "total_is_lower_bound", False)),
+                "truncated": bool(getattr(result, "truncated", False)),
+                "elapsed_ms": float(getattr(result, "elapsed_ms", 0.0))}
+        return table, meta
+    return handle
+
+
+def _ordered(code: str) -> bool:
+    """Whether the last expression sorts (then the row order is part of the answer for compare_results)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return False
+    if not tree.body or not isinstance(tree.body[-1], ast.Expr):
+        return False
+    return any(isinstance(node, ast.Attribute) and node.attr in ORDERING_CALLS for node in ast.walk(tree.body[-1]))
+
+
+def _check_arguments(ctx: ToolContext, code: Any, result_ids: Any, timeout_s: Any) -> tuple[list[str], float, list[str]]:
+    if ctx.sandbox.enabled is False:
+        raise RefusedError("run_python is disabled on this server ([sandbox] enabled = false in flexsql.toml); "
+                           "use run_query, or ask the operator to enable it")
+    if not isinstance(code, str) or not code.strip():
+        raise InvalidArgument("code is empty: pass Python source, e.g. \"df.groupby('country').size()\"")
+    if len(code) > MAX_CODE_CHARS:
+        raise InvalidArgument(f"code is {len(code)} characters; the limit is {MAX_CODE_CHARS}: "
+                              "load data with result_ids or flexsql.sql() instead of pasting it")
+    if result_ids is None:
+        ids: list[str] = []
+    elif isinstance(result_ids, str):
+        ids = [result_ids]
+    elif isinstance(result_ids, list | tuple) and all(isinstance(r, str) for r in result_ids):
+        ids = list(dict.fromkeys(r.strip() for r in result_ids))
+    else:
+        raise InvalidArgument("result_ids must be a list of result ids such as [\"r1\", \"r2\"]")
+    if len(ids) > MAX_INPUTS:
+        raise InvalidArgument(f"{len(ids)} result_ids given; at most {MAX_INPUTS} per call")
+    notes: list[str] = []
+    limit = ctx.sandbox.timeout_s
+    timeout = limit
+    if timeout_s is not None:
+        if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not timeout_s > 0:
+            raise InvalidArgument(f"timeout_s={timeout_s!r} is invalid: give a number of seconds above 0 "
+                                  f"(at most {limit:g})")
+        if timeout_s > limit:
+            notes.append(f"timeout_s={timeout_s:g} was lowered to the server's limit of {limit:g} s")
+        timeout = min(float(timeout_s), limit)
+    return ids, timeout, notes
+
+
+def run_python(ctx: ToolContext, code: str, result_ids: list[str] | None = None, timeout_s: float | None = None,
+               sql_runner: SqlRunner | None = None) -> PythonResult:
+    """Run `code` in a fresh sandboxed process with the named results as DataFrames; see the module docstring.
+
+    `sql_runner(sql)` answers flexsql.sql() calls and returns a QueryResult-like object (columns, rows,
+    total_rows, truncated…); by default it is the default source's guarded execute with the store's row caps.
+    """
+    ids, timeout, notes = _check_arguments(ctx, code, result_ids, timeout_s)
+    inputs = {}
+    for result_id in ids:
+        stored = ctx.results.get(result_id)
+        inputs[stored.result_id] = _arrow_of(ctx, stored)
+    limits = SandboxLimits.from_config(ctx.sandbox, timeout)
+    handler = _sql_handler(sql_runner or _default_sql_runner(ctx))
+    outcome = get_sandbox().run(code, inputs, limits, sql_handler=handler)
+    return _result(ctx, code, outcome, limits, notes)
+
+
+def _result(ctx: ToolContext, code: str, outcome: RunOutcome, limits: SandboxLimits, notes: list[str]) -> PythonResult:
+    report = outcome.report or {}
+    error = report.get("error") if isinstance(report.get("error"), str) else None
+    error_type = report.get("error_type") if isinstance(report.get("error_type"), str) else None
+    if outcome.crash:
+        error = outcome.crash if not error else f"{error}\n{outcome.crash}"
+        error_type = error_type or ("SandboxLimit" if outcome.limits_hit else "SandboxCrash")
+    result = PythonResult(
+        ok=error is None, stdout=outcome.stdout.text, stdout_chars=outcome.stdout.chars,
+        stdout_truncated=outcome.stdout.truncated, stderr=outcome.stderr.text, stderr_chars=outcome.stderr.chars,
+        stderr_truncated=outcome.stderr.truncated, max_output_chars=limits.max_output_chars,
+        value_repr=_str_or_none(report.get("value_repr")), value_type=_str_or_none(report.get("value_type")),
+        error=error, error_type=error_type, limits_hit=outcome.limits_hit,
+        refused=[str(r) for r in report.get("refused") or []][:20], sql_calls=outcome.sql_calls,
+        elapsed_ms=outcome.elapsed_ms, cpu_ms=round(outcome.cpu_s * 1000, 1), notes=notes,
+    )
+    table = outcome.table
+    if table is not None and error is None:
+        kept = table if table.num_rows <= ctx.limits.store_rows else table.slice(0, ctx.limits.store_rows)
+        rows = rows_from_table(kept)
+        types = [sql_type(t) for t in kept.schema.types]
+        stored = ctx.results.put(columns=list(kept.column_names), types=types, rows=rows,
+                                 total_rows=table.num_rows, truncated=kept.num_rows < table.num_rows,
+                                 ordered=_ordered(code), origin="python")
+        cache: _ArrowCache = ctx.cache(ARROW_CACHE_KEY, _ArrowCache)
+        cache.put((stored.result_id, len(rows)), kept)
+        result.result_id = stored.result_id
+        result.columns = stored.columns
+        result.types = types
+        result.total_rows = table.num_rows
+        result.rows = [[jsonable(v) for v in row] for row in rows[: ctx.limits.preview_rows]]
+        if kept.num_rows < table.num_rows:
+            result.notes.append(f"only the first {kept.num_rows} of {table.num_rows} rows were stored")
+    return result
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
