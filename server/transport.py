@@ -40,8 +40,17 @@ class StaticTokenVerifier:
         return None
 
 
+def _prewarm_python(settings: Settings, allowed: bool) -> None:
+    """Start run_python's sandbox template in the background so the first call is fast."""
+    if settings.sandbox.enabled if settings.sandbox.enabled is not None else allowed:
+        from flexsql.tools.sandbox import prewarm
+
+        prewarm()
+
+
 def serve_stdio(settings: Settings, sources: SourceRegistry) -> None:
     server = build_server(settings, sources, allow_python=True)
+    _prewarm_python(settings, True)
     server.run("stdio")
 
 
@@ -77,5 +86,6 @@ def serve_http(settings: Settings, sources: SourceRegistry) -> None:
     import uvicorn
 
     _server, app = http_app(settings, sources)
+    _prewarm_python(settings, is_loopback(settings.host))
     log.info("serving streamable HTTP on http://%s:%s/mcp", settings.host, settings.port)
     uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
