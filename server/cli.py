@@ -10,7 +10,7 @@ import click
 
 from flexsql import __version__
 from flexsql.config import Settings, SourceConfig, load_settings
-from flexsql.errors import ConfigError, FlexSQLError
+from flexsql.errors import FlexSQLError
 from flexsql.tools.sources import SourceRegistry, open_source
 
 DB_HELP = ("source URL, repeatable; NAME=URL names it. Forms: duckdb:///path/to.duckdb, sqlite:///path/to.sqlite, "
@@ -178,11 +178,9 @@ def demo(scale: float) -> None:
 
 def _register_optional_commands() -> None:
     """Subcommands that live beside their feature's code."""
-    try:  # DEVGUARD: removed once the helpers' modules land
-        from flexsql.evals.cli import eval_command
-        from flexsql.server.plugin_cli import install_skills_command, mcp_config_command
-    except ImportError:
-        return
+    from flexsql.evals.cli import eval_command
+    from flexsql.server.plugin_cli import install_skills_command, mcp_config_command
+
     main.add_command(eval_command, "eval")
     main.add_command(install_skills_command, "install-skills")
     main.add_command(mcp_config_command, "mcp-config")

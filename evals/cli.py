@@ -1,0 +1,181 @@
+"""`flexsql eval`: Spider 2.0-style evaluation from the command line."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from flexsql.errors import FlexSQLError
+
+EPILOG = """
+\b
+Examples:
+\b
+  # Spider 2.0-lite: score a submission folder (<id>.sql / <id>.csv) with the official rule
+  flexsql eval spider2-lite.jsonl --runner predictions --predictions submission/ \\
+      --dbs spider2-localdb/ --gold evaluation_suite/gold --scorer spider2
+\b
+  # Spider 2.0-snow: one Snowflake database per task, {db} is replaced by the task's db_id
+  flexsql eval spider2-snow.jsonl --runner predictions --predictions submission/ \\
+      --db "snowflake://me@acct/{db}/PUBLIC?warehouse=WH" --gold gold/ --eval-config gold/spider2snow_eval.jsonl
+\b
+  # Spider 1.0: replay the gold SQL through flexsql (checks the harness; expect ~100% ex)
+  flexsql eval dev.json --runner gold --dbs spider/databases --jobs 2 --out runs/spider-gold
+\b
+  # CoSQL / SParC dialogues: every turn with gold SQL is scored, the others are counted by type
+  flexsql eval cosql_dev.json --runner gold --dbs spider/databases
+\b
+  # Claude Code as the agent, talking to `flexsql serve` on each task's database
+  flexsql eval spider2-lite.jsonl --runner command --dbs spider2-localdb/ --gold gold/ \\
+      --external-knowledge documents/ --jobs 4 --timeout 900 \\
+      --command 'claude -p "$(cat {question_file})" --mcp-config {mcp_config} --strict-mcp-config \\
+                 --allowedTools mcp__flexsql --output-format json \\
+                 --append-system-prompt "End your answer with the final SQL in a fenced sql block."'
+\b
+Command runner: placeholders {question_file} {question} {db_url} {db} {mcp_config} {out_dir}
+{task_dir} {instance_id} {external_knowledge_file} are replaced by shell-quoted values (do not
+quote them again); the same values are in FLEXSQL_QUESTION_FILE, FLEXSQL_DB_URL, FLEXSQL_MCP_CONFIG,
+FLEXSQL_OUT_DIR, … . The program writes <id>.sql / answer.sql or <id>.csv / result.csv into
+{out_dir} (optionally usage.json with token counts); Claude Code's --output-format json on stdout
+is read for token usage and, when no file was written, a fenced ```sql block in its final answer.
+\b
+Outputs in --out: results.jsonl (one line per task), report.md, report.html, summary.json,
+submission/ (the official submission folder). Re-running the same command resumes: finished tasks
+are skipped. The command exits 0 when the evaluation ran, whatever the accuracy (130 on Ctrl-C).
+"""
+
+
+@click.command("eval", epilog=EPILOG, context_settings={"max_content_width": 110})
+@click.argument("tasks", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--runner", type=click.Choice(["gold", "predictions", "command", "builtin"]), required=True,
+              help="Where answers come from: gold SQL replayed, a predictions folder, an external command per "
+                   "task, or the built-in agent.")
+@click.option("--dbs", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Folder of SQLite/DuckDB files: <db>.sqlite or <db>/<db>.sqlite (names match case-insensitively).")
+@click.option("--db", "db_url", metavar="URL",
+              help="One source URL for every task (sqlite:///…, duckdb:///…, postgresql://…, snowflake://…); "
+                   "{db} in it becomes the task's database name.")
+@click.option("--gold", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Gold folder: exec_result/ CSVs (or the CSVs directly) and optionally sql/<id>.sql.")
+@click.option("--eval-config", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="The spider2*_eval.jsonl (condition_cols, ignore_order); found in --gold when omitted.")
+@click.option("--predictions", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Folder of <id>.sql / <id>.csv for --runner predictions.")
+@click.option("--prediction-mode", type=click.Choice(["auto", "sql", "csv"]), default="auto", show_default=True,
+              help="With both <id>.sql and <id>.csv present, auto uses the SQL (the official default mode).")
+@click.option("--scorer", type=click.Choice(["spider2", "spider2-strict", "ex"]),
+              help="The score reported as `score` (all three are recorded). Default: spider2 for Spider 2.0 "
+                   "tasks, ex otherwise.")
+@click.option("--flavor", type=click.Choice(["lite", "snow"]),
+              help="Which official evaluator's condition_cols quirk to reproduce. Default: from the task file.")
+@click.option("--jobs", "-j", type=click.IntRange(1, 256), default=4, show_default=True,
+              help="Tasks run at the same time.")
+@click.option("--timeout", type=click.FloatRange(0.1), default=120.0, show_default=True,
+              help="Seconds per task: for the command, and for each SQL execution.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Output folder. Default: ./flexsql-eval/<tasks file>-<runner>.")
+@click.option("--external-knowledge", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Folder of the external-knowledge documents Spider 2.0 tasks name.")
+@click.option("--command", "command", metavar="\"CMD …\"",
+              help="For --runner command: the program to run per task (see placeholders below).")
+@click.option("--via-mcp", is_flag=True,
+              help="Run SQL through `flexsql serve` subprocesses over MCP stdio instead of in-process.")
+@click.option("--limit", type=click.IntRange(1), help="Only the first N tasks.")
+@click.option("--ids", help="Only these instance ids (comma-separated).")
+@click.option("--resume/--no-resume", default=True, show_default=True,
+              help="Skip tasks already in results.jsonl (--no-resume starts over).")
+@click.option("--max-rows", type=click.IntRange(1), default=1_000_000, show_default=True,
+              help="Largest result fetched; a bigger one scores 0 as too large.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def eval_command(tasks: Path, runner: str, dbs: Path | None, db_url: str | None, gold: Path | None,
+                 eval_config: Path | None, predictions: Path | None, prediction_mode: str, scorer: str | None,
+                 flavor: str | None, jobs: int, timeout: float, out: Path | None, external_knowledge: Path | None,
+                 command: str | None, via_mcp: bool, limit: int | None, ids: str | None, resume: bool,
+                 max_rows: int, quiet: bool) -> None:
+    """Evaluate an agent on TASKS: a Spider 2.0 JSONL (lite or snow), a Spider 1.0 JSON, or a
+    CoSQL/SParC dialogue JSON (the format is detected).
+
+    Every answer is scored with spider2 (the official Spider 2.0 verdict), spider2-strict and ex;
+    --scorer picks the one reported as `score`."""
+    from rich.console import Console
+
+    from flexsql.evals.harness import EvalOptions, Evaluation
+
+    console = Console(stderr=True, soft_wrap=True)
+    if dbs and db_url:
+        raise click.UsageError("give --dbs DIR or --db URL, not both")
+    out = out or Path("flexsql-eval") / f"{tasks.stem}-{runner}"
+    options = EvalOptions(tasks=tasks, runner=runner, dbs=dbs, db=db_url, gold=gold, eval_config=eval_config,
+                          predictions=predictions, prediction_mode=prediction_mode, scorer=scorer, flavor=flavor,
+                          jobs=jobs, timeout=timeout, out=out, external_knowledge=external_knowledge,
+                          command=command, via_mcp=via_mcp, limit=limit,
+                          ids=[i.strip() for i in ids.split(",") if i.strip()] if ids else None,
+                          resume=resume, max_rows=max_rows)
+    try:
+        evaluation = Evaluation(options)
+    except FlexSQLError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        outcome = _run(evaluation, console, quiet)
+    except FlexSQLError as exc:
+        raise click.ClickException(str(exc)) from None
+    s = outcome.summary
+    console.print(
+        f"[bold]{s['scorer']}[/]: {_pct(s['accuracy_evaluated'])} of evaluated ({s['passed']}/{s['evaluated']}), "
+        f"{_pct(s['accuracy_all'])} of all ({s['passed']}/{s['scored_tasks']}); "
+        + " ".join(f"{k} {_pct(v['accuracy_evaluated'])}" for k, v in s["scorers"].items() if k != s["scorer"]))
+    if outcome.skipped:
+        console.print(f"{outcome.skipped} task(s) already in {outcome.out / 'results.jsonl'} were skipped "
+                      "(--no-resume to run them again)")
+    if s.get("tasks_per_s"):
+        console.print(f"{outcome.ran} tasks in {outcome.wall_s:.2f} s ({s['tasks_per_s']} tasks/s)")
+    console.print(f"report: {outcome.out / 'report.html'}  results: {outcome.out / 'results.jsonl'}")
+    if outcome.interrupted:
+        console.print(f"[yellow]interrupted[/]: {outcome.ran} task(s) finished this time; "
+                      "run the same command again to resume")
+        sys.exit(130)
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}%"
+
+
+def _run(evaluation: Any, console: Any, quiet: bool):
+    todo_hint = len(evaluation.tasks)
+    if quiet or not console.is_terminal:
+        return evaluation.run()
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    counts = {"passed": 0, "evaluated": 0}
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[accuracy]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                  console=console, transient=False) as progress:
+        bar = progress.add_task(f"{evaluation.runner.name}", total=todo_hint, accuracy="")
+
+        def on_progress(record: dict[str, Any], done: int, total: int) -> None:
+            if record.get("evaluated"):
+                counts["evaluated"] += 1
+                counts["passed"] += int(record.get("score", 0))
+            acc = (100.0 * counts["passed"] / counts["evaluated"]) if counts["evaluated"] else 0.0
+            progress.update(bar, completed=done, total=total,
+                            accuracy=f"{evaluation.scorer} {acc:.1f}% ({counts['passed']}/{counts['evaluated']})")
+
+        return evaluation.run(on_progress)
+
+
+def main() -> None:  # pragma: no cover - `python -m flexsql.evals.cli`
+    eval_command()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,395 @@
+"""The evaluation loop: run a runner over the tasks with bounded concurrency, score every answer,
+append one line per task to results.jsonl (re-running skips finished tasks), and write the reports
+and the official submission folder."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from flexsql.errors import ConfigError, FlexSQLError
+from flexsql.evals.execution import (
+    DEFAULT_MAX_ROWS,
+    ExecutionFailure,
+    Executor,
+    InProcessExecutor,
+    McpExecutor,
+)
+from flexsql.evals.gold import GoldStore
+from flexsql.evals.runners import (
+    CommandRunner,
+    GoldRunner,
+    Prediction,
+    PredictionsRunner,
+    Runner,
+    builtin_unavailable,
+    safe_name,
+)
+from flexsql.evals.scoring import (
+    GoldTable,
+    Verdict,
+    csv_text,
+    failure,
+    frame_columns,
+    frame_from_result,
+    frame_rows,
+    read_csv_frame,
+    score_ex,
+    score_spider2,
+    score_spider2_strict,
+)
+from flexsql.evals.sqltext import orders_result
+from flexsql.evals.tasks import DatabaseLocator, Task, extract_sql, load_tasks
+
+RESULTS = "results.jsonl"
+SUBMISSION = "submission"
+
+
+class EvalOptions(BaseModel):
+    tasks: Path
+    runner: str
+    dbs: Path | None = None
+    db: str | None = None
+    gold: Path | None = None
+    eval_config: Path | None = None
+    predictions: Path | None = None
+    prediction_mode: str = "auto"
+    scorer: str | None = None  # None: spider2 for Spider 2.0 tasks, ex for the others
+    flavor: str | None = None  # None: from the task file (snow JSONL -> snow)
+    jobs: int = 4
+    timeout: float = 120.0
+    out: Path
+    external_knowledge: Path | None = None
+    command: str | None = None
+    via_mcp: bool = False
+    limit: int | None = None
+    ids: list[str] | None = None
+    resume: bool = True
+    max_rows: int = DEFAULT_MAX_ROWS
+
+
+class RunOutcome(BaseModel):
+    out: Path
+    total_tasks: int
+    ran: int
+    skipped: int
+    interrupted: bool
+    wall_s: float
+    records: list[dict[str, Any]]
+    summary: dict[str, Any]
+
+
+def default_scorer(tasks: list[Task]) -> str:
+    return "spider2" if tasks and tasks[0].benchmark.startswith("spider2") else "ex"
+
+
+class Evaluation:
+    """Everything one evaluation run needs; `run()` does the work."""
+
+    def __init__(self, options: EvalOptions) -> None:
+        self.options = options
+        tasks = load_tasks(options.tasks)
+        if options.ids:
+            wanted = set(options.ids)
+            tasks = [t for t in tasks if t.instance_id in wanted]
+        if options.limit is not None:
+            tasks = tasks[: options.limit]
+        self.tasks = tasks
+        self.scorer = options.scorer or default_scorer(tasks)
+        self.out = Path(options.out)
+        self.gold = GoldStore(options.gold, options.eval_config)
+        self.locator = DatabaseLocator(options.dbs, options.db) if (options.dbs or options.db) else None
+        self.executor: Executor = McpExecutor(max_rows=options.max_rows, log_dir=self.out / "mcp-logs") \
+            if options.via_mcp else InProcessExecutor(max_rows=options.max_rows)
+        self.runner = self._make_runner()
+
+    def _make_runner(self) -> Runner:
+        o = self.options
+        if o.runner == "builtin":
+            raise builtin_unavailable()
+        if o.runner == "gold":
+            if self.locator is None:
+                raise ConfigError("--runner gold replays gold SQL on the databases: pass --dbs DIR or --db URL")
+            return GoldRunner(self.gold)
+        if o.runner == "predictions":
+            if o.predictions is None:
+                raise ConfigError("--runner predictions needs --predictions DIR (a folder of <id>.sql / <id>.csv)")
+            return PredictionsRunner(o.predictions, o.prediction_mode)
+        if o.runner == "command":
+            return CommandRunner(o.command or "", self.locator, self.out, o.external_knowledge, o.timeout)
+        raise ConfigError(f"unknown runner {o.runner!r}; use gold, predictions, command or builtin")
+
+    # -- one task ----------------------------------------------------------------------------------
+    def evaluate(self, task: Task) -> dict[str, Any]:
+        started = time.perf_counter()
+        timings: dict[str, float] = {}
+        record: dict[str, Any] = {
+            "instance_id": task.instance_id, "db": task.db, "benchmark": task.benchmark,
+            "question": task.question, "runner": self.runner.name, "scorer": self.scorer,
+        }
+        if task.turn_type is not None or task.dialogue_index is not None:
+            record.update(turn_type=task.turn_type, dialogue_index=task.dialogue_index, turn_index=task.turn_index)
+        if not task.scored and isinstance(self.runner, GoldRunner):
+            return self._finish(record, "not_scored", None, timings, started,
+                                reason=f"{task.turn_type or 'this'} turn has no gold SQL: recorded, not scored")
+        try:
+            prediction = self.runner.predict(task)
+        except FlexSQLError as exc:
+            prediction = Prediction(error=str(exc), error_category="runner_error")
+        except Exception as exc:  # a runner bug must not stop the whole evaluation
+            prediction = Prediction(error=f"{type(exc).__name__}: {exc}", error_category="runner_error")
+        timings["runner_s"] = round(prediction.runner_s, 4)
+        record.update(sql=extract_sql(prediction.sql) if prediction.sql else None, prediction_origin=prediction.origin or None, tokens=prediction.tokens,
+                      cost_usd=prediction.cost_usd, runner_note=prediction.note, answer_text=prediction.answer_text)
+        if not task.scored:
+            return self._finish(record, "not_scored", None, timings, started,
+                                reason=f"{task.turn_type or 'this'} turn has no gold SQL: answer recorded, not scored")
+        if not prediction.present:
+            return self._finish(record, "no_prediction", None, timings, started,
+                                reason=prediction.error or "no prediction", category=prediction.error_category)
+        try:
+            gold = self._gold(task, timings)
+        except ExecutionFailure as exc:
+            return self._finish(record, "gold_error", None, timings, started,
+                                reason=f"the gold SQL failed ({exc.category}): {exc}", category="no_gold")
+        if gold is None:
+            return self._finish(record, "no_gold", None, timings, started,
+                                reason="no gold for this task: neither a gold CSV under --gold nor gold SQL",
+                                category="no_gold")
+        verdicts = self._score(task, prediction, gold, timings)
+        return self._finish(record, "scored", verdicts, timings, started)
+
+    def _gold(self, task: Task, timings: dict[str, float]) -> _Gold | None:
+        t0 = time.perf_counter()
+        try:
+            tables = self.gold.tables(task.instance_id) if task.benchmark.startswith("spider2") else []
+            if tables:
+                config = self.gold.config(task.instance_id)
+                for t in tables:
+                    t.ordered = not config.ignore_order
+                return _Gold(tables=tables, condition_cols=config.condition_cols, ignore_order=config.ignore_order)
+            sql = task.gold_sql or self.gold.sql(task.instance_id)
+            if not sql:
+                return None
+            url = self._url(task)
+            result = self.executor.execute(url, extract_sql(sql), self.options.timeout)
+            ordered = orders_result(sql, _dialect(url))
+            frame = frame_from_result(result.columns, result.rows)
+            config = self.gold.config(task.instance_id)
+            return _Gold(tables=[GoldTable(name="gold SQL", frame=frame, ordered=ordered)],
+                         raw=[("gold SQL", result.columns, result.rows, ordered)],
+                         condition_cols=config.condition_cols,
+                         ignore_order=config.ignore_order if task.instance_id in self.gold.configs else not ordered)
+        finally:
+            timings["gold_s"] = round(time.perf_counter() - t0, 4)
+
+    def _url(self, task: Task) -> str:
+        if self.locator is None:
+            raise ExecutionFailure("execution_error", "no database to run SQL on: pass --dbs DIR or --db URL")
+        try:
+            return self.locator.url_for(task.db)
+        except FlexSQLError as exc:
+            raise ExecutionFailure("execution_error", str(exc)) from None
+
+    def _score(self, task: Task, prediction: Prediction, gold: _Gold, timings: dict[str, float]) -> dict[str, Verdict]:
+        flavor = self.options.flavor or task.flavor
+        t0 = time.perf_counter()
+        sub = self.out / SUBMISSION
+        name = safe_name(task.instance_id)
+        try:
+            if prediction.sql:
+                sql = extract_sql(prediction.sql)
+                (sub / f"{name}.sql").write_text(sql + "\n", encoding="utf-8")
+                url = self._url(task)
+                result = self.executor.execute(url, sql, self.options.timeout)
+                text = csv_text(result.columns, result.rows)
+                (sub / f"{name}.csv").write_text(text, encoding="utf-8")
+                pred_cols, pred_rows = result.columns, result.rows
+                empty_cloud = not result.rows and _dialect(url) == "snowflake"
+                pred_frame = frame_from_result(result.columns, result.rows) if result.columns else None
+            else:
+                assert prediction.csv_path is not None
+                if Path(prediction.csv_path).resolve() != (sub / f"{name}.csv").resolve():
+                    shutil.copyfile(prediction.csv_path, sub / f"{name}.csv")
+                pred_frame = read_csv_frame(prediction.csv_path)
+                pred_cols, pred_rows = frame_columns(pred_frame), frame_rows(pred_frame)
+                empty_cloud = False
+        except ExecutionFailure as exc:
+            timings["exec_s"] = round(time.perf_counter() - t0, 4)
+            reason = f"execution error: {exc}" if exc.category == "execution_error" else f"{exc.category}: {exc}"
+            return {s: failure(s, exc.category, reason) for s in ("spider2", "spider2-strict", "ex")}
+        except Exception as exc:  # unreadable CSV (empty file, bad quoting)
+            timings["exec_s"] = round(time.perf_counter() - t0, 4)
+            reason = f"the prediction CSV could not be read: {type(exc).__name__}: {exc}"
+            return {s: failure(s, "unreadable_prediction", reason) for s in ("spider2", "spider2-strict", "ex")}
+        timings["exec_s"] = round(time.perf_counter() - t0, 4)
+        t1 = time.perf_counter()
+        verdicts: dict[str, Verdict] = {}
+        if pred_frame is None:
+            for s in ("spider2", "spider2-strict"):
+                verdicts[s] = failure(s, "unreadable_prediction", "the prediction has no columns")
+        elif empty_cloud:
+            for s in ("spider2", "spider2-strict"):
+                verdicts[s] = failure(s, "empty_result", "empty result (the official evaluator scores an empty "
+                                                        "result 0 on cloud engines)")
+        else:
+            verdicts["spider2"] = score_spider2(pred_frame, gold.tables, gold.condition_cols, gold.ignore_order, flavor)
+            verdicts["spider2-strict"] = score_spider2_strict(pred_frame, gold.tables, gold.condition_cols,
+                                                              gold.ignore_order)
+        if gold.raw:
+            verdicts["ex"] = score_ex(pred_cols, pred_rows, gold_tables=gold.raw)
+        else:
+            verdicts["ex"] = score_ex(pred_cols, pred_rows, gold.tables)
+        timings["score_s"] = round(time.perf_counter() - t1, 4)
+        return verdicts
+
+    def _finish(self, record: dict[str, Any], status: str, verdicts: dict[str, Verdict] | None,
+                timings: dict[str, float], started: float, *, reason: str = "",
+                category: str | None = None) -> dict[str, Any]:
+        timings["total_s"] = round(time.perf_counter() - started, 4)
+        record["status"] = status
+        record["evaluated"] = status == "scored"
+        if verdicts:
+            main = verdicts[self.scorer]
+            record.update(score=main.score, reason=main.reason, category=main.category, variant=main.variant,
+                          scores={k: v.score for k, v in verdicts.items()},
+                          reasons={k: v.reason for k, v in verdicts.items() if v.score == 0},
+                          categories={k: v.category for k, v in verdicts.items()})
+        else:
+            record.update(score=0, reason=reason, category=category or status, scores={}, reasons={}, categories={})
+        record["timings"] = timings
+        record["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+        return record
+
+    # -- the whole run -----------------------------------------------------------------------------
+    def run(self, on_progress: Callable[[dict[str, Any], int, int], None] | None = None) -> RunOutcome:
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / SUBMISSION).mkdir(exist_ok=True)
+        results_path = self.out / RESULTS
+        previous = self._previous(results_path)
+        todo = [t for t in self.tasks if t.instance_id not in previous]
+        self._write_run_info(len(todo))
+        started = time.perf_counter()
+        new_records: list[dict[str, Any]] = []
+        interrupted = False
+        stop = threading.Event()
+
+        def work(task: Task) -> dict[str, Any] | None:
+            if stop.is_set():
+                return None
+            return self.evaluate(task)
+
+        if self.options.via_mcp and self.locator is not None and todo:
+            urls = []
+            for task in todo:
+                try:
+                    urls.append(self.locator.url_for(task.db))
+                except FlexSQLError:
+                    continue  # the task reports it
+            self.executor.warm(urls)
+        pool = ThreadPoolExecutor(max_workers=max(1, self.options.jobs), thread_name_prefix="flexsql-eval")
+        try:
+            with open(results_path, "a", encoding="utf-8") as sink:
+                pending: set[Future] = set()
+                queue = iter(todo)
+                # Submit a bounded window so Ctrl-C leaves little queued work behind.
+                for task in queue:
+                    pending.add(pool.submit(work, task))
+                    if len(pending) >= self.options.jobs * 2:
+                        break
+                while pending:
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        record = future.result()
+                        if record is None:
+                            continue
+                        sink.write(json.dumps(record, default=str, ensure_ascii=False) + "\n")
+                        sink.flush()
+                        new_records.append(record)
+                        if on_progress:
+                            on_progress(record, len(new_records), len(todo))
+                        nxt = next(queue, None)
+                        if nxt is not None:
+                            pending.add(pool.submit(work, nxt))
+        except KeyboardInterrupt:
+            interrupted = True
+            stop.set()
+            self.runner.stop()
+        finally:
+            pool.shutdown(wait=not interrupted, cancel_futures=True)
+            self.executor.close()
+        wall = time.perf_counter() - started
+        records = self._merge(previous, new_records)
+        from flexsql.evals.report import summarize, write_reports
+
+        summary = summarize(records, self.tasks, self.scorer, ran=len(new_records), wall_s=wall,
+                            runner=self.runner.name, executor=self.executor.name, interrupted=interrupted)
+        write_reports(self.out, summary, records)
+        return RunOutcome(out=self.out, total_tasks=len(self.tasks), ran=len(new_records),
+                          skipped=len(self.tasks) - len(todo), interrupted=interrupted, wall_s=wall,
+                          records=records, summary=summary)
+
+    def _previous(self, results_path: Path) -> dict[str, dict[str, Any]]:
+        if not self.options.resume:
+            if results_path.exists():
+                results_path.unlink()
+            return {}
+        info_path = self.out / "run.json"
+        if info_path.exists() and results_path.exists():
+            info = json.loads(info_path.read_text(encoding="utf-8"))
+            same = info.get("runner") == self.runner.name and info.get("tasks") == str(Path(self.options.tasks).resolve())
+            if not same:
+                raise ConfigError(
+                    f"{self.out} holds results of another run (runner {info.get('runner')}, tasks {info.get('tasks')}); "
+                    "use another --out, or --no-resume to start over")
+        records: dict[str, dict[str, Any]] = {}
+        if results_path.exists():
+            for line in results_path.read_text(encoding="utf-8").splitlines():
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue  # a line cut short by a crash: that task runs again
+                records[str(record.get("instance_id"))] = record
+        return records
+
+    def _merge(self, previous: dict[str, dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        by_id = dict(previous)
+        for record in new:
+            by_id[record["instance_id"]] = record
+        order = {t.instance_id: i for i, t in enumerate(self.tasks)}
+        kept = [r for r in by_id.values() if r["instance_id"] in order]
+        for r in kept:  # the primary score follows --scorer, also for records of earlier runs
+            if self.scorer in r.get("scores", {}):
+                r["score"] = r["scores"][self.scorer]
+                r["scorer"] = self.scorer
+        return sorted(kept, key=lambda r: order[r["instance_id"]])
+
+    def _write_run_info(self, todo: int) -> None:
+        info = {"tasks": str(Path(self.options.tasks).resolve()), "runner": self.runner.name, "scorer": self.scorer,
+                "executor": self.executor.name, "jobs": self.options.jobs, "timeout": self.options.timeout,
+                "started_at": datetime.now(UTC).isoformat(timespec="seconds"), "tasks_to_run": todo,
+                "options": json.loads(self.options.model_dump_json())}
+        (self.out / "run.json").write_text(json.dumps(info, indent=2), encoding="utf-8")
+
+
+@dataclass
+class _Gold:
+    tables: list[GoldTable]
+    raw: list[tuple[str, list[str], list[tuple[Any, ...]], bool]] = field(default_factory=list)
+    condition_cols: Any = None
+    ignore_order: bool = True
+
+
+def _dialect(url: str) -> str:
+    scheme = url.split("://", 1)[0].lower()
+    return {"sqlite3": "sqlite", "postgresql": "postgres", "postgres": "postgres"}.get(scheme, scheme)

@@ -1,0 +1,260 @@
+"""Reports of an evaluation: a summary dict (also in summary.json), report.md, and a
+self-contained report.html (inline CSS and SVG charts, nothing fetched from the network).
+
+Two denominators everywhere: *evaluated* (tasks with a prediction that reached a verdict — the
+official "final score") and *all* (every task in the file, missing predictions count as failures —
+the official "real score")."""
+
+from __future__ import annotations
+
+import html
+import json
+import statistics
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from flexsql.evals.scoring import CATEGORY_TEXT, SCORERS
+from flexsql.evals.tasks import Task
+
+SCORER_NOTES = {
+    "spider2": "the official Spider 2.0 rule: every gold column (condition_cols) equals some predicted column, "
+               "each column sorted on its own, NULL = 0, numbers within 0.01",
+    "spider2-strict": "one-to-one column mapping, rows compared as a multiset, NULL distinct from 0, "
+                      "condition_cols as written (fixes the official weaknesses)",
+    "ex": "execution match: all columns, any column order, no extra columns, rows as a multiset (ordered when the "
+          "gold SQL has a top-level ORDER BY)",
+}
+
+
+def _pct(n: int, d: int) -> float | None:
+    return round(100.0 * n / d, 2) if d else None
+
+
+def summarize(records: list[dict[str, Any]], tasks: list[Task], scorer: str, *, ran: int = 0, wall_s: float = 0.0,
+              runner: str = "", executor: str = "", interrupted: bool = False) -> dict[str, Any]:
+    scored_tasks = [t for t in tasks if t.scored]
+    all_n = len(scored_tasks)
+    by_id = {r["instance_id"]: r for r in records}
+    scored_records = [by_id[t.instance_id] for t in scored_tasks if t.instance_id in by_id]
+    evaluated = [r for r in scored_records if r.get("evaluated")]
+    scorers = {}
+    for name in SCORERS:
+        have = [r for r in evaluated if name in r.get("scores", {})]
+        if not have:
+            continue
+        passed = sum(r["scores"][name] for r in have)
+        scorers[name] = {"passed": passed, "evaluated": len(have), "all": all_n,
+                         "accuracy_evaluated": _pct(passed, len(have)), "accuracy_all": _pct(passed, all_n)}
+    primary = scorers.get(scorer, {"passed": 0, "evaluated": len(evaluated), "all": all_n,
+                                   "accuracy_evaluated": None, "accuracy_all": _pct(0, all_n)})
+
+    by_db: dict[str, dict[str, int]] = defaultdict(lambda: {"tasks": 0, "evaluated": 0, "passed": 0})
+    for t in scored_tasks:
+        row = by_db[t.db or "?"]
+        row["tasks"] += 1
+        r = by_id.get(t.instance_id)
+        if r and r.get("evaluated"):
+            row["evaluated"] += 1
+            row["passed"] += int(r.get("scores", {}).get(scorer, r.get("score", 0)))
+    failures = [r for r in scored_records if not (r.get("evaluated") and r.get("scores", {}).get(scorer) == 1)]
+    missing = [t.instance_id for t in scored_tasks if t.instance_id not in by_id]
+    reasons = Counter(_category(r, scorer) for r in failures)
+    if missing:
+        reasons["not run yet"] += len(missing)
+
+    turn_types: dict[str, dict[str, int]] = defaultdict(lambda: {"turns": 0, "scored": 0, "passed": 0, "answered_sql": 0})
+    for t in tasks:
+        if t.benchmark != "dialogue":
+            continue
+        row = turn_types[t.turn_type or "unlabelled"]
+        row["turns"] += 1
+        r = by_id.get(t.instance_id)
+        if t.scored:
+            row["scored"] += 1
+            if r and r.get("evaluated"):
+                row["passed"] += int(r.get("scores", {}).get(scorer, 0))
+        if r and r.get("sql") and r.get("runner") != "gold":
+            row["answered_sql"] += 1
+
+    times = [r.get("timings", {}).get("total_s") for r in records if r.get("timings", {}).get("total_s") is not None]
+    tokens: Counter = Counter()
+    cost = 0.0
+    for r in records:
+        for k, v in (r.get("tokens") or {}).items():
+            tokens[k] += v
+        cost += r.get("cost_usd") or 0.0
+    return {
+        "runner": runner, "executor": executor, "scorer": scorer, "interrupted": interrupted,
+        "tasks": len(tasks), "scored_tasks": all_n, "recorded": len(scored_records), "evaluated": len(evaluated),
+        "passed": primary["passed"], "accuracy_evaluated": primary["accuracy_evaluated"],
+        "accuracy_all": primary["accuracy_all"], "scorers": scorers,
+        "by_db": dict(sorted(by_db.items())), "failure_reasons": dict(reasons.most_common()),
+        "failures": [{"instance_id": r["instance_id"], "db": r.get("db"), "category": _category(r, scorer),
+                      "reason": _reason(r, scorer)} for r in failures],
+        "not_run": missing,
+        "turn_types": dict(sorted(turn_types.items())),
+        "ran_this_session": ran, "wall_s": round(wall_s, 3),
+        "tasks_per_s": round(ran / wall_s, 2) if wall_s > 0 and ran else None,
+        "median_task_s": round(statistics.median(times), 4) if times else None,
+        "tokens": dict(tokens) or None, "cost_usd": round(cost, 4) if cost else None,
+    }
+
+
+def _category(record: dict[str, Any], scorer: str) -> str:
+    category = record.get("categories", {}).get(scorer) or record.get("category") or record.get("status") or "?"
+    return CATEGORY_TEXT.get(category, category)
+
+
+def _reason(record: dict[str, Any], scorer: str) -> str:
+    return record.get("reasons", {}).get(scorer) or record.get("reason") or ""
+
+
+def write_reports(out: Path, summary: dict[str, Any], records: list[dict[str, Any]]) -> None:
+    out = Path(out)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    (out / "report.md").write_text(markdown(summary), encoding="utf-8")
+    (out / "report.html").write_text(html_report(summary), encoding="utf-8")
+
+
+def _fmt(p: float | None) -> str:
+    return "–" if p is None else f"{p:.2f}%"
+
+
+def markdown(s: dict[str, Any]) -> str:
+    lines = [f"# flexsql eval — {s['runner']} runner, {s['scorer']} scorer", ""]
+    if s["interrupted"]:
+        lines += ["**Interrupted**: re-run the same command to finish the remaining tasks.", ""]
+    lines += [f"- tasks: {s['scored_tasks']} scored ({s['tasks']} in the file), {s['evaluated']} evaluated, "
+              f"{s['passed']} passed",
+              f"- accuracy ({s['scorer']}): **{_fmt(s['accuracy_evaluated'])}** of evaluated "
+              f"({s['passed']}/{s['evaluated']}), **{_fmt(s['accuracy_all'])}** of all tasks "
+              f"({s['passed']}/{s['scored_tasks']})"]
+    if s.get("tasks_per_s"):
+        lines.append(f"- this session: {s['ran_this_session']} tasks in {s['wall_s']:.2f} s "
+                     f"({s['tasks_per_s']} tasks/s, median {s['median_task_s']} s per task, {s['executor']})")
+    if s.get("tokens"):
+        lines.append(f"- tokens: {', '.join(f'{k} {v}' for k, v in s['tokens'].items())}"
+                     + (f"; cost ${s['cost_usd']}" if s.get("cost_usd") else ""))
+    lines += ["", "## Scorers", "", "| scorer | passed | evaluated | all | accuracy (evaluated) | accuracy (all) |",
+              "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for name, v in s["scorers"].items():
+        lines.append(f"| {name} | {v['passed']} | {v['evaluated']} | {v['all']} | {_fmt(v['accuracy_evaluated'])} "
+                     f"| {_fmt(v['accuracy_all'])} |")
+    lines += [""] + [f"- **{k}**: {v}" for k, v in SCORER_NOTES.items() if k in s["scorers"]]
+    lines += ["", "## By database", "", "| database | tasks | evaluated | passed | accuracy (all) |",
+              "| --- | ---: | ---: | ---: | ---: |"]
+    for db, v in s["by_db"].items():
+        lines.append(f"| {db} | {v['tasks']} | {v['evaluated']} | {v['passed']} | {_fmt(_pct(v['passed'], v['tasks']))} |")
+    if s["turn_types"]:
+        lines += ["", "## Dialogue turns by type", "", "| type | turns | scored | passed | answered with SQL |",
+                  "| --- | ---: | ---: | ---: | ---: |"]
+        for k, v in s["turn_types"].items():
+            lines.append(f"| {k} | {v['turns']} | {v['scored']} | {v['passed']} | {v['answered_sql']} |")
+    lines += ["", "## Failures by reason", ""]
+    if s["failure_reasons"]:
+        lines += ["| reason | tasks |", "| --- | ---: |"]
+        lines += [f"| {k} | {v} |" for k, v in s["failure_reasons"].items()]
+    else:
+        lines.append("none")
+    if s["failures"]:
+        lines += ["", "## Every failure", "", "| task | database | category | reason |", "| --- | --- | --- | --- |"]
+        for f in s["failures"]:
+            reason = str(f["reason"]).replace("|", "\\|").replace("\n", " ")
+            lines.append(f"| {f['instance_id']} | {f['db']} | {f['category']} | {reason[:500]} |")
+    return "\n".join(lines) + "\n"
+
+
+# -- HTML ------------------------------------------------------------------------------------------
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1100px;color:#1d2330;padding:0 1rem}
+h1{font-size:1.5rem} h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #dde;padding-bottom:.2rem}
+table{border-collapse:collapse;width:100%;margin:.5rem 0} th,td{padding:.3rem .5rem;border-bottom:1px solid #eef;text-align:left;vertical-align:top}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums} .big{font-size:1.6rem;font-weight:600}
+.cards{display:flex;gap:1rem;flex-wrap:wrap} .card{border:1px solid #dde;border-radius:8px;padding:.7rem 1rem;min-width:200px}
+.muted{color:#667} .warn{background:#fff4d6;padding:.5rem 1rem;border-radius:6px} code{font-size:.9em}
+td.reason{font-size:.85em;max-width:650px;word-break:break-word}
+"""
+
+
+def _bar_chart(rows: list[tuple[str, float, str]], max_value: float, color: str, title: str) -> str:
+    """Horizontal bars: (label, value, text shown after the bar)."""
+    if not rows:
+        return ""
+    label_w, bar_w, row_h = 220, 560, 24
+    height = row_h * len(rows) + 10
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{html.escape(title)}" '
+             f'width="{label_w + bar_w + 160}" height="{height}" style="max-width:100%">']
+    for i, (label, value, text) in enumerate(rows):
+        y = 5 + i * row_h
+        w = 0 if max_value <= 0 else max(1.0, bar_w * value / max_value) if value > 0 else 0
+        short = label if len(label) <= 32 else label[:31] + "…"
+        parts.append(f'<text x="{label_w - 8}" y="{y + 16}" text-anchor="end" font-size="12">{html.escape(short)}</text>')
+        parts.append(f'<rect x="{label_w}" y="{y + 3}" width="{bar_w}" height="{row_h - 8}" fill="#eef1f6"/>')
+        parts.append(f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row_h - 8}" fill="{color}">'
+                     f'<title>{html.escape(label)}: {html.escape(text)}</title></rect>')
+        parts.append(f'<text x="{label_w + bar_w + 8}" y="{y + 16}" font-size="12">{html.escape(text)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def html_report(s: dict[str, Any]) -> str:
+    e = html.escape
+    title = f"flexsql eval — {s['runner']} runner, {s['scorer']} scorer"
+    out = [f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{e(title)}</title>"
+           f"<style>{_CSS}</style></head><body><h1>{e(title)}</h1>"]
+    if s["interrupted"]:
+        out.append('<p class=warn>Interrupted: re-run the same command to finish the remaining tasks.</p>')
+    out.append('<div class=cards>')
+    out.append(f'<div class=card><div class=muted>accuracy, evaluated</div><div class=big>{_fmt(s["accuracy_evaluated"])}</div>'
+               f'<div class=muted>{s["passed"]} / {s["evaluated"]} evaluated</div></div>')
+    out.append(f'<div class=card><div class=muted>accuracy, all tasks</div><div class=big>{_fmt(s["accuracy_all"])}</div>'
+               f'<div class=muted>{s["passed"]} / {s["scored_tasks"]} tasks</div></div>')
+    if s.get("tasks_per_s"):
+        out.append(f'<div class=card><div class=muted>speed ({e(s["executor"])})</div><div class=big>{s["tasks_per_s"]} tasks/s</div>'
+                   f'<div class=muted>{s["ran_this_session"]} tasks in {s["wall_s"]:.1f} s</div></div>')
+    if s.get("tokens"):
+        total = sum(s["tokens"].values())
+        out.append(f'<div class=card><div class=muted>tokens</div><div class=big>{total:,}</div>'
+                   f'<div class=muted>{e(", ".join(f"{k} {v:,}" for k, v in s["tokens"].items()))}</div></div>')
+    out.append("</div>")
+
+    out.append("<h2>Scorers</h2><table><tr><th>scorer</th><th class=n>passed</th><th class=n>evaluated</th>"
+               "<th class=n>all</th><th class=n>accuracy (evaluated)</th><th class=n>accuracy (all)</th><th>rule</th></tr>")
+    for name, v in s["scorers"].items():
+        out.append(f"<tr><td><code>{e(name)}</code></td><td class=n>{v['passed']}</td><td class=n>{v['evaluated']}</td>"
+                   f"<td class=n>{v['all']}</td><td class=n>{_fmt(v['accuracy_evaluated'])}</td>"
+                   f"<td class=n>{_fmt(v['accuracy_all'])}</td><td class=muted>{e(SCORER_NOTES.get(name, ''))}</td></tr>")
+    out.append("</table>")
+
+    out.append("<h2>Accuracy by database</h2>")
+    rows = [(db, _pct(v["passed"], v["tasks"]) or 0.0, f"{_fmt(_pct(v['passed'], v['tasks']))} ({v['passed']}/{v['tasks']})")
+            for db, v in s["by_db"].items()]
+    out.append(_bar_chart(rows, 100.0, "#3b7dd8", "accuracy by database"))
+
+    out.append("<h2>Failures by reason</h2>")
+    if s["failure_reasons"]:
+        top = max(s["failure_reasons"].values())
+        out.append(_bar_chart([(k, float(v), str(v)) for k, v in s["failure_reasons"].items()], float(top),
+                              "#d8613b", "failures by reason"))
+    else:
+        out.append("<p>none</p>")
+
+    if s["turn_types"]:
+        out.append("<h2>Dialogue turns by type</h2><table><tr><th>type</th><th class=n>turns</th><th class=n>scored</th>"
+                   "<th class=n>passed</th><th class=n>answered with SQL</th></tr>")
+        for k, v in s["turn_types"].items():
+            out.append(f"<tr><td>{e(k)}</td><td class=n>{v['turns']}</td><td class=n>{v['scored']}</td>"
+                       f"<td class=n>{v['passed']}</td><td class=n>{v['answered_sql']}</td></tr>")
+        out.append("</table>")
+
+    if s["failures"]:
+        out.append(f"<h2>Every failure ({len(s['failures'])})</h2><table><tr><th>task</th><th>database</th>"
+                   "<th>category</th><th>reason</th></tr>")
+        for f in s["failures"]:
+            out.append(f"<tr><td>{e(str(f['instance_id']))}</td><td>{e(str(f['db']))}</td><td>{e(f['category'])}</td>"
+                       f"<td class=reason>{e(str(f['reason'])[:1000])}</td></tr>")
+        out.append("</table>")
+    out.append("</body></html>\n")
+    return "".join(out)
