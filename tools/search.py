@@ -1,0 +1,751 @@
+"""search_schema: rank tables and columns for a natural-language question or keywords.
+
+Pure Python, no model and no network. One BM25F index per catalog load (cached in the ToolContext):
+identifiers are split (camelCase, snake_case, digits, glued words like `firstname`), common database
+abbreviations are expanded (qty -> quantity, fname -> first name), words are Porter-stemmed, and
+comments count too. On top of the lexical score:
+- value hits: words of the question found in the value index (`French` -> a column holding
+  `France`) lift that column and its table (only when an index exists: search never scans);
+- schema reinforcement: a schema whose tables together match the question lifts all its tables;
+- foreign-key neighbours of strong hits get a share of their score (join tables, lookups).
+Every hit says why it matched.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from pydantic import BaseModel
+
+from flexsql.errors import InvalidArgument
+from flexsql.tools.context import ToolContext
+from flexsql.tools.sources.base import Catalog, Source
+from flexsql.tools.value_index import ValueIndex, fold, normalize, split_identifier
+
+MAX_QUERY_CHARS = 2000
+
+# -- words -------------------------------------------------------------------------------------------
+
+STOPWORDS = frozenset("""
+a an the and or but if then else of in on at to for from by with without about into over under between
+through during before after above below up down out off than as is are was were be been being have has had
+do does did doing will would shall should can could may might must this that these those there here it its
+they them their theirs he him his she her hers we us our you your yours i me my mine who whom whose which what
+when where why how all any both each few more most other some such no nor not only own same so too very just
+also please show list give find get display return tell me named called whats what's much many number
+count value values table tables column columns database data record records info row rows
+""".split())
+
+# Common abbreviations in database identifiers (expanded on both sides, so either form matches).
+ABBREVIATIONS: dict[str, tuple[str, ...]] = {
+    "qty": ("quantity",), "amt": ("amount",), "num": ("number",), "nbr": ("number",), "no": ("number",),
+    "cnt": ("count",), "dt": ("date",), "ts": ("timestamp",), "yr": ("year",), "mth": ("month",),
+    "mon": ("month",), "wk": ("week",), "cust": ("customer",), "addr": ("address",), "desc": ("description",),
+    "descr": ("description",), "dept": ("department",), "emp": ("employee",), "empl": ("employee",),
+    "mgr": ("manager",), "org": ("organization",), "acct": ("account",), "acc": ("account",),
+    "pct": ("percent",), "perc": ("percent",), "avg": ("average",), "tot": ("total",), "prod": ("product",),
+    "txn": ("transaction",), "trx": ("transaction",), "msg": ("message",), "pwd": ("password",),
+    "tel": ("telephone",), "ph": ("phone",), "lat": ("latitude",), "lng": ("longitude",), "lon": ("longitude",),
+    "loc": ("location",), "fname": ("first", "name"), "lname": ("last", "name"), "mname": ("middle", "name"),
+    "dob": ("date", "birth"), "sal": ("salary",), "stu": ("student",), "fac": ("faculty",),
+    "prof": ("professor",), "dest": ("destination",), "src": ("source",), "ref": ("reference",),
+    "seq": ("sequence",), "pos": ("position",), "info": ("information",), "config": ("configuration",),
+    "lang": ("language",), "pop": ("population",), "sq": ("square",), "km": ("kilometer",),
+    "hr": ("hour",), "min": ("minimum",), "max": ("maximum",), "temp": ("temperature",),
+    "cat": ("category",), "catg": ("category",), "inv": ("invoice",), "ord": ("order",), "pmt": ("payment",),
+    "pymt": ("payment",), "bal": ("balance",), "curr": ("currency",), "ccy": ("currency",),
+    "std": ("standard",), "intl": ("international",), "natl": ("national",), "govt": ("government",),
+    "univ": ("university",), "dir": ("director",), "assoc": ("association",), "co": ("company",),
+    "corp": ("corporation",), "mfr": ("manufacturer",), "mfg": ("manufacturing",), "yrs": ("year",),
+    "stat": ("statistic",), "stats": ("statistic",), "eff": ("effective",), "exp": ("expiration",),
+    "reg": ("registration",), "res": ("reservation",), "emp_no": ("employee", "number"),
+}
+
+# Demonyms and adjectives that name a place stored as a noun in the data ("French" -> France).
+DEMONYMS: dict[str, tuple[str, ...]] = {
+    "american": ("united states", "usa", "us", "america"), "british": ("united kingdom", "uk", "britain", "england"),
+    "english": ("england", "english"), "french": ("france",), "german": ("germany",), "italian": ("italy",),
+    "spanish": ("spain",), "portuguese": ("portugal",), "dutch": ("netherlands", "holland"),
+    "belgian": ("belgium",), "swiss": ("switzerland",), "austrian": ("austria",), "swedish": ("sweden",),
+    "norwegian": ("norway",), "danish": ("denmark",), "finnish": ("finland",), "irish": ("ireland",),
+    "scottish": ("scotland",), "welsh": ("wales",), "polish": ("poland",), "czech": ("czech republic", "czechia"),
+    "hungarian": ("hungary",), "greek": ("greece",), "turkish": ("turkey",), "russian": ("russia",),
+    "ukrainian": ("ukraine",), "chinese": ("china",), "japanese": ("japan",), "korean": ("korea", "south korea"),
+    "indian": ("india",), "pakistani": ("pakistan",), "thai": ("thailand",), "vietnamese": ("vietnam",),
+    "indonesian": ("indonesia",), "filipino": ("philippines",), "australian": ("australia",),
+    "canadian": ("canada",), "mexican": ("mexico",), "brazilian": ("brazil",), "argentine": ("argentina",),
+    "argentinian": ("argentina",), "chilean": ("chile",), "colombian": ("colombia",), "peruvian": ("peru",),
+    "egyptian": ("egypt",), "nigerian": ("nigeria",), "kenyan": ("kenya",), "israeli": ("israel",),
+    "iranian": ("iran",), "iraqi": ("iraq",), "saudi": ("saudi arabia",), "european": ("europe",),
+    "african": ("africa",), "asian": ("asia",), "zealander": ("new zealand",), "romanian": ("romania",),
+    "bulgarian": ("bulgaria",), "croatian": ("croatia",), "serbian": ("serbia",), "slovak": ("slovakia",),
+    "icelandic": ("iceland",), "cuban": ("cuba",), "jamaican": ("jamaica",), "moroccan": ("morocco",),
+    "malaysian": ("malaysia",), "singaporean": ("singapore",), "taiwanese": ("taiwan",),
+}
+
+
+# Porter (1980) stemmer: standard, predictable conflation for retrieval ('located' ~ 'location').
+def _cons(w: str, i: int) -> bool:
+    ch = w[i]
+    if ch in "aeiou":
+        return False
+    if ch == "y":
+        return i == 0 or not _cons(w, i - 1)
+    return True
+
+
+def _measure(stem: str) -> int:
+    n, i, size = 0, 0, len(stem)
+    while i < size and _cons(stem, i):
+        i += 1
+    while i < size:
+        while i < size and not _cons(stem, i):
+            i += 1
+        if i >= size:
+            break
+        while i < size and _cons(stem, i):
+            i += 1
+        n += 1
+    return n
+
+
+def _has_vowel(stem: str) -> bool:
+    return any(not _cons(stem, i) for i in range(len(stem)))
+
+
+def _double_cons(w: str) -> bool:
+    return len(w) >= 2 and w[-1] == w[-2] and _cons(w, len(w) - 1)
+
+
+def _cvc(w: str) -> bool:
+    n = len(w)
+    return n >= 3 and _cons(w, n - 3) and not _cons(w, n - 2) and _cons(w, n - 1) and w[-1] not in "wxy"
+
+
+_STEP2 = sorted([("ational", "ate"), ("tional", "tion"), ("enci", "ence"), ("anci", "ance"), ("izer", "ize"),
+                 ("bli", "ble"), ("alli", "al"), ("entli", "ent"), ("eli", "e"), ("ousli", "ous"),
+                 ("ization", "ize"), ("ation", "ate"), ("ator", "ate"), ("alism", "al"), ("iveness", "ive"),
+                 ("fulness", "ful"), ("ousness", "ous"), ("aliti", "al"), ("iviti", "ive"), ("biliti", "ble"),
+                 ("logi", "log")], key=lambda p: -len(p[0]))
+_STEP3 = sorted([("icate", "ic"), ("ative", ""), ("alize", "al"), ("iciti", "ic"), ("ical", "ic"), ("ful", ""),
+                 ("ness", "")], key=lambda p: -len(p[0]))
+_STEP4 = sorted(["al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent", "ion", "ou",
+                 "ism", "ate", "iti", "ous", "ive", "ize"], key=lambda s: -len(s))
+
+
+@lru_cache(maxsize=200_000)
+def stem(word: str) -> str:
+    w = word
+    if len(w) <= 2 or not w.isalpha():
+        return w
+    if w.endswith("sses"):
+        w = w[:-2]
+    elif w.endswith("ies"):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith("ss"):
+        w = w[:-1]
+    again = False
+    if w.endswith("eed"):
+        if _measure(w[:-3]) > 0:
+            w = w[:-1]
+    elif w.endswith("ed") and _has_vowel(w[:-2]):
+        w, again = w[:-2], True
+    elif w.endswith("ing") and _has_vowel(w[:-3]):
+        w, again = w[:-3], True
+    if again:
+        if w.endswith(("at", "bl", "iz")):
+            w += "e"
+        elif _double_cons(w) and w[-1] not in "lsz":
+            w = w[:-1]
+        elif _measure(w) == 1 and _cvc(w):
+            w += "e"
+    if w.endswith("y") and _has_vowel(w[:-1]):
+        w = w[:-1] + "i"
+    for table in (_STEP2, _STEP3):
+        for suffix, repl in table:
+            if w.endswith(suffix):
+                if _measure(w[: -len(suffix)]) > 0:
+                    w = w[: -len(suffix)] + repl
+                break
+    for suffix in _STEP4:
+        if w.endswith(suffix):
+            base = w[: -len(suffix)]
+            if _measure(base) > 1 and (suffix != "ion" or base[-1:] in ("s", "t")):
+                w = base
+            break
+    if w.endswith("e"):
+        base = w[:-1]
+        m = _measure(base)
+        if m > 1 or (m == 1 and not _cvc(base)):
+            w = base
+    if _measure(w) > 1 and _double_cons(w) and w.endswith("l"):
+        w = w[:-1]
+    return w
+
+
+@dataclass
+class Term:
+    term: str  # stemmed
+    word: str  # as the user or the catalog wrote it
+
+
+# Irregular plurals the stemmer cannot see ("people" is the plural of "person").
+IRREGULAR = {"people": "person", "persons": "person", "men": "man", "women": "woman", "children": "child",
+             "feet": "foot", "teeth": "tooth", "mice": "mouse", "geese": "goose", "indices": "index",
+             "criteria": "criterion", "analyses": "analysis", "media": "medium", "staves": "staff"}
+
+
+def _expand(part: str) -> list[str]:
+    if part in IRREGULAR:
+        return [IRREGULAR[part]]
+    return list(ABBREVIATIONS.get(part, (part,)))
+
+
+def identifier_terms(name: str, vocabulary: frozenset[str] = frozenset()) -> list[Term]:
+    """Terms of a table or column name: split, abbreviations expanded, glued words split, stemmed."""
+    out: list[Term] = []
+    for part in split_identifier(name):
+        pieces = _expand(part)
+        if len(pieces) == 1 and part not in ABBREVIATIONS and vocabulary:
+            pieces = _split_glued(part, vocabulary) or pieces
+        for piece in pieces:
+            if piece in STOPWORDS and piece not in ABBREVIATIONS:
+                continue
+            out.append(Term(stem(piece), part))
+    return out
+
+
+def _split_glued(word: str, vocabulary: frozenset[str]) -> list[str] | None:
+    """'firstname' -> ['first', 'name'] when both halves are words used elsewhere in the catalog."""
+    if len(word) < 7 or word in vocabulary or not word.isalpha():
+        return None
+    for i in range(3, len(word) - 2):
+        left, right = word[:i], word[i:]
+        if left in vocabulary and right in vocabulary:
+            return [left, right]
+    return None
+
+
+# Phrases about presenting a result, not about the data: "ordered by name", "in descending order".
+_RESULT_PHRASES = re.compile(
+    r"\b(?:(?:sorted|ordered|ranked|arranged|grouped|listed)\s+(?:by|in|from|on)\b"
+    r"|in\s+(?:an?\s+|the\s+)?(?:ascending|descending|alphabetical|alphabetic|increasing|decreasing|reverse|"
+    r"lexicographic|chronological|numerical|numeric)?\s*(?:order|sequence)\b"
+    r"|order\s+(?:of|by)\b|(?:ascending|descending)\s+order\b)",
+    re.IGNORECASE)
+
+
+def query_terms(query: str) -> list[Term]:
+    """Terms of a question: result-presentation phrases dropped, then like any text."""
+    return text_terms(_RESULT_PHRASES.sub(" ", query))
+
+
+def text_terms(text: str | None) -> list[Term]:
+    """Terms of free text (comments, questions): words split like identifiers, stopwords dropped."""
+    if not text:
+        return []
+    out: list[Term] = []
+    for word in re.findall(r"[^\W_]+", text):
+        for part in split_identifier(word):
+            if part in STOPWORDS:
+                continue
+            for piece in _expand(part):
+                if piece not in STOPWORDS:
+                    out.append(Term(stem(piece), word))
+    return out
+
+
+# -- the index ---------------------------------------------------------------------------------------
+
+@dataclass
+class Params:
+    """Ranking weights (tuned on a Spider training sample; see benchmarks/schema_linking.py)."""
+
+    k1: float = 1.2
+    # table document fields: (weight, length normalisation b)
+    t_name: tuple[float, float] = (3.0, 0.3)
+    t_columns: tuple[float, float] = (1.0, 0.6)
+    t_comment: tuple[float, float] = (0.6, 0.75)
+    t_schema: tuple[float, float] = (1.0, 0.3)
+    # column document fields
+    c_name: tuple[float, float] = (3.0, 0.3)
+    c_table: tuple[float, float] = (1.0, 0.3)
+    c_comment: tuple[float, float] = (0.6, 0.75)
+    # schema documents
+    s_name: tuple[float, float] = (2.0, 0.3)
+    s_tables: tuple[float, float] = (1.5, 0.5)
+    s_columns: tuple[float, float] = (0.5, 0.5)
+    schema_boost: float = 0.6  # share of the best schema score added to each table of a schema
+    value_weight: float = 4.0
+    fk_share: float = 0.25  # share of a strong hit's score passed to its FK neighbours
+    fk_sources: int = 5  # how many top tables pass it on
+    column_table_share: float = 15.0  # columns of the best tables first: best table's columns get this much
+    column_value_weight: float = 8.0  # a column holding a word of the question is likely filtered on
+    column_all_of_top: int = 3  # every column of the top N tables is a candidate
+    join_tables: int = 3  # foreign keys among the top N tables lift their key columns
+    join_weight: float = 6.0
+    drop_result_phrases: bool = True
+    schema_word_discount: float = 0.3  # value hits for one word that also names a table
+    singular_values: bool = True  # 'stores' also looks up the value 'store'
+
+
+@dataclass
+class _Field:
+    weight: float
+    b: float
+    terms: list[list[str]] = field(default_factory=list)  # per document
+
+
+def _bm25f_postings(fields: list[_Field], n_docs: int) -> dict[str, dict[int, float]]:
+    """term -> {doc: pseudo term frequency}, combining fields BM25F-style."""
+    postings: dict[str, dict[int, float]] = defaultdict(dict)
+    for f in fields:
+        # average over documents that have the field: sparse fields (comments) must not look huge
+        lengths = [len(t) for t in f.terms if t]
+        avg = (sum(lengths) / len(lengths)) if lengths else 1.0
+        for doc, terms in enumerate(f.terms):
+            if not terms:
+                continue
+            norm = f.weight / (1 - f.b + f.b * len(terms) / avg)
+            counts: dict[str, int] = defaultdict(int)
+            for t in terms:
+                counts[t] += 1
+            for t, c in counts.items():
+                postings[t][doc] = postings[t].get(doc, 0.0) + c * norm
+    return dict(postings)
+
+
+def _idf(postings: dict[str, dict[int, float]], n_docs: int) -> dict[str, float]:
+    return {t: math.log(1 + (n_docs - len(d) + 0.5) / (len(d) + 0.5)) for t, d in postings.items()}
+
+
+class SearchIndex:
+    """Inverted indexes over one catalog's tables, columns and schemas."""
+
+    def __init__(self, catalog: Catalog, params: Params | None = None) -> None:
+        self.params = p = params or Params()
+        self.loaded_at = catalog.loaded_at
+        self.tables = catalog.tables
+        self.by_key = {t.qualified: i for i, t in enumerate(self.tables)}
+        vocabulary = frozenset(w for t in self.tables for n in [t.name, *(c.name for c in t.columns)]
+                               for w in split_identifier(n) if len(w) >= 3)
+        self.schemas: list[str] = []
+        schema_of: dict[str, int] = {}
+        t_name, t_cols, t_comment, t_schema = (_Field(*p.t_name), _Field(*p.t_columns), _Field(*p.t_comment),
+                                               _Field(*p.t_schema))
+        c_name, c_table, c_comment = _Field(*p.c_name), _Field(*p.c_table), _Field(*p.c_comment)
+        self.columns: list[tuple[int, str]] = []  # (table index, column name)
+        self.table_schema: list[int] = []
+        # per table: term -> catalog word, per field, for explaining matches
+        self.name_words: list[dict[str, str]] = []
+        self.comment_words: list[dict[str, str]] = []
+        self.column_words: list[dict[str, str]] = []  # per column
+        self.column_comment_words: list[dict[str, str]] = []
+        schema_terms: dict[int, tuple[list[str], list[str], list[str]]] = {}
+        for ti, table in enumerate(self.tables):
+            skey = ".".join(p for p in (table.database, table.schema_name) if p)
+            if skey not in schema_of:
+                schema_of[skey] = len(self.schemas)
+                self.schemas.append(skey)
+                schema_terms[schema_of[skey]] = ([x.term for x in identifier_terms(table.schema_name, vocabulary)],
+                                                 [], [])
+            si = schema_of[skey]
+            self.table_schema.append(si)
+            name_terms = identifier_terms(table.name, vocabulary)
+            self.name_words.append({x.term: x.word for x in name_terms})
+            comment_terms = text_terms(table.comment)
+            col_all: list[str] = []
+            for col in table.columns:
+                cterms = identifier_terms(col.name, vocabulary)
+                ccomment = text_terms(col.comment)
+                self.columns.append((ti, col.name))
+                self.column_words.append({x.term: col.name for x in cterms})
+                self.column_comment_words.append({x.term: x.word for x in ccomment})
+                c_name.terms.append([x.term for x in cterms])
+                c_table.terms.append([x.term for x in name_terms])
+                c_comment.terms.append([x.term for x in ccomment])
+                col_all += [x.term for x in cterms]
+                comment_terms += ccomment
+            self.comment_words.append({x.term: x.word for x in comment_terms})
+            t_name.terms.append([x.term for x in name_terms])
+            t_cols.terms.append(col_all)
+            t_comment.terms.append([x.term for x in comment_terms])
+            t_schema.terms.append(schema_terms[si][0])
+            schema_terms[si][1].extend(x.term for x in name_terms)
+            schema_terms[si][2].extend(col_all)
+        self.table_name_terms = frozenset(t for terms in t_name.terms for t in terms)
+        self.t_post = _bm25f_postings([t_name, t_cols, t_comment, t_schema], len(self.tables))
+        self.t_idf = _idf(self.t_post, len(self.tables))
+        self.c_post = _bm25f_postings([c_name, c_table, c_comment], len(self.columns))
+        self.c_idf = _idf(self.c_post, len(self.columns))
+        s_name, s_tables, s_cols = _Field(*p.s_name), _Field(*p.s_tables), _Field(*p.s_columns)
+        for si in range(len(self.schemas)):
+            names, tnames, cnames = schema_terms[si]
+            s_name.terms.append(names)
+            s_tables.terms.append(tnames)
+            s_cols.terms.append(cnames)
+        self.s_post = _bm25f_postings([s_name, s_tables, s_cols], len(self.schemas))
+        self.s_idf = _idf(self.s_post, len(self.schemas))
+        self.schema_words = [{x.term: x.word for x in identifier_terms(s.split(".")[-1], vocabulary)}
+                             for s in self.schemas]
+        self.schema_tables: list[list[int]] = [[] for _ in self.schemas]
+        for ti, si in enumerate(self.table_schema):
+            self.schema_tables[si].append(ti)
+        self.table_columns: list[list[int]] = [[] for _ in self.tables]
+        for ci, (ti, _) in enumerate(self.columns):
+            self.table_columns[ti].append(ci)
+        self.column_by_name: dict[tuple[int, str], int] = {(ti, name.lower()): ci
+                                                          for ci, (ti, name) in enumerate(self.columns)}
+        self.neighbours: list[set[int]] = [set() for _ in self.tables]
+        self.joins: list[list[tuple[list[int], int, list[int]]]] = [[] for _ in self.tables]  # FK column links
+        lowered = {t.qualified.lower(): i for i, t in enumerate(self.tables)}
+        for ti, table in enumerate(self.tables):
+            for fk in table.foreign_keys:
+                parts = [table.database, fk.ref_schema or table.schema_name, fk.ref_table]
+                ref = lowered.get(".".join(x for x in parts if x).lower())
+                if ref is not None and ref != ti:
+                    self.neighbours[ti].add(ref)
+                    self.neighbours[ref].add(ti)
+                    mine = [self.column_by_name.get((ti, c.lower())) for c in fk.columns]
+                    theirs = [self.column_by_name.get((ref, c.lower())) for c in fk.ref_columns]
+                    self.joins[ti].append(([c for c in mine if c is not None], ref,
+                                           [c for c in theirs if c is not None]))
+
+    @staticmethod
+    def bm25(post: dict[str, dict[int, float]], idf: dict[str, float], terms: dict[str, float],
+               k1: float) -> dict[int, float]:
+        scores: dict[int, float] = defaultdict(float)
+        for term, qweight in terms.items():
+            docs = post.get(term)
+            if not docs:
+                continue
+            w = idf[term] * qweight
+            for doc, tf in docs.items():
+                scores[doc] += w * tf * (k1 + 1) / (tf + k1)
+        return scores
+
+
+# -- results -----------------------------------------------------------------------------------------
+
+class TableHit(BaseModel):
+    table: str
+    score: float
+    why: list[str]
+    kind: str = "table"
+    row_estimate: int | None = None
+
+
+class ColumnHit(BaseModel):
+    table: str
+    column: str
+    type: str
+    score: float
+    why: list[str]
+
+
+class SchemaSearchResult(BaseModel):
+    query: str
+    source: str
+    tables: list[TableHit]
+    columns: list[ColumnHit]
+    tables_matched: int  # tables with any evidence at all
+    truncated: bool
+    value_index: str  # "used", "not built" (build it with find_values or build_value_index)
+    elapsed_ms: float
+
+    def to_text(self) -> str:
+        lines = [f"search_schema {self.query!r} in {self.source}: {self.tables_matched} tables matched, "
+                 f"top {len(self.tables)}" + (" (truncated: true)" if self.truncated else "")]
+        for i, t in enumerate(self.tables, 1):
+            rows = f", ~{t.row_estimate:,} rows" if t.row_estimate is not None else ""
+            kind = " (view)" if t.kind == "view" else ""
+            lines.append(f"{i}. {t.table}{kind} [{t.score:.2f}{rows}] — " + "; ".join(t.why))
+        if self.columns:
+            lines.append("columns:")
+            for c in self.columns:
+                lines.append(f"- {c.table}.{c.column} ({c.type}) [{c.score:.2f}] — " + "; ".join(c.why))
+        if self.value_index != "used":
+            lines.append(f"(value index {self.value_index}: words that are data values, like 'France', are not "
+                         "matched yet; find_values builds it)")
+        return "\n".join(lines)
+
+
+# -- searching ---------------------------------------------------------------------------------------
+
+def search_index(ctx: ToolContext, source: Source) -> SearchIndex:
+    catalog = source.catalog()
+    key = f"search:{source.name}"
+    cached = ctx.caches.get(key)
+    if cached is None or cached.loaded_at != catalog.loaded_at:
+        cached = SearchIndex(catalog)
+        ctx.caches[key] = cached
+    return cached
+
+
+def _value_index_if_built(ctx: ToolContext, source: Source) -> ValueIndex | None:
+    from flexsql.tools.values import value_index
+
+    index = value_index(ctx, source)
+    return None if index.is_empty() else index
+
+
+def _question_ngrams(query: str, max_n: int = 4, singular: bool = True) -> list[tuple[str, str]]:
+    """(normalized n-gram, original text) candidates for value lookups; demonyms add their place."""
+    words = re.findall(r"[^\W_]+(?:['’][^\W_]+)?", query)
+    out: list[tuple[str, str]] = []
+    for n in range(1, max_n + 1):
+        for i in range(len(words) - n + 1):
+            chunk = words[i:i + n]
+            lowered = [fold(w) for w in chunk]
+            if all(w in STOPWORDS for w in lowered) or lowered[0] in STOPWORDS or lowered[-1] in STOPWORDS:
+                continue
+            if n == 1 and (len(lowered[0]) < 3 and not chunk[0].isupper()):
+                continue
+            text = " ".join(chunk)
+            out.append((normalize(text), text))
+            if n == 1:
+                for place in DEMONYMS.get(lowered[0], ()):
+                    out.append((place, text))
+                if singular and lowered[0].endswith("s") and len(lowered[0]) > 4:
+                    out.append((lowered[0][:-1], text))
+    return out
+
+
+def _value_hits(index: ValueIndex, engine: SearchIndex, query: str) -> list[tuple[int, int, str, str, float]]:
+    """(table index, column index, stored value, question words, weight) for question words that
+    are values in the index; values held by many columns weigh less."""
+    grams = _question_ngrams(query, singular=engine.params.singular_values)
+    if not grams:
+        return []
+    origin: dict[str, str] = {}
+    for norm, text in grams:
+        origin.setdefault(norm, text)
+    found = index.by_norm(list(origin))
+    if not found:
+        return []
+    cmap = index.column_map()
+    if any(v.cid not in cmap for v in found):  # another process extended the index meanwhile
+        cmap = index.column_map(reload=True)
+    spread: dict[str, int] = defaultdict(int)
+    for v in found:
+        spread[v.norm] += 1
+    hits = []
+    for v in found:
+        where = cmap.get(v.cid)
+        if where is None:
+            continue
+        ti = engine.by_key.get(where[0])
+        if ti is None:
+            continue
+        ci = engine.column_by_name.get((ti, where[1].lower()))
+        if ci is None:
+            continue
+        text = origin[v.norm]
+        words = len(v.norm.split())
+        numeric = v.norm.replace(" ", "").isdigit()
+        weight = (1.0 + 0.5 * (words - 1)) / math.log2(1 + spread[v.norm])
+        if numeric:
+            weight *= 0.2
+        if words == 1 and engine.params.schema_word_discount < 1 and stem(v.norm) in engine.table_name_terms:
+            weight *= engine.params.schema_word_discount  # 'stores' names a table more likely than a value
+        if any(ch.isupper() for ch in text) or v.norm != fold(text).strip():
+            weight *= 1.3  # proper nouns and demonyms are more likely values than schema words
+        hits.append((ti, ci, v.value, text, weight))
+    return hits
+
+
+def search_schema(ctx: ToolContext, query: str, limit: int = 10, source: str | None = None) -> SchemaSearchResult:
+    """Tables and columns ranked for a question or keywords, each with why it matched."""
+    from flexsql.tools.values import check_limit
+
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidArgument("query is required: a question or keywords, e.g. 'singers from France' or 'order date'")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidArgument(f"query is {len(query)} characters; give at most {MAX_QUERY_CHARS}")
+    check_limit(limit)
+    started = time.perf_counter()
+    src = ctx.source(source)
+    engine = search_index(ctx, src)
+    p = engine.params
+    qterms = query_terms(query) if p.drop_result_phrases else text_terms(query)
+    weights: dict[str, float] = {}
+    words: dict[str, str] = {}
+    for t in qterms:
+        weights[t.term] = 1.0
+        words.setdefault(t.term, t.word)
+
+    table_lex = engine.bm25(engine.t_post, engine.t_idf, weights, p.k1)
+    column_lex = engine.bm25(engine.c_post, engine.c_idf, weights, p.k1)
+    schema_lex = engine.bm25(engine.s_post, engine.s_idf, weights, p.k1)
+
+    vindex = _value_index_if_built(ctx, src)
+    value_table: dict[int, float] = defaultdict(float)
+    value_column: dict[int, float] = defaultdict(float)
+    value_why: dict[int, list[tuple[float, str, str, int]]] = defaultdict(list)
+    if vindex is not None:
+        for ti, ci, stored, text, weight in _value_hits(vindex, engine, query):
+            value_column[ci] = max(value_column[ci], weight)
+            value_why[ti].append((weight, stored, text, ci))
+        for ti, items in value_why.items():
+            items.sort(key=lambda x: -x[0])
+            seen_cols: set[int] = set()
+            total = 0.0
+            for weight, _, _, ci in items:
+                if ci not in seen_cols:
+                    seen_cols.add(ci)
+                    total += weight
+            value_table[ti] = total
+    for ti, v in value_table.items():
+        schema_lex[engine.table_schema[ti]] += 0.5 * p.value_weight * v
+
+    base: dict[int, float] = defaultdict(float)
+    for ti, s in table_lex.items():
+        base[ti] += s
+    for ti, v in value_table.items():
+        base[ti] += p.value_weight * v
+    best_schema = max(schema_lex.values(), default=0.0)
+    scores: dict[int, float] = dict(base)
+    schema_part: dict[int, float] = {}
+    if best_schema > 0 and p.schema_boost:
+        for si, s in schema_lex.items():
+            if s <= 0:
+                continue
+            for ti in engine.schema_tables[si]:
+                boost = p.schema_boost * s
+                schema_part[ti] = boost
+                scores[ti] = scores.get(ti, 0.0) + boost
+    # FK neighbours of the strongest hits: a table joining two hits collects a share from each
+    fk_part: dict[int, tuple[float, int]] = {}
+    strong = sorted(base, key=lambda ti: -base[ti])[: p.fk_sources]
+    for ti in strong:
+        if base[ti] <= 0:
+            continue
+        for nb in engine.neighbours[ti]:
+            share = p.fk_share * base[ti]
+            total, via = fk_part.get(nb, (0.0, ti))
+            fk_part[nb] = (total + share, via if total >= share else ti)
+    for nb, (share, _) in fk_part.items():
+        scores[nb] = scores.get(nb, 0.0) + share
+
+    ranked = sorted((ti for ti in scores if scores[ti] > 0), key=lambda ti: (-scores[ti], engine.tables[ti].qualified))
+    top = ranked[:limit]
+    table_hits = []
+    for ti in top:
+        table = engine.tables[ti]
+        why = _explain_table(engine, ti, weights, words, value_why.get(ti, []), schema_part.get(ti, 0.0),
+                             fk_part.get(ti), scores[ti])
+        table_hits.append(TableHit(table=table.qualified, score=round(scores[ti], 3), why=why, kind=table.kind,
+                                   row_estimate=table.row_estimate))
+
+    # columns: their own evidence plus a share of their table's
+    best_table = max((scores[ti] for ti in ranked[:1]), default=1.0) or 1.0
+    col_scores: dict[int, float] = defaultdict(float)
+    for ci, s in column_lex.items():
+        col_scores[ci] += s
+    for ci, v in value_column.items():
+        col_scores[ci] += p.column_value_weight * v
+    if p.column_all_of_top:
+        for ti in ranked[: p.column_all_of_top]:
+            for ci in engine.table_columns[ti]:
+                col_scores.setdefault(ci, 0.0)
+    for ci in list(col_scores):
+        ti = engine.columns[ci][0]
+        col_scores[ci] += p.column_table_share * scores.get(ti, 0.0) / best_table
+    # the columns that join the top tables to each other (declared foreign keys)
+    join_why: dict[int, str] = {}
+    top_set = set(ranked[: p.join_tables])
+    for ti in ranked[: p.join_tables]:
+        for mine, ref, theirs in engine.joins[ti]:
+            if ref not in top_set:
+                continue
+            weight = p.join_weight * min(scores[ti], scores[ref]) / best_table
+            for ci, other in [(c, ref) for c in mine] + [(c, ti) for c in theirs]:
+                col_scores[ci] = col_scores.get(ci, 0.0) + weight
+                join_why.setdefault(ci, f"joins {engine.tables[other].name}")
+    col_ranked = sorted((ci for ci in col_scores if col_scores[ci] > 0),
+                        key=lambda ci: (-col_scores[ci], engine.columns[ci][1]))[:limit]
+    column_hits = []
+    for ci in col_ranked:
+        ti, name = engine.columns[ci]
+        table = engine.tables[ti]
+        col = next(c for c in table.columns if c.name == name)
+        why = _explain_column(engine, ci, weights, words, value_why.get(ti, []))
+        if ci in join_why:
+            why = [w for w in why if w != "in a matching table"] + [join_why[ci]]
+        column_hits.append(ColumnHit(table=table.qualified, column=name, type=col.type,
+                                     score=round(col_scores[ci], 3), why=why))
+    return SchemaSearchResult(query=query, source=src.name, tables=table_hits, columns=column_hits,
+                              tables_matched=len(ranked), truncated=len(ranked) > limit,
+                              value_index="used" if vindex is not None else "not built",
+                              elapsed_ms=round((time.perf_counter() - started) * 1000, 2))
+
+
+def _quote_words(terms: list[str], words: dict[str, str]) -> str:
+    return ", ".join(f"'{words.get(t, t)}'" for t in terms)
+
+
+def _explain_table(engine: SearchIndex, ti: int, weights: dict[str, float], words: dict[str, str],
+                   values: list[tuple[float, str, str, int]], schema_boost: float,
+                   fk: tuple[float, int] | None, score: float) -> list[str]:
+    why: list[str] = []
+    table = engine.tables[ti]
+    name_hits = [t for t in weights if t in engine.name_words[ti]]
+    if name_hits:
+        why.append(f"name matches {_quote_words(name_hits, words)}")
+    col_hits: dict[str, list[str]] = {}
+    for ci in engine.table_columns[ti]:
+        for t in weights:
+            if t in engine.column_words[ci] and t not in name_hits:
+                col_hits.setdefault(engine.columns[ci][1], []).append(t)
+    if col_hits:
+        shown = sorted(col_hits.items(), key=lambda kv: -len(kv[1]))[:3]
+        why.append("columns " + ", ".join(f"{c} ({_quote_words(ts, words)})" for c, ts in shown))
+    comment_hits = [t for t in weights if t in engine.comment_words[ti] and t not in name_hits]
+    if comment_hits:
+        why.append(f"comment mentions {_quote_words(comment_hits, words)}")
+    seen: set[int] = set()
+    for _, stored, text, ci in values:
+        if ci in seen or len(seen) >= 2:
+            continue
+        seen.add(ci)
+        via = f" (for '{text}')" if fold(text) != fold(stored) else ""
+        why.append(f"column {engine.columns[ci][1]} holds value '{stored}'{via}")
+    si = engine.table_schema[ti]
+    schema_hits = [t for t in weights if t in engine.schema_words[si]]
+    if schema_hits:
+        why.append(f"schema {table.schema_name} matches {_quote_words(schema_hits, words)}")
+    elif schema_boost > 0.3 * score and not why:
+        why.append(f"in schema {table.schema_name}, whose tables match the query")
+    if fk is not None and fk[0] > 0.2 * score:
+        why.append(f"FK neighbour of {engine.tables[fk[1]].name}")
+    return why or ["weak match"]
+
+
+def _explain_column(engine: SearchIndex, ci: int, weights: dict[str, float], words: dict[str, str],
+                    values: list[tuple[float, str, str, int]]) -> list[str]:
+    why: list[str] = []
+    ti, _name = engine.columns[ci]
+    hits = [t for t in weights if t in engine.column_words[ci]]
+    if hits:
+        why.append(f"name matches {_quote_words(hits, words)}")
+    comment = [t for t in weights if t in engine.column_comment_words[ci]]
+    if comment:
+        why.append(f"comment mentions {_quote_words(comment, words)}")
+    for _, stored, text, vci in values:
+        if vci == ci:
+            via = f" (for '{text}')" if fold(text) != fold(stored) else ""
+            why.append(f"holds value '{stored}'{via}")
+            break
+    table_hits = [t for t in weights if t in engine.name_words[ti]]
+    if table_hits:
+        why.append(f"table {engine.tables[ti].name} matches {_quote_words(table_hits, words)}")
+    return why or ["in a matching table"]
+
+
+__all__ = ["ColumnHit", "Params", "SchemaSearchResult", "SearchIndex", "TableHit", "identifier_terms", "search_schema",
+           "stem", "text_terms"]
