@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,10 +13,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 from engines import ENGINES, engine_url  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Never touch the user's real cache directory (demo database, value indexes)."""
-    monkeypatch.setenv("FLEXSQL_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+def pytest_configure(config: pytest.Config) -> None:
+    """Never touch the user's real cache directory (demo database, value indexes): set before any
+    fixture, module- and session-wide ones included, and inherited by server subprocesses."""
+    os.environ["FLEXSQL_CACHE_DIR"] = tempfile.mkdtemp(prefix="flexsql-test-cache-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(os.environ.get("FLEXSQL_CACHE_DIR", ""), ignore_errors=True)
 
 
 @pytest.fixture(params=ENGINES)

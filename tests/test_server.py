@@ -27,55 +27,72 @@ async def call(client: Client, tool: str, **args):
 
 async def test_every_tool_over_stdio(shop_url, engine):
     async with Client(stdio_params(f"shop={shop_url}")) as client:
-        tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert EXPECTED_TOOLS <= set(tools)
-        assert all(t.annotations and t.annotations.read_only_hint for t in tools.values())
-        assert tools["run_query"].output_schema is not None
+        await exercise_every_tool(client, engine)
 
-        r = await call(client, "list_sources")
-        assert "shop" in text_of(r) and r.structured_content["sources"][0]["dialect"] in text_of(r)
-        r = await call(client, "list_schemas")
-        assert not r.is_error and r.structured_content["schemas"]
-        r = await call(client, "list_tables")
-        names = {t["name"].split(".")[-1].lower() for t in r.structured_content["tables"]}
-        assert {"customers", "orders", "products", "shipped_orders"} <= names
 
-        r = await call(client, "describe_table", table="orders")
-        text = text_of(r).lower()
-        assert "order_id" in text and "pk" in text and "e.g." in text
-        if engine != "snowflake":
-            assert "fk→customers" in text
+async def test_every_tool_over_streamable_http(shop_url, engine):
+    with http_server(f"shop={shop_url}") as (endpoint, _proc):
+        async with Client(endpoint) as client:
+            await exercise_every_tool(client, engine)
 
-        r = await call(client, "find_join_path", tables=["orders", "customers"])
-        assert "customer_id" in text_of(r).lower()
 
-        r = await call(client, "sample_rows", table="customers", where="country = 'France'", limit=5)
-        assert r.structured_content["total_rows"] == 2
+async def exercise_every_tool(client: Client, engine: str) -> None:
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert EXPECTED_TOOLS <= set(tools)
+    assert all(t.annotations and t.annotations.read_only_hint for t in tools.values())
+    assert tools["run_query"].output_schema is not None
 
-        r = await call(client, "run_query", sql="SELECT order_id, quantity FROM orders ORDER BY order_id", max_rows=3)
-        first = r.structured_content
-        assert first["total_rows"] == 7 and first["row_count"] == 3 and first["truncated"]
-        assert "fetch_rows" in text_of(r)
+    r = await call(client, "list_sources")
+    assert "shop" in text_of(r) and r.structured_content["sources"][0]["dialect"] in text_of(r)
+    r = await call(client, "list_schemas")
+    assert not r.is_error and r.structured_content["schemas"]
+    r = await call(client, "list_tables")
+    names = {t["name"].split(".")[-1].lower() for t in r.structured_content["tables"]}
+    assert {"customers", "orders", "products", "shipped_orders"} <= names
 
-        r = await call(client, "fetch_rows", result_id=first["result_id"], offset=3, limit=10)
-        assert [row[0] for row in r.structured_content["rows"]] == [103, 104, 105, 106]
+    r = await call(client, "describe_table", table="orders")
+    text = text_of(r).lower()
+    assert "order_id" in text and "pk" in text and "e.g." in text
+    if engine != "snowflake":
+        assert "fk→customers" in text
 
-        r = await call(client, "run_query", sql="SELECT quantity, order_id FROM orders")
-        r2 = await call(client, "compare_results", result_ids=[first["result_id"], r.structured_content["result_id"]])
-        assert r2.structured_content["equivalent"] is True
+    r = await call(client, "find_join_path", tables=["orders", "customers"])
+    assert "customer_id" in text_of(r).lower()
 
-        r = await call(client, "validate_sql", sql="SELECT quantty FROM orders")
-        assert r.structured_content["valid"] is False
-        assert "quantity" in text_of(r).lower()
+    r = await call(client, "sample_rows", table="customers", where="country = 'France'", limit=5)
+    assert r.structured_content["total_rows"] == 2
 
-        r = await call(client, "distinct_values", table="orders", column="status")
-        assert "S" in text_of(r)
-        r = await call(client, "profile_column", table="orders", column="quantity")
-        assert not r.is_error
-        r = await call(client, "find_values", text="germany")
-        assert "Germany" in text_of(r)
-        r = await call(client, "search_schema", query="which products are in the lighting category")
-        assert "products" in text_of(r).lower()
+    r = await call(client, "run_query", sql="SELECT order_id, quantity FROM orders ORDER BY order_id", max_rows=3)
+    first = r.structured_content
+    assert first["total_rows"] == 7 and first["row_count"] == 3 and first["truncated"]
+    assert "fetch_rows" in text_of(r)
+
+    r = await call(client, "fetch_rows", result_id=first["result_id"], offset=3, limit=10)
+    assert [row[0] for row in r.structured_content["rows"]] == [103, 104, 105, 106]
+
+    r = await call(client, "run_query", sql="SELECT quantity, order_id FROM orders")
+    r2 = await call(client, "compare_results", result_ids=[first["result_id"], r.structured_content["result_id"]])
+    assert r2.structured_content["equivalent"] is True
+
+    r = await call(client, "validate_sql", sql="SELECT quantty FROM orders")
+    assert r.structured_content["valid"] is False
+    assert "quantity" in text_of(r).lower()
+
+    r = await call(client, "distinct_values", table="orders", column="status")
+    assert "S" in text_of(r)
+    r = await call(client, "profile_column", table="orders", column="quantity")
+    assert not r.is_error
+    r = await call(client, "find_values", text="germany")
+    assert "Germany" in text_of(r)
+    r = await call(client, "search_schema", query="which products are in the lighting category")
+    assert "products" in text_of(r).lower()
+    r = await call(client, "run_python", code="df.groupby('status').size().rename('n').reset_index()",
+                   result_ids=[first["result_id"]])
+    assert not r.is_error, text_of(r)
+    r = await call(client, "run_query", sql="SELECT status FROM orders")
+    r = await call(client, "run_python", code="df['status'].value_counts().to_dict()",
+                   result_ids=[r.structured_content["result_id"]])
+    assert "'S': 4" in text_of(r) or '"S": 4' in text_of(r), text_of(r)
 
 
 BAD_CALLS = [
