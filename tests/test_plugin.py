@@ -315,6 +315,11 @@ def test_worked_examples_quote_the_demo_database_as_it_is() -> None:
                 f"JOIN order_items oi USING (order_id) JOIN products p USING (product_id) "
                 f"JOIN product_categories pc USING (category_id) WHERE {shipped_2024} "
                 f"AND LOWER(TRIM(a.country)) = 'france' AND pc.category_name = 'Boots'")),
+            "Boots {:,.2f}: it dropped".format(*one(
+                f"SELECT {net} FROM orders o JOIN customer_addresses a ON a.address_id = o.ship_address_id "
+                f"JOIN order_items oi USING (order_id) JOIN products p USING (product_id) "
+                f"JOIN product_categories pc USING (category_id) WHERE {shipped_2024} "
+                f"AND a.country = 'France' AND pc.category_name = 'Boots'")),
             "dropped {:,} of the {:,} French addresses".format(*one(
                 "SELECT COUNT(*) FILTER (WHERE country <> 'France'), COUNT(*) FROM customer_addresses "
                 "WHERE LOWER(TRIM(country)) = 'france'")),
