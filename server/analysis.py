@@ -37,10 +37,17 @@ def register_analysis_tools(server: MCPServer, state: Any, tool: Callable[..., A
         ctx: Context, text: Annotated[str, Field(description="the value to look for, e.g. France or 'shipped'")],
         tables: Annotated[list[str] | None, Field(description="only these tables")] = None,
         limit: Annotated[int, Field(description="matches, 1-100")] = 10, source: SourceArg = None,
+        refresh: Annotated[bool, Field(description="rebuild the value index first (after the data changed)")] = False,
     ) -> Annotated[CallToolResult, values.FindValuesResult]:
         tc = state.context_for(ctx)
         report = progress_bridge(ctx)
-        return await run_tool(lambda: values.find_values(tc, text, tables, limit, source, progress=report))
+
+        def work() -> values.FindValuesResult:
+            if refresh:
+                values.build_value_index(tc, source, progress=report, refresh=True)
+            return values.find_values(tc, text, tables, limit, source, progress=report)
+
+        return await run_tool(work)
 
     @tool("distinct_values", "Distinct values of a column by frequency, with counts (limit 1-100, default 20), "
                              "optionally only those containing a substring (case-insensitive). Large tables are "

@@ -177,9 +177,16 @@ def build_server(settings: Settings, sources: SourceRegistry, allow_python: bool
         limit: Annotated[int, Field(description="entries per page, 1-1000")] = 50,
         cursor: Annotated[str | None, Field(description="next_cursor from the previous page")] = None,
         source: SourceArg = None,
+        refresh: Annotated[bool, Field(description="read the catalog again (after tables changed)")] = False,
     ) -> Annotated[CallToolResult, catalog_tools.TableList]:
         tc = state.context_for(ctx)
-        return await run_tool(lambda: catalog_tools.list_tables(tc, schema, pattern, limit, cursor, source))
+
+        def work() -> catalog_tools.TableList:
+            if refresh:
+                tc.source(source).catalog(refresh=True)
+            return catalog_tools.list_tables(tc, schema, pattern, limit, cursor, source)
+
+        return await run_tool(work)
 
     @tool("describe_table", "Describe one table: columns with type, nullability, primary/foreign keys, comments "
                             "and 3 example values each (at most 300 columns shown). Names may be bare or "

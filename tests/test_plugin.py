@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from engines import make_duckdb
-from flexsql.server.plugin_cli import install_skills_command, mcp_config_command
 from mcp import Client, StdioServerParameters
 
 from flexsql import __version__
+from flexsql.server.plugin_cli import install_skills_command, mcp_config_command
 
 ROOT = Path(__file__).resolve().parent.parent
 SKILLS = sorted(p.parent.name for p in (ROOT / "skills").glob("*/SKILL.md"))
@@ -58,10 +58,10 @@ def allowed_tools(fields: dict[str, str]) -> list[str]:
 def server_tools(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
     """The tool names of a real server, listed over MCP: the server is the source of truth."""
     import anyio
-    from flexsql.server.app import build_server
-    from flexsql.tools.sources import SourceRegistry, open_source
 
     from flexsql.config import Settings
+    from flexsql.server.app import build_server
+    from flexsql.tools.sources import SourceRegistry, open_source
 
     source = open_source(make_duckdb(tmp_path_factory.mktemp("tools")), name="shop")
     server = build_server(Settings(), SourceRegistry([source]), allow_python=True)

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 from engines import make_duckdb
-from flexsql.prompts import _parse
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
 from flexsql import prompts
 from flexsql.errors import InvalidArgument, NotFoundError
+from flexsql.prompts import _parse
 
 EXPECTED = {"plan", "implement", "repair", "revise_plan", "verify", "clarify"}
 # what a rendered prompt must never contain: an unfilled placeholder, a block marker, a Python None
@@ -106,10 +106,9 @@ def test_template_mistakes_are_caught_when_loading(body: str, args: str, problem
 
 @pytest.fixture
 def server(tmp_path: Path):
+    from flexsql.config import Settings
     from flexsql.server.app import build_server
     from flexsql.tools.sources import SourceRegistry, open_source
-
-    from flexsql.config import Settings
 
     source = open_source(make_duckdb(tmp_path), name="shop")
     yield build_server(Settings(), SourceRegistry([source]))

@@ -198,7 +198,7 @@ def test_bad_arguments_are_clear_errors(shop) -> None:
     ctx = ToolContext(sources=SourceRegistry([shop]))
     with pytest.raises(InvalidArgument, match="query is required"):
         search_schema(ctx, "   ")
-    with pytest.raises(InvalidArgument, match="limit must be between 1 and 100"):
+    with pytest.raises(InvalidArgument, match="limit=0 is out of range: use a value from 1 to 100"):
         search_schema(ctx, "customers", limit=0)
     with pytest.raises(InvalidArgument, match="limit"):
         search_schema(ctx, "customers", limit=1000)

@@ -10,18 +10,11 @@ from typing import Any
 from pydantic import BaseModel
 
 from flexsql.errors import InvalidArgument
+from flexsql.tools.args import check_limit
 from flexsql.tools.context import ToolContext
 from flexsql.tools.render import cell_text
 from flexsql.tools.sources import FetchLimits, TableInfo
 from flexsql.tools.sql_build import quote_table
-
-
-def check_limit(name: str, value: int, low: int, high: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise InvalidArgument(f"{name} must be a whole number from {low} to {high}, got {value!r}")
-    if value < low or value > high:
-        raise InvalidArgument(f"{name}={value} is out of range: use a value from {low} to {high}")
-    return value
 
 
 # -- list_sources ---------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from sqlglot import exp
 
 from flexsql.errors import InvalidArgument
-from flexsql.tools.catalog import check_limit
+from flexsql.tools.args import check_limit
 from flexsql.tools.context import ToolContext
 from flexsql.tools.render import jsonable, table_text
 from flexsql.tools.results import StoredResult

@@ -561,13 +561,13 @@ def _value_hits(index: ValueIndex, engine: SearchIndex, query: str) -> list[tupl
 
 def search_schema(ctx: ToolContext, query: str, limit: int = 10, source: str | None = None) -> SchemaSearchResult:
     """Tables and columns ranked for a question or keywords, each with why it matched."""
-    from flexsql.tools.values import check_limit
+    from flexsql.tools.args import check_limit
 
     if not isinstance(query, str) or not query.strip():
         raise InvalidArgument("query is required: a question or keywords, e.g. 'singers from France' or 'order date'")
     if len(query) > MAX_QUERY_CHARS:
         raise InvalidArgument(f"query is {len(query)} characters; give at most {MAX_QUERY_CHARS}")
-    check_limit(limit)
+    check_limit("limit", limit, 1, 100)
     started = time.perf_counter()
     src = ctx.source(source)
     engine = search_index(ctx, src)

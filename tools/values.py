@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from flexsql.errors import InvalidArgument, NotFoundError, QueryError, QueryTimeout
+from flexsql.tools.args import check_limit
 from flexsql.tools.context import ToolContext
 from flexsql.tools.render import cell_text, jsonable
 from flexsql.tools.sources.base import Catalog, FetchLimits, Source, TableInfo
@@ -69,15 +70,6 @@ def _value_sql(column_sql: str, ctype: str, dialect: str) -> str:
 
 
 # -- shared helpers ---------------------------------------------------------------------------------
-
-def check_limit(limit: int, name: str = "limit", high: int = 100) -> int:
-    if isinstance(limit, bool) or not isinstance(limit, int):
-        raise InvalidArgument(f"{name} must be a whole number from 1 to {high}, got {limit!r}")
-    if not 1 <= limit <= high:
-        raise InvalidArgument(f"{name} must be between 1 and {high}, got {limit}; ask for fewer and narrow the "
-                              "search instead")
-    return limit
-
 
 def value_index(ctx: ToolContext, source: Source) -> ValueIndex:
     """The source's value index (one object per ToolContext; the file is shared across them)."""
@@ -194,7 +186,7 @@ def find_values(ctx: ToolContext, text: str, tables: list[str] | None = None, li
         raise InvalidArgument("text is required: the value to look for, e.g. 'France' or 'Desk Lamp'")
     if len(text) > MAX_TEXT_CHARS:
         raise InvalidArgument(f"text is {len(text)} characters; give at most {MAX_TEXT_CHARS} (a value, not a sentence)")
-    check_limit(limit)
+    check_limit("limit", limit, 1, 100)
     src = ctx.source(source)
     catalog = src.catalog()
     scope, explicit = _resolve_scope(catalog, tables)
@@ -468,7 +460,7 @@ def _group_counts(src: Source, table: TableInfo, column: str, ctype: str, contai
 def distinct_values(ctx: ToolContext, table: str, column: str, contains: str | None = None, limit: int = 20,
                     source: str | None = None) -> DistinctValuesResult:
     """A column's values by frequency, with counts; `contains` filters case-insensitively."""
-    check_limit(limit)
+    check_limit("limit", limit, 1, 100)
     if contains is not None and (not isinstance(contains, str) or len(contains) > MAX_TEXT_CHARS):
         raise InvalidArgument(f"contains must be a text of at most {MAX_TEXT_CHARS} characters")
     src, info, col, ctype = _resolve_column(ctx, table, column, source)

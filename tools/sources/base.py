@@ -172,6 +172,15 @@ def approx_size(row: Sequence[Any]) -> int:
     return size
 
 
+def fetch_batches(cursor: Any, size: int = 2048) -> Iterator[Sequence[Sequence[Any]]]:
+    """A DB-API cursor's rows in batches (every driver we use has fetchmany)."""
+    while True:
+        batch = cursor.fetchmany(size)
+        if not batch:
+            return
+        yield batch
+
+
 def estimate_size(rows: Sequence[Sequence[Any]]) -> int:
     """Approximate bytes of many rows from a sample of at most 64 (exact for short lists)."""
     n = len(rows)

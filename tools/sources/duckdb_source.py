@@ -7,7 +7,6 @@ itself refuses writes, file and network readers and `SET` even if the guard were
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +21,10 @@ from flexsql.tools.sources.base import (
     Source,
     TableInfo,
     collect,
+    fetch_batches,
     timeout_error,
 )
 from flexsql.tools.sources.urls import file_path_of
-
-
-def _batches(cursor: Any, size: int = 2048) -> Iterator[list[tuple[Any, ...]]]:
-    while True:
-        batch = cursor.fetchmany(size)
-        if not batch:
-            return
-        yield batch
 
 
 class DuckDBSource(Source):
@@ -155,7 +147,7 @@ class DuckDBSource(Source):
                         return [], [], [], 0, False, None
                     columns = [d[0] for d in cur.description]
                     types = [str(d[1]) for d in cur.description]
-                    rows, counted, more, reason = collect(_batches(cur), limits)
+                    rows, counted, more, reason = collect(fetch_batches(cur), limits)
                 except duckdb.InterruptException:
                     raise timeout_error(timeout_s) from None
                 except duckdb.Error as exc:

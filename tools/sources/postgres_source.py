@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 from flexsql.errors import ConfigError, QueryError
@@ -37,6 +36,7 @@ from flexsql.tools.sources.base import (
     Source,
     TableInfo,
     collect,
+    fetch_batches,
     timeout_error,
 )
 
@@ -229,14 +229,7 @@ class PostgresSource(Source):
                         columns = [d.name for d in cur.description]
                         types = [_type_name(conn, d.type_code) for d in cur.description]
 
-                        def batches() -> Iterator[list[Any]]:
-                            while True:
-                                batch = cur.fetchmany(2048)
-                                if not batch:
-                                    return
-                                yield batch
-
-                        rows, counted, more, reason = collect(batches(), limits)
+                        rows, counted, more, reason = collect(fetch_batches(cur), limits)
                     except psycopg.errors.QueryCanceled:
                         raise timeout_error(timeout_s) from None
                     except psycopg.Error as exc:

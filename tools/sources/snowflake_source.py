@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -26,6 +25,7 @@ from flexsql.tools.sources.base import (
     Source,
     TableInfo,
     collect,
+    fetch_batches,
     timeout_error,
 )
 
@@ -283,14 +283,7 @@ class SnowflakeSource(Source):
                     columns = [d[0] for d in cur.description]
                     types = [str(d[1]) for d in cur.description]
 
-                    def batches() -> Iterator[list[Any]]:
-                        while True:
-                            batch = cur.fetchmany(2048)
-                            if not batch:
-                                return
-                            yield batch
-
-                    rows, counted, more, reason = collect(batches(), limits)
+                    rows, counted, more, reason = collect(fetch_batches(cur), limits)
                 except Exception as exc:
                     if deadline.fired or "timeout" in str(exc).lower() and "statement" in str(exc).lower():
                         raise timeout_error(timeout_s) from None

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -21,6 +20,7 @@ from flexsql.tools.sources.base import (
     Source,
     TableInfo,
     collect,
+    fetch_batches,
     timeout_error,
 )
 from flexsql.tools.sources.urls import file_path_of
@@ -163,14 +163,7 @@ class SQLiteSource(Source):
                     return [], [], [], 0, False, None
                 columns = [d[0] for d in cur.description]
 
-                def batches() -> Iterator[list[Any]]:
-                    while True:
-                        batch = cur.fetchmany(2048)
-                        if not batch:
-                            return
-                        yield batch
-
-                rows, counted, more, reason = collect(batches(), limits)
+                rows, counted, more, reason = collect(fetch_batches(cur), limits)
             types = [_sqlite_type(rows, i) for i in range(len(columns))]
             return columns, types, rows, counted, more, reason
         except sqlite3.OperationalError as exc:
