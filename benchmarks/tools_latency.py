@@ -103,12 +103,13 @@ def main() -> None:
             ("list_tables", "demo", lambda: catalog.list_tables(demo)),
         ]
         wide = ToolContext(sources=SourceRegistry([open_source(wide_catalog(Path(tmp)), name="wide")]))
-        wide.source().catalog()
+        wide_tables = wide.source().catalog().tables
+        described, sampled = wide_tables[len(wide_tables) // 2].qualified, wide_tables[0].qualified
         cases += [
-            ("describe_table", "2000 tables", lambda: catalog.describe_table(wide, "s7.payment_customer_7")),
+            ("describe_table", "2000 tables", lambda: catalog.describe_table(wide, described)),
             ("search_schema", "2000 tables", lambda: search.search_schema(wide, "which supplier invoices were paid")),
             ("find_values", "2000 tables", lambda: values.find_values(wide, "value 42")),
-            ("sample_rows", "2000 tables", lambda: query.sample_rows(wide, "s0.customer_customer_0", limit=10)),
+            ("sample_rows", "2000 tables", lambda: query.sample_rows(wide, sampled, limit=10)),
             ("list_tables", "2000 tables", lambda: catalog.list_tables(wide)),
         ]
         for tool, where, fn in cases:
