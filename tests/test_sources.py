@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
@@ -92,3 +94,34 @@ def test_repr_and_errors_hide_password(tmp_path):
     with pytest.raises(Exception) as info:
         source.catalog()
     assert "s3cr3t-pw" not in str(info.value)
+
+
+def _write_from_another_process(path: str) -> subprocess.CompletedProcess[str]:
+    code = f"import duckdb; c = duckdb.connect({path!r}); c.execute('CREATE TABLE added (a INTEGER)'); c.close()"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+
+
+def test_duckdb_releases_its_file_lock_when_idle(tmp_path, monkeypatch):
+    from engines import make_duckdb
+
+    from flexsql.tools.sources import open_source
+    from flexsql.tools.sources.duckdb_source import DuckDBSource
+
+    url = make_duckdb(tmp_path)
+    path = str(tmp_path / "shop.duckdb")
+    monkeypatch.setattr(DuckDBSource, "IDLE_RELEASE_S", None)
+    holding = open_source(url)
+    holding.execute("SELECT 1")
+    blocked = _write_from_another_process(path)
+    assert blocked.returncode != 0 and "lock" in blocked.stderr.lower()  # a held handle keeps writers out
+    holding.close()
+
+    monkeypatch.setattr(DuckDBSource, "IDLE_RELEASE_S", 0.2)
+    source = open_source(url)
+    assert source.execute("SELECT count(*) FROM orders").rows == [(7,)]
+    time.sleep(0.6)
+    written = _write_from_another_process(path)
+    assert written.returncode == 0, written.stderr
+    assert source.catalog(refresh=True).resolve("added").name == "added"
+    assert source.execute("SELECT count(*) FROM orders").rows == [(7,)]
+    source.close()

@@ -6,7 +6,9 @@ itself refuses writes, file and network readers and `SET` even if the guard were
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,18 +33,48 @@ class DuckDBSource(Source):
     dialect = "duckdb"
     engine = "duckdb"
 
+    # A read-only handle still takes DuckDB's file lock, which keeps every writer (a loader, dbt, a
+    # notebook) out. So the handle is released once no statement has used it for this long, and
+    # reopened (a few milliseconds) on the next one.
+    IDLE_RELEASE_S: float | None = 2.0
+
     def __init__(self, name: str, url: str, description: str = "") -> None:
         super().__init__(name, url, description)
         self.path = file_path_of(url)
         self._conn: Any = None
         self._open_lock = threading.Lock()
+        self._users = 0
+        self._idle_timer: threading.Timer | None = None
 
     # -- connection -----------------------------------------------------------------------------
-    def _connection(self) -> Any:
+    @contextlib.contextmanager
+    def _cursor(self) -> Iterator[Any]:
+        """A cursor on the shared handle, opening it if needed and scheduling its release."""
         with self._open_lock:
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()
+                self._idle_timer = None
             if self._conn is None:
                 self._conn = self._open()
-            return self._conn
+            self._users += 1
+            cur = self._conn.cursor()
+        try:
+            yield cur
+        finally:
+            cur.close()
+            with self._open_lock:
+                self._users -= 1
+                if self._users == 0 and self.IDLE_RELEASE_S is not None and self.path != ":memory:":
+                    self._idle_timer = threading.Timer(self.IDLE_RELEASE_S, self._release_if_idle)
+                    self._idle_timer.daemon = True
+                    self._idle_timer.start()
+
+    def _release_if_idle(self) -> None:
+        with self._open_lock:
+            if self._users == 0 and self._conn is not None:
+                self._conn.close()
+                self._conn = None
+            self._idle_timer = None
 
     def _open(self) -> Any:
         import duckdb
@@ -77,14 +109,16 @@ class DuckDBSource(Source):
 
     def close(self) -> None:
         with self._open_lock:
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()
+                self._idle_timer = None
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
 
     # -- catalog --------------------------------------------------------------------------------
     def _load_catalog(self) -> Catalog:
-        cur = self._connection().cursor()
-        try:
+        with self._cursor() as cur:
             tables: dict[tuple[str, str], TableInfo] = {}
             for schema, name, comment, estimate in cur.execute(
                 "SELECT schema_name, table_name, comment, estimated_size FROM duckdb_tables() "
@@ -121,25 +155,20 @@ class DuckDBSource(Source):
                                                primary_key=col in pk_cols.get((schema, name), ())))
             default = cur.execute("SELECT current_schema()").fetchone()[0]
             return Catalog(tables=list(tables.values()), default_schema=default)
-        finally:
-            cur.close()
 
     # -- execution ------------------------------------------------------------------------------
     def _run(self, sql: str, timeout_s: float, limits: FetchLimits):
         import duckdb
 
-        cur = self._connection().cursor()
-        try:
-            # DuckDB's own parser, independent of the guard's: one statement per call, always.
-            count = len(cur.extract_statements(sql))
-        except duckdb.Error as exc:
-            cur.close()
-            raise QueryError(self._clean_error(exc)) from None
-        if count != 1:
-            cur.close()
-            raise QueryError(f"refused by the engine: {count} statements in one call — send exactly one statement")
-        deadline = Deadline(timeout_s, cur.interrupt)
-        try:
+        with self._cursor() as cur:
+            try:
+                # DuckDB's own parser, independent of the guard's: one statement per call, always.
+                count = len(cur.extract_statements(sql))
+            except duckdb.Error as exc:
+                raise QueryError(self._clean_error(exc)) from None
+            if count != 1:
+                raise QueryError(f"refused by the engine: {count} statements in one call — send exactly one statement")
+            deadline = Deadline(timeout_s, cur.interrupt)
             with deadline:
                 try:
                     cur.execute(sql)
@@ -155,8 +184,6 @@ class DuckDBSource(Source):
                         raise timeout_error(timeout_s) from None
                     raise QueryError(self._clean_error(exc)) from None
             return columns, types, rows, counted, more, reason
-        finally:
-            cur.close()
 
     def safety(self) -> SafetyReport:
         in_memory = self.path == ":memory:"
