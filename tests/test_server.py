@@ -149,7 +149,7 @@ async def test_cancelling_a_call_cancels_its_query(shop, engine):
         # the engine must be free again quickly: a follow-up query answers at once
         result = await client.call_tool("run_query", {"sql": "SELECT count(*) FROM orders"})
         assert result.structured_content["rows"] == [[7]]
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < 15  # the long query would run for many minutes
 
 
 async def test_http_requires_token_when_configured(tmp_path):

@@ -82,7 +82,8 @@ def test_timeout_cancels_long_query_and_source_stays_usable(shop, engine):
     started = time.monotonic()
     with pytest.raises(QueryTimeout, match="cancelled after 1 s"):
         shop.execute(LONG_QUERY[engine], timeout_s=1)
-    assert time.monotonic() - started < 2.0  # timeout + 1 s
+    # cancelled, not left running for minutes; benchmarks/timeouts.py measures how close to 1 s
+    assert time.monotonic() - started < 6.0
     assert shop.execute("SELECT count(*) FROM orders").rows == [(7,)]
 
 
