@@ -11,14 +11,11 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from flexsql.server.toolkit import SourceArg, progress_bridge, run_tool
 from flexsql.tools import compare, python_tool, search, values
-
-SourceArg = Annotated[str | None, Field(description="source name from list_sources; default: the first source")]
 
 
 def register_analysis_tools(server: MCPServer, state: Any, tool: Callable[..., Any], allow_python: bool) -> None:
-    from flexsql.server.app import progress_bridge, run_tool
-
     @tool("search_schema", "Rank tables and columns for a natural-language question or keywords across the whole "
                            "catalog (identifier splitting, stemming, comments, values seen in the data, foreign-key "
                            "neighbours); each hit says why it matched. limit 1-100, default 10.")

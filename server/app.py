@@ -8,33 +8,26 @@ becomes a ToolError with the message (mcp 2.x drops the text of other exceptions
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
-import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from mcp.types import CallToolResult
+from pydantic import Field
 
 from flexsql import __version__
 from flexsql.config import Settings
-from flexsql.errors import FlexSQLError
+from flexsql.server.analysis import register_analysis_tools
+from flexsql.server.prompts import register_prompts
+from flexsql.server.toolkit import READ_ONLY, SourceArg, run_tool
 from flexsql.tools import catalog as catalog_tools
 from flexsql.tools import joins, query, validate
 from flexsql.tools.context import ToolContext
 from flexsql.tools.results import ResultStore
 from flexsql.tools.sources import SourceRegistry
-from flexsql.tools.sources.base import CancelHooks, active_cancel_hooks
-
-log = logging.getLogger("flexsql.server")
-T = TypeVar("T", bound=BaseModel)
-
-READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 DIALECT_NOTES = {
     "duckdb": "DuckDB: double quotes are identifiers, single quotes are strings; ILIKE, regexp_matches, "
@@ -89,51 +82,6 @@ class SessionState:
             else:
                 self._contexts.move_to_end(key)
             return found
-
-
-def _result(model: BaseModel) -> CallToolResult:
-    text = model.to_text()  # type: ignore[attr-defined]
-    return CallToolResult(content=[TextContent(type="text", text=text)],
-                          structured_content=model.model_dump(mode="json", by_alias=True))
-
-
-async def run_tool(func: Callable[[], T]) -> CallToolResult:
-    """Run a blocking tool function in a thread; cancel its engine work if the call is cancelled."""
-    hooks = CancelHooks()
-    token = active_cancel_hooks.set(hooks)
-    try:
-        model = await anyio.to_thread.run_sync(func, abandon_on_cancel=True)
-    except anyio.get_cancelled_exc_class():
-        hooks.cancel()
-        raise
-    except FlexSQLError as exc:
-        raise ToolError(str(exc)) from None
-    except ToolError:
-        raise
-    except Exception as exc:  # a bug: say what it was instead of an empty error
-        log.exception("tool failed")
-        raise ToolError(f"internal error ({type(exc).__name__}): {exc}. This is a flexsql bug; "
-                        "the call changed nothing, retry or rephrase") from None
-    finally:
-        active_cancel_hooks.reset(token)
-    return _result(model)
-
-
-def progress_bridge(ctx: Context | None) -> Callable[[float, float, str], None] | None:
-    """A callback for worker threads that forwards progress to the client as notifications."""
-    if ctx is None:
-        return None
-
-    def report(done: float, total: float, message: str) -> None:
-        try:
-            anyio.from_thread.run(ctx.report_progress, done, total, message)
-        except Exception:  # progress is best effort: a client without a token just ignores it
-            pass
-
-    return report
-
-
-SourceArg = Annotated[str | None, Field(description="source name from list_sources; default: the first source")]
 
 
 def build_server(settings: Settings, sources: SourceRegistry, allow_python: bool = True,
@@ -252,15 +200,8 @@ def build_server(settings: Settings, sources: SourceRegistry, allow_python: bool
         tc = state.context_for(ctx)
         return await run_tool(lambda: validate.validate_sql(tc, sql, source))
 
-    from flexsql.server.analysis import register_analysis_tools
-
     register_analysis_tools(server, state, tool, allow_python=allow_python)
-    try:
-        from flexsql.server.prompts import register_prompts
-    except ImportError:  # pragma: no cover - the prompts module ships with the package
-        register_prompts = None
-    if register_prompts is not None:
-        register_prompts(server)
+    register_prompts(server)
     _register_resources(server, state)
     return server
 
