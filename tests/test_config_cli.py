@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -94,3 +95,16 @@ def test_bad_source_url_is_a_clear_error():
     result = subprocess.run([sys.executable, "-m", "flexsql.server", "sources", "--db", "mysql://x@y/z"],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "unsupported source scheme 'mysql'" in result.stderr
+
+
+def test_demo_walks_through_every_step_over_a_real_stdio_server():
+    result = subprocess.run([sys.executable, "-m", "flexsql.server", "demo", "--scale", "0.1"],
+                            capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = result.stdout
+    for step in ("list_tables", "search_schema", "describe_table", "distinct_values", "find_values", "run_query",
+                 "compare_results", "run_python"):
+        assert f"{step}(" in out, step
+    assert "web.web_events_*" in out  # the monthly shards collapse into one family
+    assert "customer_addresses.country = 'France'" in out and "'FRANCE'" in out
+    assert "not equivalent" in out  # the literal and the grounded readings disagree
