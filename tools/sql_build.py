@@ -21,6 +21,15 @@ def quote_table(table: TableInfo, dialect: str) -> str:
     return ".".join(quote_ident(p, dialect) for p in parts)
 
 
+def quote_literal(value: str, dialect: str) -> str:
+    return exp.Literal.string(value).sql(dialect=dialect)
+
+
+def as_text(column_sql: str, dialect: str) -> str:
+    """A column cast to text, whatever its type (for value matching)."""
+    return f"CAST({column_sql} AS {'VARCHAR' if dialect in ('duckdb', 'snowflake') else 'TEXT'})"
+
+
 def parse_condition(where: str, dialect: str) -> str:
     """Parse `where` as one boolean expression (not a statement) and regenerate it, so text such
     as `1=1; DROP TABLE t` or `1=1 UNION SELECT …` cannot change the statement's shape."""

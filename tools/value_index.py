@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
-from sqlglot import exp
 
 from flexsql.errors import QueryError, QueryTimeout
 from flexsql.tools.sources.base import FetchLimits, Source, TableInfo
+from flexsql.tools.sql_build import as_text, quote_ident, quote_table
 
 INDEX_VERSION = "1"
 CAP_PER_COLUMN = 1000  # distinct values kept per column (the most frequent ones)
@@ -91,29 +91,12 @@ def split_identifier(name: str) -> list[str]:
 
 # -- SQL pieces, always built by sqlglot for the source's dialect -----------------------------------
 
-def table_sql(table: TableInfo, dialect: str) -> str:
-    return exp.table_(table.name, db=table.schema_name or None, catalog=table.database or None,
-                      quoted=True).sql(dialect=dialect)
-
-
-def ident_sql(name: str, dialect: str) -> str:
-    return exp.to_identifier(name, quoted=True).sql(dialect=dialect)
-
-
-def literal_sql(value: str, dialect: str) -> str:
-    return exp.Literal.string(value).sql(dialect=dialect)
-
-
-def as_text_sql(column_sql: str, dialect: str) -> str:
-    return f"CAST({column_sql} AS {'VARCHAR' if dialect in ('duckdb', 'snowflake') else 'TEXT'})"
-
-
 def sample_from(table: TableInfo, dialect: str, rows: int, columns: Iterable[str] | None = None) -> tuple[str, str]:
     """A FROM item reading about `rows` rows of a big table, and how it samples (for the user).
 
     Engine sampling where it exists (block-level, so it does not read the whole table); SQLite has
     none, so it reads the first rows."""
-    tsql = table_sql(table, dialect)
+    tsql = quote_table(table, dialect)
     estimate = table.row_estimate or 0
     pct = 100.0 if estimate <= 0 else min(100.0, max(0.001, 100.0 * rows / estimate))
     pct_text = f"{pct:.4f}".rstrip("0").rstrip(".")
@@ -124,7 +107,7 @@ def sample_from(table: TableInfo, dialect: str, rows: int, columns: Iterable[str
     if dialect == "snowflake" and estimate:
         method = "SYSTEM" if table.kind == "table" else "BERNOULLI"
         return f"{tsql} SAMPLE {method} ({pct_text})", f"~{pct_text}% sample"
-    cols = ", ".join(ident_sql(c, dialect) for c in columns) if columns else "*"
+    cols = ", ".join(quote_ident(c, dialect) for c in columns) if columns else "*"
     return f"(SELECT {cols} FROM {tsql} LIMIT {int(rows)}) AS sampled", f"first {int(rows):,} rows"
 
 
@@ -426,9 +409,9 @@ class ValueIndex:
         tables only; the counts per column are summed here). Falls back to per-column scans when the
         table turns out bigger than its estimate."""
         dialect = self.source.dialect
-        idents = [ident_sql(e["name"], dialect) for e in candidates]
-        sql = (f"SELECT {', '.join(as_text_sql(c, dialect) for c in idents)}, count(*) "
-               f"FROM {table_sql(table, dialect)} GROUP BY {', '.join(idents)}")
+        idents = [quote_ident(e["name"], dialect) for e in candidates]
+        sql = (f"SELECT {', '.join(as_text(c, dialect) for c in idents)}, count(*) "
+               f"FROM {quote_table(table, dialect)} GROUP BY {', '.join(idents)}")
         budget = 2 * (table.row_estimate or 0) + 1000
         rows = self._run(sql, timeout_s, budget)
         if len(rows) >= budget:
@@ -447,15 +430,15 @@ class ValueIndex:
 
     def _scan_large(self, table: TableInfo, candidates: list[dict[str, Any]], timeout_s: float) -> None:
         dialect = self.source.dialect
-        tsql = table_sql(table, dialect)
+        tsql = quote_table(table, dialect)
         # pre-pass on the first rows: free text and nearly-unique columns are spotted without a scan
         ratios: dict[str, float] = {}
         try:
             aggs = []
             for entry in candidates:
-                csql = ident_sql(entry["name"], dialect)
-                aggs.append(f"count({csql}), count(DISTINCT {csql}), avg(length({as_text_sql(csql, dialect)}))")
-            inner = ", ".join(ident_sql(e["name"], dialect) for e in candidates)
+                csql = quote_ident(entry["name"], dialect)
+                aggs.append(f"count({csql}), count(DISTINCT {csql}), avg(length({as_text(csql, dialect)}))")
+            inner = ", ".join(quote_ident(e["name"], dialect) for e in candidates)
             row = self._run(f"SELECT {', '.join(aggs)} FROM (SELECT {inner} FROM {tsql} LIMIT {STATS_ROWS}) AS head",
                             timeout_s, 1)[0]
             for i, entry in enumerate(candidates):
@@ -469,14 +452,14 @@ class ValueIndex:
         for entry in candidates:
             if entry["reason"]:
                 continue
-            csql = ident_sql(entry["name"], dialect)
+            csql = quote_ident(entry["name"], dialect)
             sampled = needs_sample(table, dialect)
             for attempt in range(2):
                 if sampled:
                     from_sql, _how = sample_from(table, dialect, SAMPLE_ROWS, [entry["name"]])
                 else:
                     from_sql = tsql
-                sql = (f"SELECT {as_text_sql(csql, dialect)} AS v, count(*) AS n FROM {from_sql} "
+                sql = (f"SELECT {as_text(csql, dialect)} AS v, count(*) AS n FROM {from_sql} "
                        f"WHERE {csql} IS NOT NULL GROUP BY {csql} ORDER BY 2 DESC, 1 LIMIT {CAP_PER_COLUMN + 1}")
                 try:
                     rows = self._run(sql, timeout_s, CAP_PER_COLUMN + 1)

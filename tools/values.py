@@ -27,6 +27,7 @@ from flexsql.tools.args import check_limit
 from flexsql.tools.context import ToolContext
 from flexsql.tools.render import cell_text, jsonable
 from flexsql.tools.sources.base import Catalog, FetchLimits, Source, TableInfo
+from flexsql.tools.sql_build import as_text, quote_ident, quote_literal, quote_table
 from flexsql.tools.value_index import (
     SAMPLE_ABOVE,
     SAMPLE_ROWS,
@@ -34,14 +35,10 @@ from flexsql.tools.value_index import (
     IndexedValue,
     ValueIndex,
     ValueIndexStats,
-    as_text_sql,
-    ident_sql,
     is_text_type,
-    literal_sql,
     normalize,
     sample_from,
     sorted_key,
-    table_sql,
 )
 
 Progress = Callable[[float, float, str], None]
@@ -66,7 +63,7 @@ def _value_sql(column_sql: str, ctype: str, dialect: str) -> str:
     ordered (numbers, text, dates), else its text (booleans, JSON, arrays, UUIDs…)."""
     if dialect == "sqlite" or (_ORDERED_TYPE.search(ctype) and not _NESTED_TYPE.search(ctype)):
         return column_sql
-    return as_text_sql(column_sql, dialect)
+    return as_text(column_sql, dialect)
 
 
 # -- shared helpers ---------------------------------------------------------------------------------
@@ -346,8 +343,8 @@ def _live_check(ctx: ToolContext, src: Source, scope: list[TableInfo], states: l
             work.append((table, todo))
     uncovered = sum(len(cols) for _, cols in work)
     deadline = time.monotonic() + min(LIVE_BUDGET_S, ctx.limits.query_timeout_s)
-    exact_sql = literal_sql(text.lower(), dialect)
-    like_sql = literal_sql(_like_pattern(text), dialect)
+    exact_sql = quote_literal(text.lower(), dialect)
+    like_sql = quote_literal(_like_pattern(text), dialect)
     # ILIKE skips lowering every long text first; SQLite's LIKE ignores ASCII case already
     like_op = "LIKE" if dialect == "sqlite" else "ILIKE"
     matches: list[ValueMatch] = []
@@ -359,11 +356,11 @@ def _live_check(ctx: ToolContext, src: Source, scope: list[TableInfo], states: l
             break
         conds, aggs = [], []
         for name, contains in columns:
-            ctext = as_text_sql(ident_sql(name, dialect), dialect)
+            ctext = as_text(quote_ident(name, dialect), dialect)
             cond = f"{ctext} {like_op} {like_sql} ESCAPE '!'" if contains else f"lower({ctext}) = {exact_sql}"
             conds.append(cond)
             aggs += [f"count(CASE WHEN {cond} THEN 1 END)", f"min(CASE WHEN {cond} THEN {ctext} END)"]
-        sql = f"SELECT {', '.join(aggs)} FROM {table_sql(table, dialect)} WHERE {' OR '.join(conds)}"
+        sql = f"SELECT {', '.join(aggs)} FROM {quote_table(table, dialect)} WHERE {' OR '.join(conds)}"
         try:
             row = src.execute(sql, timeout_s=min(remaining, ctx.limits.query_timeout_s),
                               limits=FetchLimits(max_rows=1)).rows[0]
@@ -432,17 +429,17 @@ def _group_counts(src: Source, table: TableInfo, column: str, ctype: str, contai
                   timeout_s: float) -> tuple[list[tuple[Any, int]], int, bool, str | None]:
     """Values by frequency: ((value, count)…, distinct total, sampled, how)."""
     dialect = src.dialect
-    csql = _value_sql(ident_sql(column, dialect), ctype, dialect)
+    csql = _value_sql(quote_ident(column, dialect), ctype, dialect)
     where = ""
     if contains:
-        pattern = literal_sql(_like_pattern(contains), dialect)
-        where = f" WHERE lower({as_text_sql(csql, dialect)}) LIKE {pattern} ESCAPE '!'"
+        pattern = quote_literal(_like_pattern(contains), dialect)
+        where = f" WHERE lower({as_text(csql, dialect)}) LIKE {pattern} ESCAPE '!'"
     sampled = _large(table, dialect)
     for _attempt in range(2):
         if sampled:
             from_sql, how = sample_from(table, dialect, SAMPLE_ROWS, [column])
         else:
-            from_sql, how = table_sql(table, dialect), None
+            from_sql, how = quote_table(table, dialect), None
         sql = (f"SELECT v, n, count(*) OVER () AS groups FROM (SELECT {csql} AS v, count(*) AS n FROM {from_sql}"
                f"{where} GROUP BY {csql}) AS g ORDER BY n DESC, v LIMIT {int(limit)}")
         try:
@@ -532,7 +529,7 @@ def profile_column(ctx: ToolContext, table: str, column: str, source: str | None
     src, info, col, ctype = _resolve_column(ctx, table, column, source)
     dialect = src.dialect
     timeout = ctx.limits.query_timeout_s
-    raw = ident_sql(col, dialect)
+    raw = quote_ident(col, dialect)
     csql = _value_sql(raw, ctype, dialect)
     numeric = (bool(_NUMERIC_TYPE.search(ctype)) and not is_text_type(ctype, dialect)
                and not _NESTED_TYPE.search(ctype))
@@ -543,7 +540,7 @@ def profile_column(ctx: ToolContext, table: str, column: str, source: str | None
     if numeric:
         aggs.append(f"avg({csql})")
     if textual:
-        length = f"length({as_text_sql(csql, dialect)})"
+        length = f"length({as_text(csql, dialect)})"
         aggs += [f"min({length})", f"max({length})", f"avg({length})"]
     sampled = _large(info, dialect)
     how: str | None = None
@@ -552,7 +549,7 @@ def profile_column(ctx: ToolContext, table: str, column: str, source: str | None
         if sampled:
             from_sql, how = sample_from(info, dialect, SAMPLE_ROWS, [col])
         else:
-            from_sql = table_sql(info, dialect)
+            from_sql = quote_table(info, dialect)
         try:
             row = src.execute(f"SELECT {', '.join(aggs)} FROM {from_sql}", timeout_s=timeout,
                               limits=FetchLimits(max_rows=1)).rows[0]
