@@ -126,3 +126,18 @@ def test_duckdb_releases_its_file_lock_when_idle(tmp_path, monkeypatch):
     assert source.catalog(refresh=True).resolve("added").name == "added"
     assert source.execute("SELECT count(*) FROM orders").rows == [(7,)]
     source.close()
+
+
+@pytest.mark.parametrize("url, path", [
+    ("duckdb:///abs/shop.duckdb", "/abs/shop.duckdb"),
+    ("duckdb:////abs/shop.duckdb", "/abs/shop.duckdb"),
+    ("sqlite:///./rel/shop.sqlite", "./rel/shop.sqlite"),
+    ("duckdb://rel.duckdb", "rel.duckdb"),
+    ("duckdb:///C:/data/shop.duckdb", "C:/data/shop.duckdb"),
+    ("duckdb://:memory:", ":memory:"),
+    ("sqlite:///my%20data/x.sqlite", "/my data/x.sqlite"),
+])
+def test_file_urls_map_to_paths(url, path):
+    from flexsql.tools.sources.urls import file_path_of
+
+    assert file_path_of(url) == path

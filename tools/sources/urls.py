@@ -77,8 +77,10 @@ def file_path_of(url: str) -> str:
     if rest in (":memory:", "/:memory:", ""):
         return ":memory:"
     if rest.startswith("/"):
-        # duckdb:///abs/path -> /abs/path ; duckdb:///./rel -> ./rel
-        rest = rest[1:] if rest.startswith("//") or rest.startswith("/.") else rest
+        # duckdb:///abs/path -> /abs/path ; duckdb:////abs -> /abs ; duckdb:///./rel -> ./rel ;
+        # duckdb:///C:/data/x.duckdb -> C:/data/x.duckdb (a Windows drive)
+        if rest.startswith(("//", "/.")) or re.match(r"/[A-Za-z]:[/\\]", rest):
+            rest = rest[1:]
     return unquote(rest)
 
 
