@@ -8,8 +8,6 @@ becomes a ToolError with the message (mcp 2.x drops the text of other exceptions
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -22,11 +20,10 @@ from flexsql import __version__
 from flexsql.config import Settings
 from flexsql.server.analysis import register_analysis_tools
 from flexsql.server.prompts import register_prompts
+from flexsql.server.sessions import SessionState
 from flexsql.server.toolkit import READ_ONLY, SourceArg, run_tool
 from flexsql.tools import catalog as catalog_tools
 from flexsql.tools import joins, query, validate
-from flexsql.tools.context import ToolContext
-from flexsql.tools.results import ResultStore
 from flexsql.tools.sources import SourceRegistry
 
 DIALECT_NOTES = {
@@ -39,49 +36,6 @@ DIALECT_NOTES = {
     "snowflake": "Snowflake: unquoted identifiers are UPPER case; VARIANT paths col:field::string, "
                  "LATERAL FLATTEN(input => col); ILIKE; DATE_TRUNC; QUALIFY; sharded tables → UNION ALL or wildcards.",
 }
-
-
-class SessionState:
-    """ToolContexts by client session: one for stdio (a single client), one per streamable-HTTP
-    session id (`mcp-session-id`), and a shared one for session-less requests. Results of one HTTP
-    session never reach another. At most MAX_SESSIONS are kept (least recently used dropped), so a
-    long-running server's memory stays bounded."""
-
-    MAX_SESSIONS = 64
-
-    def __init__(self, sources: SourceRegistry, settings: Settings) -> None:
-        self.sources = sources
-        self.settings = settings
-        self.caches: dict[str, Any] = {}  # catalog-derived caches, shared by all sessions
-        self._contexts: OrderedDict[str, ToolContext] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def new_context(self) -> ToolContext:
-        limits = self.settings.limits
-        return ToolContext(sources=self.sources, limits=limits, sandbox=self.settings.sandbox,
-                           results=ResultStore(max_bytes=limits.store_mb * 1024 * 1024), caches=self.caches)
-
-    @staticmethod
-    def session_key(ctx: Context | None) -> str:
-        try:
-            request = ctx.request_context.request if ctx is not None else None
-            session_id = request.headers.get("mcp-session-id") if request is not None else None
-        except Exception:  # no HTTP request behind this call (stdio, in-process)
-            session_id = None
-        return f"http:{session_id}" if session_id else "default"
-
-    def context_for(self, ctx: Context | None) -> ToolContext:
-        key = self.session_key(ctx)
-        with self._lock:
-            found = self._contexts.get(key)
-            if found is None:
-                found = self.new_context()
-                self._contexts[key] = found
-                while len(self._contexts) > self.MAX_SESSIONS:
-                    self._contexts.popitem(last=False)
-            else:
-                self._contexts.move_to_end(key)
-            return found
 
 
 def build_server(settings: Settings, sources: SourceRegistry, allow_python: bool = True,
