@@ -1,0 +1,246 @@
+"""Schema linking at warehouse scale: search_schema on the Spider 2.0-Snow databases.
+
+For each of the 328 open Spider 2.0-Snow tasks, `search_schema` runs over that task's own database
+(built by warehouse_catalog.py, one DuckDB file per database) with the task's question only (no
+external knowledge, no value index), and we check where the gold tables land. A sharded family or
+release series (tables of one schema whose names differ only in digits and whose columns largely
+agree, tools/search_families.py) counts as found when any of its members is returned, so a gold
+list of 114 daily shards is one unit. Figures: all-gold@5/10/20/50, recall@10 of the gold units,
+warm latency median/p95, the cold first call per database (fresh process state: catalog load plus
+index, or cache load), a BM25 baseline in the same run (names and comments, one document per
+table), broken down by database size and by the number of gold units.
+
+Tuning note: weights were set looking at the tasks with an even position in the file (`--part tune`);
+the report covers all tasks and shows the held-out odd half separately.
+
+    .venv/bin/python benchmarks/warehouse_linking.py [--data ../shared/data/spider2-snow] [--workdir DIR]
+
+Prints a table and writes benchmarks/results/warehouse_linking.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import statistics
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from warehouse_catalog import DEFAULT_DATA, DEFAULT_WORKDIR, build_all  # noqa: E402
+
+KS = (5, 10, 20, 50)
+SIZE_BANDS = ((0, 20, "<=20"), (21, 100, "21-100"), (101, 500, "101-500"), (501, 10**9, ">500"))
+
+
+def _words(text: str | None) -> list[str]:
+    text = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text or "")
+    return [w for w in re.split(r"[^A-Za-z0-9]+", text.lower()) if w]
+
+
+class CommentBM25:
+    """Plain BM25 (k1=1.2, b=0.75), one document per table: its name, column names, table and column
+    comments, split on case and underscores. No stemming, no stopwords, no families."""
+
+    def __init__(self, catalog: Any) -> None:
+        self.tables = catalog.tables
+        self.docs = []
+        for t in self.tables:
+            words = _words(t.name) + _words(t.comment)
+            for c in t.columns:
+                words += _words(c.name) + _words(c.comment)
+            self.docs.append(Counter(words))
+        self.df = Counter(w for d in self.docs for w in d)
+        self.avg = statistics.mean(sum(d.values()) for d in self.docs) if self.docs else 1.0
+        self.lengths = [sum(d.values()) for d in self.docs]
+
+    def search(self, question: str, k: int) -> list[str]:
+        terms = _words(question)
+        n = len(self.docs)
+        scores = []
+        for i, d in enumerate(self.docs):
+            s = 0.0
+            for term in terms:
+                tf = d.get(term, 0)
+                if tf:
+                    idf = math.log(1 + (n - self.df[term] + 0.5) / (self.df[term] + 0.5))
+                    s += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * self.lengths[i] / self.avg))
+            scores.append((s, i))
+        scores.sort(key=lambda x: -x[0])
+        return [self.tables[i].qualified for s, i in scores[:k] if s > 0]
+
+
+def load_tasks(data: Path) -> list[dict[str, Any]]:
+    gold = {}
+    for line in (data / "gold-tables-open.jsonl").read_text().splitlines():
+        if line.strip():
+            row = json.loads(line)
+            gold[row["instance_id"]] = row["gold_tables"]
+    tasks = []
+    for n, line in enumerate((data / "spider2-snow-open.jsonl").read_text().splitlines()):
+        if line.strip():
+            row = json.loads(line)
+            if row["instance_id"] in gold:
+                row["gold"] = gold[row["instance_id"]]
+                row["part"] = "tune" if n % 2 == 0 else "held-out"
+                tasks.append(row)
+    return tasks
+
+
+def _band(n: int) -> str:
+    return next(label for lo, hi, label in SIZE_BANDS if lo <= n <= hi)
+
+
+def _gold_band(n: int) -> str:
+    return str(n) if n < 5 else "5+"
+
+
+def evaluate(tasks: list[dict[str, Any]], workdir: Path, limit: int) -> dict[str, Any]:
+    from flexsql.tools.context import ToolContext
+    from flexsql.tools.search import search_schema
+    from flexsql.tools.search_families import family_units
+    from flexsql.tools.sources import SourceRegistry, open_source
+
+    by_db: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for t in tasks:
+        by_db[t["db_id"]].append(t)
+    rows: list[dict[str, Any]] = []
+    cold: dict[str, dict[str, Any]] = {}
+    for db, db_tasks in sorted(by_db.items()):
+        path = workdir / f"wh_{db}.duckdb"
+        if not path.exists():
+            continue
+        source = open_source(f"duckdb:///{path}", name=db.lower())
+        ctx = ToolContext(sources=SourceRegistry([source]))
+        started = time.perf_counter()
+        search_schema(ctx, db_tasks[0]["instruction"][:2000], limit=limit)
+        cold_s = time.perf_counter() - started
+        catalog = source.catalog()
+        unit_of = family_units(catalog.tables)  # qualified (lower) -> unit key
+        n_tables = len(catalog.tables)
+        cold[db] = {"tables": n_tables, "columns": sum(len(t.columns) for t in catalog.tables),
+                    "cold_first_call_s": round(cold_s, 3)}
+        bm25 = CommentBM25(catalog)
+        for task in db_tasks:
+            gold = {g.split(".", 1)[1].lower() for g in task["gold"]}
+            missing = {g for g in gold if g not in unit_of}
+            units = {unit_of.get(g, g) for g in gold}
+            question = task["instruction"][:2000]
+            t0 = time.perf_counter()
+            result = search_schema(ctx, question, limit=limit)
+            ms = (time.perf_counter() - t0) * 1000
+            got = [unit_of.get(h.table.lower(), h.table.lower()) for h in result.tables]
+            base = [unit_of.get(q.lower(), q.lower()) for q in bm25.search(question, limit)]
+            rows.append({"id": task["instance_id"], "db": db, "part": task["part"], "tables": n_tables,
+                         "units": len(units), "missing_from_catalog": len(missing), "ms": ms,
+                         "ranks": _ranks(units, got), "bm25_ranks": _ranks(units, base),
+                         "question": question[:300], "gold_units": sorted(units), "top10": got[:10]})
+        source.close()
+    return {"rows": rows, "cold": cold}
+
+
+def _ranks(units: set[str], got: list[str]) -> list[int | None]:
+    first: dict[str, int] = {}
+    for i, u in enumerate(got):
+        first.setdefault(u, i + 1)
+    return [first.get(u) for u in sorted(units)]
+
+
+def _summary(rows: list[dict[str, Any]], key: str = "ranks") -> dict[str, Any]:
+    if not rows:
+        return {"tasks": 0}
+    out: dict[str, Any] = {"tasks": len(rows)}
+    for k in KS:
+        out[f"all@{k}"] = round(sum(all(r is not None and r <= k for r in row[key]) for row in rows) / len(rows), 4)
+    recall = [sum(r is not None and r <= 10 for r in row[key]) / len(row[key]) for row in rows]
+    out["recall@10"] = round(statistics.mean(recall), 4)
+    return out
+
+
+def report(result: dict[str, Any]) -> dict[str, Any]:
+    rows = result["rows"]
+    ms = sorted(r["ms"] for r in rows)
+    cold = sorted(result["cold"].values(), key=lambda c: -c["columns"])
+    rep: dict[str, Any] = {
+        "tasks": len(rows), "databases": len(result["cold"]),
+        "search_schema": _summary(rows), "bm25": _summary(rows, "bm25_ranks"),
+        "by_part": {p: {"search_schema": _summary([r for r in rows if r["part"] == p]),
+                        "bm25": _summary([r for r in rows if r["part"] == p], "bm25_ranks")}
+                    for p in ("tune", "held-out")},
+        "by_db_size": {}, "by_gold_units": {},
+        "warm_ms": {"median": round(statistics.median(ms), 2), "p95": round(ms[int(0.95 * (len(ms) - 1))], 2)},
+        "cold_first_call_s": {"largest_db": cold[0] if cold else None,
+                              "max": max((c["cold_first_call_s"] for c in cold), default=None),
+                              "per_db": result["cold"]},
+        "gold_tables_missing_from_catalog": sum(r["missing_from_catalog"] for r in rows),
+    }
+    for _, _, label in SIZE_BANDS:
+        part = [r for r in rows if _band(r["tables"]) == label]
+        if part:
+            rep["by_db_size"][label] = {"search_schema": _summary(part), "bm25": _summary(part, "bm25_ranks")}
+    for label in ("1", "2", "3", "4", "5+"):
+        part = [r for r in rows if _gold_band(r["units"]) == label]
+        if part:
+            rep["by_gold_units"][label] = {"search_schema": _summary(part), "bm25": _summary(part, "bm25_ranks")}
+    rep["failures@10"] = [{k: r[k] for k in ("id", "db", "question", "gold_units", "ranks", "top10")}
+                          for r in rows if not all(x is not None and x <= 10 for x in r["ranks"])]
+    return rep
+
+
+def print_report(rep: dict[str, Any]) -> None:
+    def line(label: str, s: dict[str, Any]) -> str:
+        return (f"{label:<28} {s['tasks']:>4} | " + "  ".join(f"{s[f'all@{k}']:.3f}" for k in KS)
+                + f" | {s['recall@10']:.3f}")
+
+    print(f"{rep['tasks']} tasks on {rep['databases']} databases (question only, no value index)")
+    header = f"{'':<28} {'n':>4} | all@5  all@10 all@20 all@50 | rec@10"
+    print(header)
+    print("-" * len(header))
+    print(line("search_schema", rep["search_schema"]))
+    print(line("bm25 (names+comments)", rep["bm25"]))
+    for part, r in rep["by_part"].items():
+        print(line(f"  {part}: search_schema", r["search_schema"]))
+        print(line(f"  {part}: bm25", r["bm25"]))
+    for label, r in rep["by_db_size"].items():
+        print(line(f"  db {label} tables", r["search_schema"]) + f"   (bm25 all@10 {r['bm25']['all@10']:.3f})")
+    for label, r in rep["by_gold_units"].items():
+        print(line(f"  {label} gold units", r["search_schema"]) + f"   (bm25 all@10 {r['bm25']['all@10']:.3f})")
+    largest = rep["cold_first_call_s"]["largest_db"]
+    print(f"warm latency median {rep['warm_ms']['median']} ms, p95 {rep['warm_ms']['p95']} ms; cold first call max "
+          f"{rep['cold_first_call_s']['max']} s, on the largest database ({largest['columns']} columns) "
+          f"{largest['cold_first_call_s']} s")
+    print(f"gold tables absent from the built catalog (no columns known in the data): "
+          f"{rep['gold_tables_missing_from_catalog']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
+    parser.add_argument("--limit", type=int, default=50)
+    parser.add_argument("--only", help="comma-separated database names")
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "warehouse_linking.json")
+    args = parser.parse_args(argv)
+    # the cold call must not find a search index cached by an earlier run
+    os.environ.setdefault("FLEXSQL_CACHE_DIR", str(args.workdir / f"cache-{os.getpid()}"))
+    only = set(args.only.split(",")) if args.only else None
+    build_all(args.data, args.workdir, only)
+    tasks = [t for t in load_tasks(args.data) if not only or t["db_id"] in only]
+    rep = report(evaluate(tasks, args.workdir, args.limit))
+    print_report(rep)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(rep, indent=2))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,154 @@
+"""Sharded families and release series, and the dates a question names.
+
+Warehouses split one logical table into many: daily or yearly shards (`EVENTS_20210118`, `GSOD2016`),
+releases (`CLINICAL_GDC_R24`, `…_R35`), survey vintages (`STATE_2018_5YR`). For search they are one
+entry: tables of one schema whose names differ only in their digits and whose columns largely agree.
+A question's dates ("January 18, 2023", "2016", "2011 to 2014") pick the member(s) to show.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from flexsql.tools.sources.base import TableInfo
+
+_DIGITS = re.compile(r"\d+")
+MIN_COLUMN_OVERLAP = 0.5  # Jaccard of column names for two same-shape tables to be one family
+
+_MONTHS = {m: i + 1 for i, m in enumerate(
+    ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+     "november", "december"])}
+_MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())})
+_MONTHS["sept"] = 9
+_MONTH = r"(january|february|march|april|may|june|july|august|september|sept|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|oct|nov|dec)"  # noqa: E501
+
+
+def shape(name: str) -> str:
+    """The name with every digit run replaced by '#': members of a family share it."""
+    return _DIGITS.sub("#", name.lower())
+
+
+@dataclass
+class Family:
+    members: list[int]  # table indexes, ordered by their digits (oldest first)
+    pattern: str  # e.g. GSOD* or CLINICAL_GDC_R*
+
+    @property
+    def latest(self) -> int:
+        return self.members[-1]
+
+
+def _digits_key(name: str) -> tuple[int, ...]:
+    return tuple(int(d) for d in _DIGITS.findall(name))
+
+
+def families(tables: Sequence[TableInfo]) -> list[Family]:
+    """Groups of two or more tables of one schema with the same name shape and similar columns."""
+    by_shape: dict[tuple[str | None, str, str], list[int]] = defaultdict(list)
+    for i, t in enumerate(tables):
+        if _DIGITS.search(t.name):
+            by_shape[(t.database, t.schema_name.lower(), shape(t.name))].append(i)
+    out: list[Family] = []
+    for (_db, _schema, shp), idxs in by_shape.items():
+        if len(idxs) < 2:
+            continue
+        clusters: list[tuple[frozenset[str], list[int]]] = []
+        for i in idxs:
+            cols = frozenset(c.name.lower() for c in tables[i].columns)
+            for rep, members in clusters:
+                union = len(rep | cols) or 1
+                if len(rep & cols) / union >= MIN_COLUMN_OVERLAP:
+                    members.append(i)
+                    break
+            else:
+                clusters.append((cols, [i]))
+        for _, members in clusters:
+            if len(members) >= 2:
+                members.sort(key=lambda i: (_digits_key(tables[i].name), tables[i].name))
+                out.append(Family(members, _pattern(shp, [tables[i].name for i in members])))
+    return out
+
+
+def _pattern(shp: str, names: list[str]) -> str:
+    """GSOD2016, GSOD2017 -> GSOD*; keeps the case of the first member."""
+    first = names[0]
+    parts = _DIGITS.split(first)
+    digits = [_DIGITS.findall(n) for n in names]
+    out = parts[0]
+    for k in range(len(parts) - 1):
+        same = all(len(d) > k and d[k] == digits[0][k] for d in digits)
+        out += (digits[0][k] if same else "*") + parts[k + 1]
+    return out
+
+
+def family_units(tables: Sequence[TableInfo]) -> dict[str, str]:
+    """qualified name (lower) -> the unit it counts as: its family's pattern, or itself."""
+    unit = {t.qualified.lower(): t.qualified.lower() for t in tables}
+    for fam in families(tables):
+        first = tables[fam.members[0]]
+        key = ".".join(p for p in (first.database, first.schema_name, fam.pattern) if p).lower()
+        for i in fam.members:
+            unit[tables[i].qualified.lower()] = key
+    return unit
+
+
+# -- dates in questions ---------------------------------------------------------------------------
+
+def question_dates(text: str) -> set[str]:
+    """Digit strings a date-named shard could carry for the dates in the text: '2023', '23', '202301',
+    '20230118' for "January 18, 2023"; every year of a range "2011 to 2014" / "2011-2014"."""
+    low = text.lower()
+    out: set[str] = set()
+
+    def year(y: int) -> None:
+        out.add(f"{y:04d}")
+        out.add(f"{y % 100:02d}")
+
+    for m in re.finditer(r"\b(19\d\d|20\d\d)\s*(?:-|–|to|through|until|and)\s*(19\d\d|20\d\d)\b", low):
+        a, b = int(m.group(1)), int(m.group(2))
+        if 0 < b - a <= 30:
+            for y in range(a, b + 1):
+                year(y)
+    for m in re.finditer(r"\b(19\d\d|20\d\d)\b", low):
+        year(int(m.group(1)))
+    for m in re.finditer(r"\b(19\d\d|20\d\d)[-/.](\d{1,2})(?:[-/.](\d{1,2}))?\b", low):
+        y, mo = m.group(1), int(m.group(2))
+        if 1 <= mo <= 12:
+            out.add(f"{y}{mo:02d}")
+            if m.group(3) and 1 <= int(m.group(3)) <= 31:
+                out.add(f"{y}{mo:02d}{int(m.group(3)):02d}")
+    for m in re.finditer(_MONTH + r"\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(19\d\d|20\d\d)\b", low):
+        mo, d, y = _MONTHS[m.group(1)], int(m.group(2)), m.group(3)
+        out.add(f"{y}{mo:02d}")
+        if 1 <= d <= 31:
+            out.add(f"{y}{mo:02d}{d:02d}")
+    for m in re.finditer(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH + r"\.?,?\s+(19\d\d|20\d\d)\b", low):
+        d, mo, y = int(m.group(1)), _MONTHS[m.group(2)], m.group(3)
+        out.add(f"{y}{mo:02d}")
+        if 1 <= d <= 31:
+            out.add(f"{y}{mo:02d}{d:02d}")
+    for m in re.finditer(_MONTH + r"\.?\s+(?:of\s+)?(19\d\d|20\d\d)\b", low):
+        out.add(f"{m.group(2)}{_MONTHS[m.group(1)]:02d}")
+    return out
+
+
+def date_members(tables: Sequence[TableInfo], fam: Family, dates: set[str]) -> list[int]:
+    """Members whose name carries one of the dates (the most specific match wins: a day over a year)."""
+    if not dates:
+        return []
+    best_len = 0
+    hits: list[int] = []
+    for i in fam.members:
+        runs = _DIGITS.findall(tables[i].name)
+        matched = max((len(r) for r in runs if r in dates), default=0)
+        if matched > best_len:
+            best_len, hits = matched, [i]
+        elif matched and matched == best_len:
+            hits.append(i)
+    return hits
+
+
+__all__ = ["Family", "date_members", "families", "family_units", "question_dates", "shape"]
