@@ -50,6 +50,8 @@ from flexsql.evals.scoring import (
 )
 from flexsql.evals.sqltext import orders_result
 from flexsql.evals.tasks import DatabaseLocator, Task, extract_sql, load_tasks
+from flexsql.paths import write_private
+from flexsql.tools.sources.urls import redact
 
 RESULTS = "results.jsonl"
 SUBMISSION = "submission"
@@ -379,7 +381,9 @@ class Evaluation:
                 "executor": self.executor.name, "jobs": self.options.jobs, "timeout": self.options.timeout,
                 "started_at": datetime.now(UTC).isoformat(timespec="seconds"), "tasks_to_run": todo,
                 "options": json.loads(self.options.model_dump_json())}
-        (self.out / "run.json").write_text(json.dumps(info, indent=2), encoding="utf-8")
+        if info["options"].get("db"):
+            info["options"]["db"] = redact(info["options"]["db"])
+        write_private(self.out / "run.json", json.dumps(info, indent=2))
 
 
 @dataclass

@@ -27,6 +27,8 @@ from flexsql.errors import ConfigError
 from flexsql.evals.execution import flexsql_command
 from flexsql.evals.gold import GoldStore
 from flexsql.evals.tasks import DatabaseLocator, Task, extract_sql, find_external_knowledge
+from flexsql.paths import write_private
+from flexsql.tools.sources.urls import split_password
 
 RUNNERS = ("gold", "predictions", "command", "builtin")
 PLACEHOLDERS = ("question_file", "question", "db_url", "db", "mcp_config", "out_dir", "task_dir", "instance_id",
@@ -114,6 +116,7 @@ class CommandRunner(Runner):
         self._running: dict[int, subprocess.Popen] = {}
         self._lock = threading.Lock()
         self._stopped = False
+        self._secret_env: dict[str, dict[str, str]] = {}
 
     def prepare(self, task: Task) -> dict[str, str]:
         """Write the task folder: question.txt, task.json, mcp.json, history.json (dialogues), the
@@ -123,11 +126,15 @@ class CommandRunner(Runner):
         if out.exists():
             shutil.rmtree(out)
         out.mkdir(parents=True)
-        db_url = self.locator.url_for(task.db) if self.locator else ""
+        # The password travels in the child's environment (PGPASSWORD…), never in a file or argv.
+        db_url, secret_env = split_password(self.locator.url_for(task.db)) if self.locator else ("", {})
+        self._secret_env[task.instance_id] = secret_env
         (task_dir / "question.txt").write_text(task.question + "\n", encoding="utf-8")
-        mcp = {"mcpServers": {"flexsql": {"command": flexsql_command()[0],
-                                          "args": [*flexsql_command()[1:], "serve", "--db", db_url]}}}
-        (task_dir / "mcp.json").write_text(json.dumps(mcp, indent=2), encoding="utf-8")
+        server: dict[str, Any] = {"command": flexsql_command()[0],
+                                  "args": [*flexsql_command()[1:], "serve", "--db", db_url]}
+        if secret_env:  # MCP clients such as Claude Code expand ${VAR} from their own environment
+            server["env"] = {name: "${" + name + "}" for name in secret_env}
+        write_private(task_dir / "mcp.json", json.dumps({"mcpServers": {"flexsql": server}}, indent=2))
         ek_file = ""
         doc = find_external_knowledge(task, self.external_knowledge)
         if doc is not None:
@@ -144,7 +151,7 @@ class CommandRunner(Runner):
         info = {"instance_id": task.instance_id, "db": task.db, "db_url": db_url, "question": task.question,
                 "external_knowledge_file": ek_file or None, "turn_type": task.turn_type,
                 "history_file": str(task_dir / "history.json") if task.history else None}
-        (task_dir / "task.json").write_text(json.dumps(info, indent=2), encoding="utf-8")
+        write_private(task_dir / "task.json", json.dumps(info, indent=2))
         return {"question_file": str(task_dir / "question.txt"), "question": task.question, "db_url": db_url,
                 "db": task.db or "", "mcp_config": str(task_dir / "mcp.json"), "out_dir": str(out),
                 "task_dir": str(task_dir), "instance_id": task.instance_id, "external_knowledge_file": ek_file}
@@ -160,7 +167,8 @@ class CommandRunner(Runner):
             return Prediction(error="stopped", error_category="runner_error")
         values = self.prepare(task)
         task_dir, out = Path(values["task_dir"]), Path(values["out_dir"])
-        env = {**os.environ, **{f"FLEXSQL_{k.upper()}": v for k, v in values.items()}}
+        env = {**os.environ, **{f"FLEXSQL_{k.upper()}": v for k, v in values.items()},
+               **self._secret_env.pop(task.instance_id, {})}
         started = time.perf_counter()
         note = None
         with open(task_dir / "stdout.txt", "wb") as stdout, open(task_dir / "stderr.txt", "wb") as stderr:

@@ -1,16 +1,48 @@
-"""Where flexsql keeps files of its own (the demo database, value indexes)."""
+"""Where flexsql keeps files of its own (the demo database, value indexes), private to the user:
+they hold sampled values of every source, so folders are 0700 and files 0600."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
 import platformdirs
+
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+
+
+def private_dir(path: Path) -> Path:
+    """Create `path` (and missing parents) as 0700, and tighten it if it already exists looser."""
+    path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
+    with contextlib.suppress(OSError):  # a folder we do not own: leave it, files inside are still 0600
+        if path.stat().st_mode & 0o077:
+            path.chmod(PRIVATE_DIR_MODE)
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """Make sure `path` exists with mode 0600 before a library (SQLite) opens it with the umask's mode."""
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY, PRIVATE_FILE_MODE)
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        if path.stat().st_mode & 0o077:
+            path.chmod(PRIVATE_FILE_MODE)
+    return path
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a text file readable by its owner only (it may hold what a run was given)."""
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, PRIVATE_FILE_MODE)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    with contextlib.suppress(OSError):
+        path.chmod(PRIVATE_FILE_MODE)
 
 
 def cache_dir() -> Path:
     """The user cache directory; FLEXSQL_CACHE_DIR overrides it (tests point it at a temp dir)."""
     override = os.environ.get("FLEXSQL_CACHE_DIR")
     path = Path(override) if override else Path(platformdirs.user_cache_dir("flexsql"))
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return private_dir(path)

@@ -175,6 +175,32 @@ def is_denied_function(name: str, dialect: str | None = None) -> bool:
     return denied_function_reason(name, dialect) is not None
 
 
+# PostgreSQL catalogs that hold credentials or raw values of any column: password hashes
+# (pg_authid, pg_shadow), foreign-server passwords (pg_user_mapping[s]), replication connection
+# strings (pg_subscription), unfiltered column statistics (pg_statistic*) and large objects.
+# pg_read_all_data, which superuser connections drop to, can read them all; pg_roles, pg_user and
+# pg_stats are the masked views an agent may use instead.
+_PG_CREDENTIAL_CATALOGS = {
+    "pg_authid", "pg_shadow", "pg_user_mapping", "pg_user_mappings", "pg_subscription", "pg_statistic",
+    "pg_statistic_ext_data", "pg_largeobject", "pg_db_role_setting", "pg_hba_file_rules", "pg_ident_file_mappings",
+    "pg_file_settings",
+}
+_PG_MASKED_VIEWS = "read pg_roles, pg_user or pg_stats instead, which mask these values"
+
+
+def _check_credential_catalogs(tokens: list[Token], dialect: str) -> None:
+    """Refuse any mention of a PostgreSQL credential catalog as a name (not inside a string), so
+    aliases, CTEs, subqueries, quoting and `pg_catalog.` qualification cannot reach it."""
+    if dialect != "postgres":
+        return
+    for tok in tokens:
+        if tok.token_type == TokenType.STRING:
+            continue
+        name = tok.text.strip('"').lower()
+        if name in _PG_CREDENTIAL_CATALOGS:
+            raise refuse(f"the catalog {name}", f"it holds credentials or raw column values; {_PG_MASKED_VIEWS}")
+
+
 def _first_word(sql: str) -> str:
     """The statement's keyword for messages: `DELETE`, `FORCE CHECKPOINT`, `START TRANSACTION`."""
     text = _LEADING_NOISE.sub("", sql, count=1)
@@ -316,6 +342,7 @@ def _statement_label(tree: exp.Expression, sql: str) -> str:
 def _check(sql: str, dialect: str) -> str:
     tokens = sqlglot.tokenize(sql, read=dialect)
     _check_tokens(tokens, sql, dialect)
+    _check_credential_catalogs(tokens, dialect)
     statements = [s for s in sqlglot.parse(sql, read=dialect)
                   if s is not None and not isinstance(s, getattr(exp, "Semicolon", ()))]
     if not statements:

@@ -215,12 +215,11 @@ CREATE TABLE IF NOT EXISTS grams (gram TEXT, tok TEXT, PRIMARY KEY (gram, tok)) 
 
 
 def index_path(source: Source) -> Path:
-    from flexsql.paths import cache_dir
+    from flexsql.paths import cache_dir, private_dir
 
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", source.name)[:60] or "source"
     digest = hashlib.sha256(source.display_url.encode()).hexdigest()[:12]
-    folder = cache_dir() / "value_index"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = private_dir(cache_dir() / "value_index")
     return folder / f"{safe}-{digest}.sqlite"
 
 
@@ -248,7 +247,13 @@ class ValueIndex:
     def _db(self) -> sqlite3.Connection:
         with self._lock:
             if self._conn is None:
-                conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
+                from flexsql.paths import private_file
+
+                # SQLite gives the -wal and -shm files the database file's mode: 0600 for all three
+                for extra in (self.path.with_name(self.path.name + "-wal"), self.path.with_name(self.path.name + "-shm")):
+                    if extra.exists():  # left by an older flexsql with the umask's mode
+                        private_file(extra)
+                conn = sqlite3.connect(str(private_file(self.path)), check_same_thread=False, timeout=30)
                 conn.isolation_level = None  # transactions are explicit: many tables per commit
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")

@@ -40,11 +40,16 @@ from flexsql.tools.sources.base import (
     timeout_error,
 )
 
+# Per-schema grants, not pg_read_all_data: that role can also read pg_authid (password hashes),
+# pg_user_mapping and pg_subscription (connection passwords).
 READ_ONLY_ROLE_SQL = """\
 CREATE ROLE flexsql_reader LOGIN PASSWORD '…';
 GRANT CONNECT ON DATABASE {db} TO flexsql_reader;
-GRANT pg_read_all_data TO flexsql_reader;   -- PostgreSQL 14+; or GRANT USAGE/SELECT per schema
-ALTER ROLE flexsql_reader SET default_transaction_read_only = on;"""
+GRANT USAGE ON SCHEMA {schema} TO flexsql_reader;   -- repeat these three lines for each schema to expose
+GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO flexsql_reader;
+ALTER DEFAULT PRIVILEGES IN SCHEMA {schema} GRANT SELECT ON TABLES TO flexsql_reader;
+ALTER ROLE flexsql_reader SET default_transaction_read_only = on;
+-- not GRANT pg_read_all_data: it reads every schema and the password hashes in pg_authid"""
 
 _CATALOG_SQL = """
 SELECT n.nspname, c.relname, c.relkind, obj_description(c.oid, 'pg_class'),
@@ -84,9 +89,15 @@ WHERE con.contype IN ('p','f') AND n.nspname NOT IN ('pg_catalog','information_s
 _ENGINE_DENIED = re.compile(
     r"\b(set_config|query_to_xml\w*|cursor_to_xml\w*|ts_stat|ts_rewrite|dblink\w*|crosstab\d?|connectby"
     r"|xpath_table|pg_(?:try_)?advisory\w*|txid_current\w*|pg_current_xact_id\w*|pg_logical_\w+"
-    r"|pg_terminate_backend|pg_cancel_backend)\b|\bu&['\"]",
+    r"|pg_terminate_backend|pg_cancel_backend"
+    r"|pg_authid|pg_shadow|pg_user_mappings?|pg_subscription|pg_statistic(?:_ext_data)?|pg_largeobject"
+    r"|pg_db_role_setting)\b|\bu&['\"]",
     re.IGNORECASE,
 )
+
+
+_CREDENTIAL_CATALOG_PREFIXES = ("pg_authid", "pg_shadow", "pg_user_mapping", "pg_subscription", "pg_statistic",
+                                "pg_largeobject", "pg_db_role_setting")
 
 
 def engine_refusal(sql: str) -> str | None:
@@ -95,6 +106,9 @@ def engine_refusal(sql: str) -> str | None:
     if match is None:
         return None
     name = match.group(1)
+    if name and name.lower().startswith(_CREDENTIAL_CATALOG_PREFIXES):
+        return (f"refused by the engine: the catalog {name.lower()} is not read on PostgreSQL — it holds credentials "
+                "or raw column values; read pg_roles, pg_user or pg_stats instead")
     what = f"{name.lower()}()" if name else 'a U&"…" escape'
     return (f"refused by the engine: {what} is not run on PostgreSQL — it can undo the read-only role, run SQL the "
             "guard never saw, or have effects a rollback does not undo; this server is read-only")
@@ -158,15 +172,16 @@ class PostgresSource(Source):
                         "EXISTS (SELECT 1 FROM information_schema.table_privileges p WHERE p.grantee = current_user "
                         "AND p.privilege_type IN ('INSERT','UPDATE','DELETE','TRUNCATE')), "
                         "current_setting('server_version_num')::int, current_database(), "
-                        "pg_has_role(current_user, 'pg_read_all_data', 'MEMBER') "
+                        "pg_has_role(current_user, 'pg_read_all_data', 'MEMBER'), current_schema() "
                         "FROM pg_roles r WHERE r.rolname = current_user"
                     )
-                    user, superuser, createrole, createdb, writes, version, db, reader = cur.fetchone()
+                    user, superuser, createrole, createdb, writes, version, db, reader, schema = cur.fetchone()
                 conn.rollback()
             finally:
                 self._release(conn)
             self._privileges = {"user": user, "superuser": superuser, "can_write": bool(writes or createrole or createdb),
-                                "version": version, "database": db,
+                                "version": version, "database": db, "schema": schema or "public",
+                                "reader": bool(reader) and not superuser,
                                 "drop_to": "pg_read_all_data" if (superuser or writes) and version >= 140000 and reader else None}
         return self._privileges
 
@@ -291,7 +306,13 @@ class PostgresSource(Source):
                 f"connected as {priv['user']!r}, {who}: a READ ONLY transaction alone does not stop a superuser "
                 "(COPY … TO PROGRAM, pg_read_file, SET ROLE back to itself). flexsql refuses those and drops "
                 "privileges per transaction, but connect as a dedicated read-only role:\n"
-                + READ_ONLY_ROLE_SQL.format(db=priv["database"])
+                + READ_ONLY_ROLE_SQL.format(db=priv["database"], schema=priv["schema"])
+            )
+        elif priv["reader"]:
+            warnings.append(
+                f"connected as {priv['user']!r}, a member of pg_read_all_data: that role can read the password hashes "
+                "in pg_authid and connection passwords in pg_user_mapping. flexsql refuses those catalogs, but grant "
+                "SELECT per schema instead:\n" + READ_ONLY_ROLE_SQL.format(db=priv["database"], schema=priv["schema"])
             )
         return SafetyReport(read_only_engine=True, measures=measures, warnings=warnings)
 

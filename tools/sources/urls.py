@@ -37,6 +37,27 @@ def redact(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
+# Where each engine's client reads a password from the environment.
+_PASSWORD_ENV = {"postgresql": "PGPASSWORD", "postgres": "PGPASSWORD", "postgresql+psycopg": "PGPASSWORD",
+                 "snowflake": "SNOWFLAKE_PASSWORD"}
+
+
+def split_password(url: str) -> tuple[str, dict[str, str]]:
+    """The URL without its password, and the environment that hands the password to a child process
+    (PGPASSWORD, SNOWFLAKE_PASSWORD), so that files and command lines never hold it."""
+    scheme = url.split("://", 1)[0].lower()
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url, {}
+    if parts.password is None or scheme not in _PASSWORD_ENV:
+        return url, {}
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    netloc = f"{userinfo.split(':', 1)[0]}@{host}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)), \
+        {_PASSWORD_ENV[scheme]: unquote(parts.password)}
+
+
 def secrets_in(url: str) -> list[str]:
     """The secret strings inside a URL (password, token parameters), to scrub from messages."""
     found: list[str] = []
