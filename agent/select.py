@@ -1,0 +1,364 @@
+"""Execution-grounded selection: which of several candidate programs answers the question.
+
+Candidates are grouped by result equivalence — the equivalence `compare_results` uses
+(`flexsql.tools.equivalence.compare_tables`, ordered only when both results are), closed
+transitively with union-find — and each group is scored by what its results and its evaluator
+verdicts show. The best group's simplest member is chosen; every group stays in the answer with
+its score, signals and reasons. No model is involved and the result is deterministic.
+
+The score of a group is a sum of weighted signals (the weights are the constants below):
+
+    W_SUPPORT * support          members that are independent evidence (a repair that reproduces
+                                 the result of the program it repaired is not a second vote)
+  + W_OK * ok - W_BAD * bad      the evaluator's verdicts on the members (FlexSQL ignores them)
+  - W_EMPTY   if no rows
+  - W_NULL    if some column is all NULL (an outer join or an aggregate over nothing)
+  - W_ZERO    if some column is all zero (a count or sum over nothing)
+  + W_SHAPE * shape              +1 when the row count is the one the question asks for ("how
+                                 many" is one row, "top 5" five, "each"/"per" several), -1 when
+                                 it is not, 0 when the question says nothing about it
+  + W_MIXED   if SQL and Python members agree (two languages rarely make the same mistake)
+
+Why these weights — `benchmarks/selection.py` (Spider train, gold plus sqlglot mutants, a
+simulated model right with p=0.4 and an evaluator right with q=0.8). A grid search over the first
+half of its questions, maximising the mean accuracy of the four settings (K=4/8, with and without
+repair), picked the weights; the second half is reported (benchmarks/results/selection.json):
+
+- One verdict weighs about as much as one extra agreeing member (W_OK = W_BAD = W_SUPPORT): an
+  evaluator right four times in five is as informative as an independent implementation agreeing.
+  So two agreeing members beat a lone outlier with an `ok`, and a verdict breaks a tie between
+  groups of equal size.
+- An empty result is almost never the answer in these pools (swapped literals and dropped joins
+  empty a result; gold never is), so W_EMPTY outweighs two members' agreement; all-NULL and
+  all-zero columns are weaker versions of the same evidence.
+- The question's shape separates a changed LIMIT or a dropped GROUP BY from the gold result, but
+  the regular expressions misread some questions, so W_SHAPE stays below one member's vote.
+- Mixed-language agreement cannot be measured there (the pools are SQL only); W_MIXED is half a
+  vote, from the DPC result that an independent pandas solution cross-checks SQL well.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from flexsql.errors import InvalidArgument
+from flexsql.tools.context import ToolContext
+from flexsql.tools.equivalence import compare_tables, normalize_value
+from flexsql.tools.results import StoredResult
+
+W_SUPPORT = 1.0
+W_OK = 1.0
+W_BAD = 1.0
+W_EMPTY = 2.5
+W_NULL = 1.5
+W_ZERO = 0.5
+W_SHAPE = 0.75
+W_MIXED = 0.5
+
+MAX_RESULT_IDS = 20
+
+Verdict = Literal["ok", "plan", "implementation"]
+
+
+class CandidateIn(BaseModel):
+    """One candidate program and what became of it."""
+
+    candidate_id: str
+    result_id: str | None = None
+    language: Literal["sql", "python"] = "sql"
+    code: str = ""
+    error: str | None = None  # execution failed -> no result
+    verdicts: list[Verdict] = []  # the evaluator's verdicts on this candidate
+    plan_index: int | None = None
+    repaired_from: str | None = None
+
+
+class GroupScore(BaseModel):
+    members: list[str]  # candidate ids, the chosen (simplest) one first
+    result_id: str | None  # the simplest member's result; None for candidates that did not run
+    score: float
+    signals: dict[str, float | int | bool | str]
+    reasons: list[str]
+
+
+class Selection(BaseModel):
+    chosen: str | None  # candidate_id (result_id for the select_result tool)
+    chosen_result_id: str | None
+    groups: list[GroupScore] = Field(default_factory=list)  # best first; candidates that did not run last
+    reason: str
+
+    def to_text(self) -> str:
+        if self.chosen is None:
+            head = f"no candidate chosen: {self.reason}"
+        else:
+            head = f"chosen: {self.chosen} (result {self.chosen_result_id}) — {self.reason}"
+        lines = [head]
+        for i, g in enumerate(self.groups, 1):
+            shown = {k: v for k, v in g.signals.items() if k not in ("ran",)}
+            sig = ", ".join(f"{k}={_fmt(v)}" for k, v in shown.items())
+            members = ", ".join(g.members)
+            if g.result_id is None:
+                lines.append(f"{i}. [{members}] did not run: {'; '.join(g.reasons)}")
+            else:
+                lines.append(f"{i}. [{members}] score {g.score:+.2f} ({sig})"
+                             + (f": {'; '.join(g.reasons)}" if g.reasons else ""))
+        return "\n".join(lines)
+
+
+def _fmt(v: float | int | bool | str) -> str:
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)
+
+
+# -- the shape a question asks for ----------------------------------------------------------------
+
+_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+            "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20}
+_NUM = r"(\d{1,3}|" + "|".join(_NUMBERS) + r")"
+_SUPERLATIVE = (r"(most|least|highest|lowest|largest|smallest|biggest|best|worst|oldest|youngest|newest|"
+                r"latest|earliest|longest|shortest|cheapest|fewest|greatest|top|bottom|\w+est)")
+_TOP_N = [re.compile(rf"\b(?:top|first|last|bottom)\s+{_NUM}\b", re.I),
+          re.compile(rf"\b{_NUM}\s+(?:\w+\s+)?{_SUPERLATIVE}\b", re.I)]
+_SEVERAL = re.compile(r"\b(each|per|every|for all|by (?:each|every))\b", re.I)
+_ONE = [re.compile(r"^\s*(how many|how much|count)\b", re.I),
+        re.compile(r"\b(what|which) (?:is|was|are) the (?:total|average|mean|sum|maximum|minimum|max|min|"
+                   r"number|count|median)\b", re.I),
+        re.compile(r"\b(?:find|give|show|tell me|return|compute) (?:me )?the (?:total|average|mean|sum|"
+                   r"maximum|minimum|number|count)\b", re.I),
+        re.compile(r"\bhow many\b", re.I)]
+
+
+class Shape(BaseModel):
+    kind: Literal["rows", "one", "several"]
+    rows: int | None = None
+    why: str
+
+    def check(self, n: int) -> int:
+        """+1 when `n` rows fit, -1 when they do not."""
+        if self.kind == "rows":
+            return 1 if n == self.rows else -1
+        if self.kind == "one":
+            return 1 if n == 1 else -1
+        return 1 if n >= 2 else -1
+
+
+def expected_shape(question: str | None) -> Shape | None:
+    """The row count the question asks for, from cheap patterns; None when it does not say."""
+    if not question:
+        return None
+    for pattern in _TOP_N:
+        m = pattern.search(question)
+        if m:
+            word = m.group(1).lower()
+            n = int(word) if word.isdigit() else _NUMBERS[word]
+            if n >= 1:
+                return Shape(kind="rows", rows=n, why=f"{m.group(0)!r} asks for {n} row(s)")
+    m = _SEVERAL.search(question)
+    if m:
+        return Shape(kind="several", why=f"{m.group(0)!r} asks for several rows")
+    for pattern in _ONE:
+        m = pattern.search(question)
+        if m:
+            return Shape(kind="one", why=f"{m.group(0)!r} asks for one row")
+    return None
+
+
+# -- grouping ---------------------------------------------------------------------------------------
+
+def results_equivalent(a: StoredResult, b: StoredResult) -> bool:
+    """The compare_results equivalence; a truncated result only matches one truncated the same way
+    (the kept rows are a prefix, so equal prefixes are the best evidence there is)."""
+    if a.result_id == b.result_id:
+        return True
+    if a.truncated or b.truncated:
+        if not (a.truncated and b.truncated and a.total_rows == b.total_rows and len(a.rows) == len(b.rows)):
+            return False
+    verdict = compare_tables(a.columns, a.rows, b.columns, b.rows, ordered=a.ordered and b.ordered)
+    return verdict.equivalent
+
+
+class _UnionFind:
+    def __init__(self, n: int) -> None:
+        self.parent = list(range(n))
+
+    def find(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def union(self, i: int, j: int) -> None:
+        ri, rj = self.find(i), self.find(j)
+        if ri != rj:
+            self.parent[max(ri, rj)] = min(ri, rj)
+
+
+def _normalised_code(code: str) -> str:
+    code = re.sub(r"--[^\n]*|#[^\n]*|/\*.*?\*/", " ", code, flags=re.S)
+    return " ".join(code.split()).rstrip(";").strip().lower()
+
+
+def _simplicity_key(c: CandidateIn, position: int) -> tuple:
+    code = _normalised_code(c.code)
+    # a member whose code we do not know is not "simpler" for it
+    return (0 if code else 1, len(code), 0 if c.language == "sql" else 1, position)
+
+
+# -- scoring ----------------------------------------------------------------------------------------
+
+class GroupFeatures(BaseModel):
+    """What the score of a group is computed from (also what the benchmark tunes the weights on)."""
+
+    size: int
+    support: int
+    ok: int
+    bad: int
+    rows: int
+    empty: bool
+    null_column: bool
+    zero_column: bool
+    shape: int  # +1 fits the question, -1 does not, 0 unknown
+    mixed: bool
+
+
+def score_features(f: GroupFeatures, weights: dict[str, float] | None = None) -> float:
+    w = _WEIGHTS if weights is None else {**_WEIGHTS, **weights}
+    return (w["support"] * f.support + w["ok"] * f.ok - w["bad"] * f.bad
+            - w["empty"] * f.empty - w["null"] * f.null_column - w["zero"] * f.zero_column
+            + w["shape"] * f.shape + w["mixed"] * f.mixed)
+
+
+_WEIGHTS = {"support": W_SUPPORT, "ok": W_OK, "bad": W_BAD, "empty": W_EMPTY, "null": W_NULL, "zero": W_ZERO,
+            "shape": W_SHAPE, "mixed": W_MIXED}
+
+
+def _column_flags(result: StoredResult) -> tuple[bool, bool]:
+    if not result.rows or not result.columns:
+        return False, False
+    null_col = zero_col = False
+    for j in range(len(result.columns)):
+        values = [normalize_value(row[j]) for row in result.rows]
+        if all(v is None for v in values):
+            null_col = True
+        elif all(type(v) in (int, float) and v == 0 for v in values):
+            zero_col = True
+    return null_col, zero_col
+
+
+def group_features(members: Sequence[CandidateIn], result: StoredResult, shape: Shape | None) -> GroupFeatures:
+    ids = {c.candidate_id for c in members}
+    rows = result.total_rows if not result.total_is_lower_bound else max(result.total_rows, len(result.rows))
+    null_col, zero_col = _column_flags(result)
+    return GroupFeatures(
+        size=len(members),
+        support=sum(1 for c in members if c.repaired_from not in ids),
+        ok=sum(c.verdicts.count("ok") for c in members),
+        bad=sum(len(c.verdicts) - c.verdicts.count("ok") for c in members),
+        rows=rows, empty=rows == 0, null_column=null_col, zero_column=zero_col,
+        shape=0 if shape is None or rows == 0 else shape.check(rows),
+        mixed=len({c.language for c in members}) > 1,
+    )
+
+
+def _reasons(f: GroupFeatures, shape: Shape | None) -> list[str]:
+    out = []
+    if f.size > 1:
+        out.append(f"{f.size} candidates agree" + (f" ({f.support} independent)" if f.support < f.size else ""))
+    if f.ok or f.bad:
+        out.append(f"evaluator: {f.ok} ok, {f.bad} against")
+    if f.empty:
+        out.append("empty result")
+    if f.null_column:
+        out.append("a column is all NULL")
+    if f.zero_column:
+        out.append("a column is all zero")
+    if shape is not None and f.shape:
+        out.append(f"{f.rows} row(s) {'fit' if f.shape > 0 else 'do not fit'}: {shape.why}")
+    if f.mixed:
+        out.append("SQL and Python agree")
+    return out
+
+
+def select_candidates(ctx: ToolContext, candidates: list[CandidateIn], question: str | None = None) -> Selection:
+    """Group `candidates` by result, score the groups and choose (see the module docstring)."""
+    if not candidates:
+        return Selection(chosen=None, chosen_result_id=None, reason="no candidates were given")
+    ids = [c.candidate_id for c in candidates]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise InvalidArgument(f"candidate_id {dup!r} appears twice: give each candidate its own id")
+    ran: list[tuple[int, CandidateIn, StoredResult]] = []
+    failed: list[GroupScore] = []
+    for pos, c in enumerate(candidates):
+        if c.error is not None or c.result_id is None:
+            why = f"execution failed: {c.error}" if c.error is not None else "no result"
+            failed.append(GroupScore(members=[c.candidate_id], result_id=None, score=0.0,
+                                     signals={"ran": False}, reasons=[_short(why)]))
+            continue
+        ran.append((pos, c, ctx.results.get(c.result_id)))
+    if not ran:
+        return Selection(chosen=None, chosen_result_id=None, groups=failed,
+                         reason=f"none of the {len(candidates)} candidate(s) ran, so there is no result to choose; "
+                                "repair the errors listed and select again")
+
+    uf = _UnionFind(len(ran))
+    for i in range(len(ran)):
+        for j in range(i):
+            if uf.find(i) != uf.find(j) and results_equivalent(ran[j][2], ran[i][2]):
+                uf.union(i, j)
+    by_root: dict[int, list[int]] = {}
+    for i in range(len(ran)):
+        by_root.setdefault(uf.find(i), []).append(i)
+
+    shape = expected_shape(question)
+    scored: list[tuple[tuple, GroupScore]] = []
+    for members_idx in by_root.values():
+        members_idx.sort(key=lambda i: _simplicity_key(ran[i][1], ran[i][0]))
+        head = ran[members_idx[0]]
+        members = [ran[i][1] for i in members_idx]
+        f = group_features(members, head[2], shape)
+        score = round(score_features(f), 6)
+        signals: dict[str, float | int | bool | str] = {"ran": True, **f.model_dump()}
+        group = GroupScore(members=[c.candidate_id for c in members], result_id=head[2].result_id, score=score,
+                           signals=signals, reasons=_reasons(f, shape))
+        first_pos = min(ran[i][0] for i in members_idx)
+        scored.append(((-score, -f.size, first_pos), group))
+    scored.sort(key=lambda item: item[0])
+    groups = [g for _, g in scored]
+    best = groups[0]
+    why = f"best of {len(groups)} group(s), score {best.score:+.2f}"
+    if best.reasons:
+        why += ": " + "; ".join(best.reasons)
+    if len(best.members) > 1:
+        why += "; simplest member"
+    return Selection(chosen=best.members[0], chosen_result_id=best.result_id, groups=groups + failed, reason=why)
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def select_result(ctx: ToolContext, result_ids: list[str], question: str | None = None) -> Selection:
+    """The select_result tool: choose among stored results (from run_query or run_python)."""
+    if not isinstance(result_ids, list) or not result_ids or not all(isinstance(r, str) and r.strip()
+                                                                      for r in result_ids):
+        raise InvalidArgument("result_ids must list 1 to 20 result ids from run_query or run_python, "
+                              "e.g. [\"r1\", \"r2\"]")
+    ids = list(dict.fromkeys(r.strip() for r in result_ids))
+    if len(ids) > MAX_RESULT_IDS:
+        raise InvalidArgument(f"{len(ids)} result ids given: select among at most {MAX_RESULT_IDS} at a time")
+    if question is not None and not isinstance(question, str):
+        raise InvalidArgument("question must be text (the user's question), or left out")
+    candidates = []
+    for rid in ids:
+        stored = ctx.results.get(rid)  # NotFoundError names the ids that are kept
+        python = stored.origin == "python"
+        candidates.append(CandidateIn(candidate_id=stored.result_id, result_id=stored.result_id,
+                                      language="python" if python else "sql", code=stored.sql or ""))
+    return select_candidates(ctx, candidates, question)
