@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic_settings import (
@@ -53,12 +53,80 @@ class LimitsConfig(BaseModel):
     store_mb: int = Field(512, ge=16, le=65536)
 
 
+# The agent's stages (agent/contract.py uses the same names); [model.stages.X] must name one of them.
+MODEL_STAGES = ("classify", "link", "knowledge", "plan", "implement", "repair", "evaluate", "revise_plan")
+
+ResponseFormatMode = Literal["auto", "json_schema", "off"]
+
+
+class ModelStageConfig(BaseModel):
+    """A stage's overrides of [model]: every field left out falls back to the [model] value."""
+
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    temperature: float | None = Field(None, ge=0, le=2)
+    max_tokens: int | None = Field(None, ge=1)
+    reasoning_effort: str | None = None
+    extra_body: dict[str, Any] | None = None
+    timeout_s: float | None = Field(None, gt=0, le=3600)
+    max_retries: int | None = Field(None, ge=0, le=20)
+    concurrency: int | None = Field(None, ge=1, le=1024)
+    response_format: ResponseFormatMode | None = None
+
+
+class ModelConfig(BaseModel):
+    """The agent's model endpoint ([model] in flexsql.toml, FLEXSQL_MODEL__*, or --base-url/--model)."""
+
+    base_url: str | None = None  # e.g. http://127.0.0.1:8000/v1 (vLLM) or https://api.openai.com/v1
+    model: str | None = None
+    api_key_env: str | None = None  # the NAME of the variable holding the key, never the key itself
+    temperature: float | None = Field(None, ge=0, le=2)
+    max_tokens: int | None = Field(None, ge=1)
+    reasoning_effort: str | None = None
+    extra_body: dict[str, Any] = {}
+    timeout_s: float = Field(120.0, gt=0, le=3600)
+    max_retries: int = Field(3, ge=0, le=20)
+    retry_backoff_s: float = Field(0.5, ge=0, le=60)  # first backoff step; doubles per retry, full jitter
+    concurrency: int = Field(8, ge=1, le=1024)
+    response_format: ResponseFormatMode = "auto"
+    stages: dict[str, ModelStageConfig] = {}
+
+    @field_validator("stages")
+    @classmethod
+    def _known_stages(cls, value: dict[str, ModelStageConfig]) -> dict[str, ModelStageConfig]:
+        unknown = sorted(set(value) - set(MODEL_STAGES))
+        if unknown:
+            raise ValueError(f"unknown stage {', '.join(unknown)} in [model.stages]; "
+                             f"the stages are {', '.join(MODEL_STAGES)}")
+        return value
+
+
+class AgentConfig(BaseModel):
+    """The built-in agent's shape and budget per question ([agent] in flexsql.toml)."""
+
+    plans: int = Field(4, ge=1, le=16)  # K diverse plans (FlexSQL: 8 in batches of 4)
+    plan_concurrency: int = Field(4, ge=1, le=64)  # plans implemented at once
+    code_repairs: int = Field(3, ge=0, le=10)  # execution-error repairs per implementation
+    plan_revisions: int = Field(2, ge=0, le=10)  # evaluator-driven revisions per plan
+    evaluate: bool = True  # run the evaluator on each candidate
+    tool_rounds: int = Field(8, ge=0, le=100)  # tool-call rounds per stage before the answer is demanded
+    tool_result_chars: int = Field(4000, ge=200, le=100_000)  # tool text a stage sees per call
+    stage_tool_chars: int = Field(40_000, ge=1000, le=1_000_000)  # tool text per stage in total
+    max_model_calls: int = Field(80, ge=1, le=10_000)
+    max_tokens: int = Field(400_000, ge=1000)  # prompt + completion per question
+    max_seconds: float = Field(600.0, gt=0, le=86_400)
+    conversations_dir: str | None = None  # keep conversations on disk (`flexsql ask --conversation ID`)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="FLEXSQL_", env_nested_delimiter="__", extra="ignore")
 
     sources: list[SourceConfig] = []
     sandbox: SandboxConfig = SandboxConfig()
     limits: LimitsConfig = LimitsConfig()
+    model: ModelConfig = ModelConfig()
+    agent: AgentConfig = AgentConfig()
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)
     auth_token: str | None = None

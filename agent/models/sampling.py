@@ -1,0 +1,175 @@
+"""The MCP client's own model, through sampling (`sampling/createMessage`).
+
+Used only when `ask` is called by a client that declares the sampling capability and no endpoint is
+configured. Tools are offered only when the client declares `sampling.tools`; otherwise the stage
+runs without tools. Sampling reports no token counts: usage is estimated (about 4 characters a token).
+Works on legacy (handshake, <= 2025-11-25) sessions, where the server may send requests back.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from typing import Any
+
+from mcp import types
+from mcp.shared.exceptions import MCPError, NoBackChannelError
+
+from flexsql.agent.models.base import ChatRequest, ModelError, ModelReply, Stopwatch, ToolCall, Usage
+
+DEFAULT_MAX_TOKENS = 4096
+
+
+def _capabilities(ctx: Any) -> types.ClientCapabilities | None:
+    try:
+        return ctx.client_capabilities
+    except (AttributeError, ValueError, LookupError):  # outside a request
+        return None
+
+
+def supports_sampling(ctx: Any) -> bool:
+    """Whether the client behind `ctx` declared sampling and this connection can carry its requests."""
+    caps = _capabilities(ctx)
+    if caps is None or caps.sampling is None:
+        return False
+    try:
+        return bool(getattr(ctx.session, "can_send_request", True))
+    except (AttributeError, ValueError, LookupError):
+        return False
+
+
+def supports_sampling_tools(ctx: Any) -> bool:
+    caps = _capabilities(ctx)
+    return caps is not None and caps.sampling is not None and caps.sampling.tools is not None
+
+
+class SamplingModel:
+    """A ChatModel that asks the MCP client's model (legacy `ctx.session.create_message`)."""
+
+    def __init__(self, ctx: Any, *, max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
+        self.ctx = ctx
+        self.max_tokens = max_tokens
+        self.tools_enabled = supports_sampling_tools(ctx)
+        self.name = "mcp-sampling" + ("+tools" if self.tools_enabled else "")
+
+    def __repr__(self) -> str:
+        return f"SamplingModel({self.name!r})"
+
+    async def complete(self, request: ChatRequest) -> ModelReply:
+        watch = Stopwatch()
+        tools = _mcp_tools(request.tools) if request.tools and self.tools_enabled else None
+        system, messages = to_sampling_messages(request.messages, tool_turns=self.tools_enabled)
+        if request.response_schema is not None:
+            # no structured outputs through sampling: state the schema instead
+            system = (system + "\n\n" if system else "") + (
+                "Answer with one JSON object matching this JSON schema, and nothing else:\n"
+                + json.dumps(request.response_schema))
+        kwargs: dict[str, Any] = {
+            "max_tokens": self.max_tokens,
+            "system_prompt": system or None,
+            "metadata": {"flexsql_stage": request.stage, "flexsql_run": request.run_id},
+            "related_request_id": self.ctx.request_id,
+        }
+        if tools:
+            kwargs["tools"] = tools
+            kwargs["tool_choice"] = types.ToolChoice(mode="auto")
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # sampling is deprecated in 2026-07-28
+                warnings.filterwarnings("ignore", message=".*deprecated.*")
+                result = await self.ctx.session.create_message(messages, **kwargs)
+        except NoBackChannelError:
+            raise ModelError(
+                f"stage {request.stage}: the MCP client cannot answer sampling requests on this connection; "
+                "configure a model endpoint instead ([model] base_url and model in flexsql.toml, "
+                "FLEXSQL_MODEL__BASE_URL, or --base-url/--model)") from None
+        except MCPError as exc:
+            raise ModelError(
+                f"stage {request.stage}: the MCP client refused the sampling request ({exc}); "
+                "check the client's sampling settings, or configure a model endpoint ([model] base_url "
+                "and model)") from None
+        return _reply(result, request, watch)
+
+
+def _mcp_tools(tools: list[dict[str, Any]]) -> list[types.Tool]:
+    out = []
+    for tool in tools:
+        fn = tool.get("function", tool)
+        out.append(types.Tool(name=fn["name"], description=fn.get("description"),
+                              input_schema=fn.get("parameters") or {"type": "object", "properties": {}}))
+    return out
+
+
+def to_sampling_messages(messages: list[dict[str, Any]], *, tool_turns: bool) -> tuple[str, list[types.SamplingMessage]]:
+    """(system prompt, sampling messages) from OpenAI chat messages. Tool calls and results become
+    tool_use / tool_result blocks when the client takes tools, else plain text."""
+    system: list[str] = []
+    out: list[types.SamplingMessage] = []
+    for message in messages:
+        role, text = message.get("role"), _text(message.get("content"))
+        if role in ("system", "developer"):
+            system.append(text)
+        elif role == "user":
+            out.append(types.SamplingMessage(role="user", content=types.TextContent(type="text", text=text)))
+        elif role == "assistant":
+            blocks: list[Any] = [types.TextContent(type="text", text=text)] if text else []
+            for call in message.get("tool_calls") or []:
+                fn = call.get("function", {})
+                if tool_turns:
+                    blocks.append(types.ToolUseContent(id=call.get("id", ""), name=fn.get("name", ""),
+                                                       input=_arguments(fn.get("arguments"))))
+                else:
+                    blocks.append(types.TextContent(type="text", text=f"[called {fn.get('name')}({fn.get('arguments')})]"))
+            if not blocks:
+                blocks = [types.TextContent(type="text", text="")]
+            out.append(types.SamplingMessage(role="assistant", content=blocks if len(blocks) > 1 or tool_turns else blocks[0]))
+        elif role == "tool":
+            if tool_turns:
+                block = types.ToolResultContent(tool_use_id=message.get("tool_call_id", ""),
+                                                content=[types.TextContent(type="text", text=text)])
+                previous = out[-1] if out else None
+                # one user message carries all results of one assistant turn (SEP-1577)
+                if previous is not None and previous.role == "user" and all(
+                        b.type == "tool_result" for b in previous.content_as_list):
+                    previous.content = [*previous.content_as_list, block]
+                else:
+                    out.append(types.SamplingMessage(role="user", content=[block]))
+            else:
+                out.append(types.SamplingMessage(role="user", content=types.TextContent(
+                    type="text", text=f"[result of {message.get('name') or 'the tool'}]\n{text}")))
+    return "\n\n".join(s for s in system if s), out
+
+
+def _reply(result: Any, request: ChatRequest, watch: Stopwatch) -> ModelReply:
+    blocks = result.content if isinstance(result.content, list) else [result.content]
+    texts = [b.text for b in blocks if getattr(b, "type", None) == "text"]
+    calls = [ToolCall(id=b.id, name=b.name, arguments=json.dumps(b.input))
+             for b in blocks if getattr(b, "type", None) == "tool_use"]
+    content = "\n".join(texts) if texts else None
+    out_chars = len(content or "") + sum(len(c.arguments) for c in calls)
+    return ModelReply(
+        content=content, tool_calls=calls,
+        usage=Usage(prompt_tokens=len(json.dumps(request.messages, default=str)) // 4,
+                    completion_tokens=max(1, out_chars // 4)),
+        finish_reason={"toolUse": "tool_calls", "endTurn": "stop", "maxTokens": "length"}.get(
+            result.stop_reason or "", result.stop_reason),
+        model=result.model, elapsed_s=watch.elapsed,
+    )
+
+
+def _arguments(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, dict):
+        return raw
+    try:
+        value = json.loads(raw or "{}")
+    except (TypeError, ValueError):
+        return {"_raw": str(raw)}
+    return value if isinstance(value, dict) else {"_value": value}
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return "" if content is None else str(content)
