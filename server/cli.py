@@ -108,17 +108,29 @@ def sources(db: tuple[str, ...], config_file: str | None) -> None:
             console.print("  warning: " + warning, style="yellow", markup=False)
 
 
-def parse_call_args(pairs: tuple[str, ...]) -> dict[str, Any]:
+def parse_call_args(pairs: tuple[str, ...], spec: Any = None) -> dict[str, Any]:
+    """key=value pairs: JSON when a value parses as JSON (limit=5, tables='["a","b"]'), text otherwise.
+    With the tool's spec, text parameters stay text (text=1234) and list parameters take a comma list
+    (tables=orders,customers)."""
+    fields = spec.args.model_fields if spec is not None else {}
+    by_key = {(info.alias or name): info for name, info in fields.items()}
     args: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise click.BadParameter(f"{pair!r} is not key=value (example: table=orders limit=5)")
+        annotation = str(by_key[key].annotation) if key in by_key else ""
         try:
-            parsed = json.loads(value)
-            # keep text that merely looks like JSON scalars of another kind (e.g. table=123abc) as text
-            args[key] = parsed if isinstance(parsed, list | dict | int | float | bool) or parsed is None else value
+            parsed: Any = json.loads(value)
         except json.JSONDecodeError:
+            parsed = value
+        if annotation in ("<class 'str'>", "str | None") or annotation.startswith("typing.Optional[str"):
+            args[key] = value
+        elif "list[" in annotation and not isinstance(parsed, list):
+            args[key] = [part.strip() for part in value.split(",") if part.strip()]
+        elif isinstance(parsed, list | dict | int | float | bool) or parsed is None:
+            args[key] = parsed
+        else:
             args[key] = value
     return args
 
@@ -132,36 +144,36 @@ def parse_call_args(pairs: tuple[str, ...]) -> dict[str, Any]:
 def call(tool: str, args: tuple[str, ...], db: tuple[str, ...], config_file: str | None, as_json: bool) -> None:
     """Call one tool and print its output, e.g. `flexsql call describe_table table=orders`.
 
-    Values are JSON when they parse as JSON (limit=5, tables='["a","b"]'), text otherwise."""
+    Values are JSON when they parse as JSON (limit=5, tables='["a","b"]'), text otherwise; text
+    parameters always stay text, list parameters also take a comma list (tables=orders,customers)."""
     import anyio
 
-    from flexsql.server.app import build_server
+    from flexsql.errors import error_text
+    from flexsql.server.sessions import SessionState
+    from flexsql.tools import registry
 
     try:
+        spec = registry.get(tool)
+        arguments = parse_call_args(args, spec)
+        spec.parse(arguments)  # argument errors before any database is opened
         settings = load_settings(config_file)
-        registry = make_sources(settings, db)
-        server = build_server(settings, registry)
+        sources = make_sources(settings, db)
     except FlexSQLError as exc:
-        fail(str(exc))
+        fail(error_text(exc))
         return
-    arguments = parse_call_args(args)
-    names = [t.name for t in anyio.run(server.list_tools)]
-    if tool not in names:
-        fail(f"unknown tool {tool!r}; tools: {', '.join(names)}")
-
-    async def go() -> Any:
-        from mcp import Client
-
-        async with Client(server) as client:
-            return await client.call_tool(tool, arguments)
-
-    result = anyio.run(go)
-    if as_json and result.structured_content is not None and not result.is_error:
-        click.echo(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
-    else:
-        click.echo("\n".join(getattr(block, "text", "") for block in result.content))
-    if result.is_error:
+    env = registry.ToolEnv(settings=settings, python_enabled=registry.python_enabled(settings, True))
+    context = SessionState(sources, settings).new_context()
+    try:
+        model = anyio.run(registry.acall, context, tool, arguments, env)
+    except Exception as exc:  # FlexSQLError or a bug: printed the way an MCP client would show it
+        click.echo(error_text(exc), err=True)
         sys.exit(1)
+    finally:
+        sources.close()
+    if as_json:
+        click.echo(json.dumps(model.model_dump(mode="json", by_alias=True), indent=2, ensure_ascii=False))
+    else:
+        click.echo(registry.result_text(model, settings))
 
 
 @main.command()

@@ -1,54 +1,70 @@
-"""What every MCP tool wrapper uses: running a tool function off the event loop with engine-level
-cancellation, turning its model into text plus structured content, errors into ToolError, and
-progress from worker threads into notifications."""
+"""How the MCP server runs a registry tool: off the event loop with engine-level cancellation, the
+result model as compact text plus structured content, errors as `is_error` results that carry the
+error's code (in the text's first word and in `structured_content.error`), and progress from
+worker threads as notifications."""
 
 from __future__ import annotations
 
+import inspect
+import json
 import logging
 from collections.abc import Callable
-from typing import Annotated, TypeVar
+from typing import Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
-from flexsql.errors import FlexSQLError
+from flexsql.config import Settings
+from flexsql.errors import FlexSQLError, error_text
+from flexsql.tools.context import ToolContext
+from flexsql.tools.registry import ToolEnv, ToolSpec, error_payload, result_text
 from flexsql.tools.sources.base import CancelHooks, active_cancel_hooks
 
 log = logging.getLogger("flexsql.server")
-T = TypeVar("T", bound=BaseModel)
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
-def _result(model: BaseModel) -> CallToolResult:
-    text = model.to_text()  # type: ignore[attr-defined]
-    return CallToolResult(content=[TextContent(type="text", text=text)],
-                          structured_content=model.model_dump(mode="json", by_alias=True))
+def tool_result(model: BaseModel, settings: Settings) -> CallToolResult:
+    structured = model.model_dump(mode="json", by_alias=True)
+    cap = settings.limits.structured_kb * 1024 if hasattr(settings.limits, "structured_kb") else None
+    if cap is not None and len(json.dumps(structured, default=str)) > cap:
+        from flexsql.tools.render import bounded_structured
+
+        structured, _ = bounded_structured(structured, cap)
+    return CallToolResult(content=[TextContent(type="text", text=result_text(model, settings))],
+                          structured_content=structured)
 
 
-async def run_tool(func: Callable[[], T]) -> CallToolResult:
-    """Run a blocking tool function in a thread; cancel its engine work if the call is cancelled."""
+def error_result(exc: BaseException) -> CallToolResult:
+    if not isinstance(exc, FlexSQLError):
+        log.error("tool failed", exc_info=exc)
+    return CallToolResult(content=[TextContent(type="text", text=error_text(exc))], structured_content=error_payload(exc),
+                          is_error=True)
+
+
+async def run_spec(spec: ToolSpec, tc: ToolContext, arguments: dict[str, Any], env: ToolEnv) -> CallToolResult:
+    """Validate and run one call; a cancelled call cancels its query on the engine."""
+    from flexsql.tools import registry
+
     hooks = CancelHooks()
     token = active_cancel_hooks.set(hooks)
     try:
-        model = await anyio.to_thread.run_sync(func, abandon_on_cancel=True)
+        if spec.is_async:
+            model = await registry.acall(tc, spec.name, arguments, env)
+        else:
+            model = await anyio.to_thread.run_sync(lambda: registry.call(tc, spec.name, arguments, env),
+                                                   abandon_on_cancel=True)
     except anyio.get_cancelled_exc_class():
         hooks.cancel()
         raise
-    except FlexSQLError as exc:
-        raise ToolError(str(exc)) from None
-    except ToolError:
-        raise
-    except Exception as exc:  # a bug: say what it was instead of an empty error
-        log.exception("tool failed")
-        raise ToolError(f"internal error ({type(exc).__name__}): {exc}. This is a flexsql bug; "
-                        "the call changed nothing, retry or rephrase") from None
+    except Exception as exc:
+        return error_result(exc)
     finally:
         active_cancel_hooks.reset(token)
-    return _result(model)
+    return tool_result(model, env.settings)
 
 
 def progress_bridge(ctx: Context | None) -> Callable[[float, float, str], None] | None:
@@ -65,4 +81,25 @@ def progress_bridge(ctx: Context | None) -> Callable[[float, float, str], None] 
     return report
 
 
-SourceArg = Annotated[str | None, Field(description="source name from list_sources; default: the first source")]
+def mcp_handler(spec: ToolSpec, context_for: Callable[[Context], ToolContext], settings: Settings,
+                python: bool) -> Callable[..., Any]:
+    """An MCP tool function for `spec`. Every argument is declared `Any` so that our own argument
+    model (not the SDK's) validates and words the errors; the published input schema is replaced by
+    the registry's compact one."""
+
+    async def handler(ctx: Context, **arguments: Any) -> CallToolResult:
+        env = ToolEnv(settings=settings, progress=progress_bridge(ctx), mcp_context=ctx, python_enabled=python)
+        return await run_spec(spec, context_for(ctx), arguments, env)
+
+    params = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]
+    annotations: dict[str, Any] = {"ctx": Context}
+    for name, info in spec.args.model_fields.items():
+        key = info.alias or name
+        params.append(inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Any))
+        annotations[key] = Any
+    returns = Annotated[CallToolResult, spec.result]
+    handler.__signature__ = inspect.Signature(params, return_annotation=returns)  # type: ignore[attr-defined]
+    annotations["return"] = returns
+    handler.__annotations__ = annotations
+    handler.__name__ = spec.name
+    return handler

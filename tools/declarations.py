@@ -1,0 +1,244 @@
+"""Every tool flexsql offers, declared once: arguments, result, the function, the description.
+
+Descriptions say what a tool is for, its limits (from the configured settings) and one example;
+argument descriptions are a few words. `benchmarks/tool_list_size.py` measures what this costs a
+client on every turn, and tests/test_registry.py snapshots it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from flexsql.config import Settings
+from flexsql.tools import catalog, compare, joins, python_tool, query, search, validate, values
+from flexsql.tools.registry import ToolArgs, ToolEnv, ToolSpec
+
+Source = str | None  # the server's instructions say the default: the first source
+
+
+def _rows(n: int) -> str:
+    return f"{n:,}"
+
+
+# -- catalog -------------------------------------------------------------------------------------
+
+class NoArgs(ToolArgs):
+    pass
+
+
+class SchemaArgs(ToolArgs):
+    source: Source = None
+
+
+class ListTablesArgs(ToolArgs):
+    schema_: Annotated[str | None, Field(alias="schema", description="only this schema")] = None
+    pattern: Annotated[str | None, Field(description="substring or glob (* %)")] = None
+    limit: Annotated[int, Field(description="1-1000")] = 50
+    cursor: Annotated[str | None, Field(description="next_cursor of the previous page")] = None
+    refresh: Annotated[bool, Field(description="re-read the catalog")] = False
+    source: Source = None
+
+
+def _list_tables(ctx, a: ListTablesArgs, env: ToolEnv):  # type: ignore[no-untyped-def]
+    if a.refresh:
+        ctx.source(a.source).catalog(refresh=True)
+    return catalog.list_tables(ctx, a.schema_, a.pattern, a.limit, a.cursor, a.source)
+
+
+class TableArgs(ToolArgs):
+    table: Annotated[str, Field(description="e.g. orders or sales.orders")]
+    source: Source = None
+
+
+class JoinArgs(ToolArgs):
+    tables: Annotated[list[str], Field(description="2-20 table names")]
+    source: Source = None
+
+
+# -- queries -------------------------------------------------------------------------------------
+
+class SampleArgs(ToolArgs):
+    table: str
+    columns: Annotated[list[str] | None, Field(description="default all")] = None
+    where: Annotated[str | None, Field(description="SQL condition, e.g. status = 'S'")] = None
+    limit: Annotated[int, Field(description="1-1000")] = 10
+    source: Source = None
+
+
+class QueryArgs(ToolArgs):
+    sql: Annotated[str, Field(description="one statement in the source's dialect")]
+    max_rows: Annotated[int | None, Field(description="0-100000")] = None
+    timeout_s: float | None = None
+    source: Source = None
+
+
+class FetchArgs(ToolArgs):
+    result_id: str
+    offset: int = 0
+    limit: Annotated[int, Field(description="1-100000")] = 100
+
+
+class SqlArgs(ToolArgs):
+    sql: str
+    source: Source = None
+
+
+# -- analysis ------------------------------------------------------------------------------------
+
+class SearchArgs(ToolArgs):
+    query: Annotated[str, Field(description="question or keywords")]
+    limit: Annotated[int, Field(description="1-100")] = 10
+    source: Source = None
+
+
+class FindValuesArgs(ToolArgs):
+    text: Annotated[str, Field(description="the value, e.g. France")]
+    tables: Annotated[list[str] | None, Field(description="only these tables")] = None
+    limit: Annotated[int, Field(description="1-100")] = 10
+    refresh: Annotated[bool, Field(description="rebuild the value index")] = False
+    source: Source = None
+
+
+def _find_values(ctx, a: FindValuesArgs, env: ToolEnv):  # type: ignore[no-untyped-def]
+    if a.refresh:
+        values.build_value_index(ctx, a.source, progress=env.progress, refresh=True)
+    return values.find_values(ctx, a.text, a.tables, a.limit, a.source, progress=env.progress)
+
+
+class DistinctArgs(ToolArgs):
+    table: str
+    column: str
+    contains: Annotated[str | None, Field(description="case-insensitive substring")] = None
+    limit: Annotated[int, Field(description="1-100")] = 20
+    source: Source = None
+
+
+class ColumnArgs(ToolArgs):
+    table: str
+    column: str
+    source: Source = None
+
+
+class ResultIdsArgs(ToolArgs):
+    result_ids: Annotated[list[str], Field(description="result_ids of run_query / run_python")]
+
+
+class PythonArgs(ToolArgs):
+    code: Annotated[str, Field(description="the last expression is the result")]
+    result_ids: Annotated[list[str] | None, Field(description="results loaded as DataFrames")] = None
+    timeout_s: float | None = None
+
+
+def _python_description(s: Settings) -> str:
+    sb = s.sandbox
+    text = (f"Run Python over results in a sandbox, for logic awkward in SQL. dfs['r1'] (df when one) are pandas "
+            f"DataFrames; pd, np, duckdb importable; flexsql.sql(\"SELECT …\") runs a guarded query. The last "
+            f"expression is returned; a DataFrame becomes a result_id. Limits: {sb.timeout_s:g} s, "
+            f"{sb.memory_mb:,} MB, output cut at {sb.max_output_chars:,} characters; no network, nothing kept "
+            "between calls. Example: code=\"df.groupby('country').size()\", result_ids=[\"r1\"].")
+    warnings = python_tool.sandbox_warnings()
+    return text + ("".join(f" Warning: {w}" for w in warnings))
+
+
+class SelectArgs(ToolArgs):
+    result_ids: Annotated[list[str], Field(description="candidate results, 1-20")]
+    question: Annotated[str | None, Field(description="the question, for shape checks")] = None
+
+
+class AskArgs(ToolArgs):
+    question: str
+    source: Source = None
+    conversation_id: Annotated[str | None, Field(description="continue this conversation")] = None
+    external_knowledge: Annotated[str | None, Field(description="a document the question relies on")] = None
+
+
+def _select_result(ctx, a: SelectArgs, env: ToolEnv):  # type: ignore[no-untyped-def]
+    from flexsql.agent.select import select_result
+
+    return select_result(ctx, a.result_ids, a.question)
+
+
+async def _ask(ctx, a: AskArgs, env: ToolEnv):  # type: ignore[no-untyped-def]
+    from flexsql.agent.service import ask_tool
+
+    return await ask_tool(ctx, a, env)
+
+
+def _agent_declarations() -> list[ToolSpec]:
+    """select_result and ask live with the agent; their result models come from there."""
+    try:
+        from flexsql.agent.answer import Answer
+        from flexsql.agent.select import Selection
+    except ImportError:  # the agent package is being built; the server still serves the other tools
+        return []
+    return [
+        ToolSpec("select_result", SelectArgs, Selection, _select_result,
+                 lambda s: "Choose among candidate answers to one question by executing evidence: groups "
+                           "equivalent results, scores each group (ran, non-empty, expected shape, agreement), "
+                           "returns the chosen result_id and why. Example: result_ids=[\"r1\",\"r2\",\"r3\"]."),
+        ToolSpec("ask", AskArgs, Answer, _ask, is_async=True, agent_tool=False,
+                 describe=lambda s: "Answer a question with the FlexSQL agent: explores the schema, plans "
+                                    f"{s.agent.plans} readings, implements and repairs them, selects by execution. "
+                                    "Returns status, SQL, a result preview with result_id and the candidates. "
+                                    "Needs a model endpoint ([model] in flexsql.toml) or client sampling."),
+    ]
+
+
+DECLARATIONS: list[ToolSpec] = [
+    ToolSpec("list_sources", NoArgs, catalog.SourceList, lambda c, a, e: catalog.list_sources(c),
+             lambda s: "The configured databases: name, SQL dialect, URL (no secrets), description."),
+    ToolSpec("list_schemas", SchemaArgs, catalog.SchemaList, lambda c, a, e: catalog.list_schemas(c, a.source),
+             lambda s: "Schemas of a source with their table and view counts."),
+    ToolSpec("list_tables", ListTablesArgs, catalog.TableList, _list_tables,
+             lambda s: "Tables and views with row estimates and comments, 50 per page (next_cursor for more); "
+                       "sharded families (EVENTS_20240101 …) collapsed into one entry. Example: pattern=\"order*\"."),
+    ToolSpec("describe_table", TableArgs, catalog.TableDescription,
+             lambda c, a, e: catalog.describe_table(c, a.table, a.source),
+             lambda s: "One table's columns: type, nullability, keys, comment, 3 example values each; row "
+                       "estimate. Example: table=\"sales.orders\"."),
+    ToolSpec("find_join_path", JoinArgs, joins.JoinPath, lambda c, a, e: joins.find_join_path(c, a.tables, a.source),
+             lambda s: "Join conditions connecting tables: declared foreign keys first, inferred ones marked. "
+                       "Example: tables=[\"orders\",\"customers\"]."),
+    ToolSpec("sample_rows", SampleArgs, query.QueryOutput,
+             lambda c, a, e: query.sample_rows(c, a.table, a.columns, a.where, a.limit, a.source),
+             lambda s: f"A few rows of a table, optionally some columns and a WHERE condition; cells cut at "
+                       f"{s.limits.cell_chars} characters. Example: table=\"orders\", where=\"status = 'S'\"."),
+    ToolSpec("run_query", QueryArgs, query.QueryOutput,
+             lambda c, a, e: query.run_query(c, a.sql, a.max_rows, a.timeout_s, a.source),
+             lambda s: f"Run one read-only SQL statement. Returns the first max_rows rows (default "
+                       f"{s.limits.preview_rows}), the total count, truncated, and a result_id for fetch_rows, "
+                       f"compare_results, run_python. Text ≤ {s.limits.output_chars:,} characters; cancelled after "
+                       f"{s.limits.query_timeout_s:g} s. Example: sql=\"SELECT count(*) FROM orders\"."),
+    ToolSpec("fetch_rows", FetchArgs, query.QueryOutput,
+             lambda c, a, e: query.fetch_rows(c, a.result_id, a.offset, a.limit),
+             lambda s: "More rows of an earlier result, without running it again. Example: result_id=\"r1\", "
+                       "offset=20."),
+    ToolSpec("validate_sql", SqlArgs, validate.Validation, lambda c, a, e: validate.validate_sql(c, a.sql, a.source),
+             lambda s: "Check SQL without running it: syntax, the read-only guard, names against the catalog "
+                       "(did-you-mean), the engine's EXPLAIN."),
+    ToolSpec("search_schema", SearchArgs, search.SchemaSearchResult,
+             lambda c, a, e: search.search_schema(c, a.query, a.limit, a.source),
+             lambda s: "Rank tables and columns for a question or keywords; each hit says why it matched. "
+                       "Example: query=\"revenue per country\"."),
+    ToolSpec("find_values", FindValuesArgs, values.FindValuesResult, _find_values,
+             lambda s: "Which table.column holds values like text (exact, case-insensitive, fuzzy), with the "
+                       "stored spelling and count: ground codes, names and IDs. Example: text=\"Frnace\"."),
+    ToolSpec("distinct_values", DistinctArgs, values.DistinctValuesResult,
+             lambda c, a, e: values.distinct_values(c, a.table, a.column, a.contains, a.limit, a.source),
+             lambda s: "A column's values by frequency with counts; big tables sampled (said so). Example: "
+                       "table=\"orders\", column=\"status\"."),
+    ToolSpec("profile_column", ColumnArgs, values.ColumnProfile,
+             lambda c, a, e: values.profile_column(c, a.table, a.column, a.source),
+             lambda s: "A column's type, NULL fraction, distinct count, min/max, top values and value patterns; "
+                       "big tables sampled (said so)."),
+    ToolSpec("compare_results", ResultIdsArgs, compare.Comparison,
+             lambda c, a, e: compare.compare_results(c, a.result_ids),
+             lambda s: "Whether 2-10 results are equivalent (rows as multisets unless ordered, columns matched by "
+                       "content, numbers within 0.01) and how they differ."),
+    ToolSpec("run_python", PythonArgs, python_tool.PythonResult,
+             lambda c, a, e: python_tool.run_python(c, a.code, a.result_ids, a.timeout_s),
+             _python_description, needs_python=True),
+    *_agent_declarations(),
+]
