@@ -163,7 +163,8 @@ def find_join_path(ctx: ToolContext, tables: list[str], source: str | None = Non
     catalog = src.catalog()
     resolved = [catalog.resolve(t).qualified for t in tables]
     wanted = list(dict.fromkeys(resolved))
-    graph = ctx.cache(f"joins:{src.name}:{catalog.loaded_at}", lambda: _edges(catalog))
+    # catalog-derived: kept on the catalog, so a refresh drops it (a cache key with loaded_at piled up old graphs)
+    graph = catalog.derived("joins", lambda: _edges(catalog))
     tree = {wanted[0]}
     joins: list[JoinEdge] = []
     missing: list[str] = []

@@ -10,8 +10,6 @@ and the source's limits apply). The process, its limits and its isolation are in
 from __future__ import annotations
 
 import ast
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -38,7 +36,6 @@ from flexsql.tools.sources import FetchLimits
 
 MAX_CODE_CHARS = 200_000
 MAX_INPUTS = 16
-ARROW_CACHE_KEY = "python_tool.arrow"
 ORDERING_CALLS = ("sort_values", "sort_index", "nlargest", "nsmallest")
 
 
@@ -113,6 +110,11 @@ class PythonResult(BaseModel):
         return "\n".join(lines)
 
 
+def sandbox_warnings(isolation: Isolation | None = None) -> list[str]:
+    """What this host cannot enforce (e.g. no Landlock): said in the tool's description."""
+    return list((isolation or detect_isolation()).warnings())
+
+
 def run_python_description(config: SandboxConfig, isolation: Isolation | None = None) -> str:
     """The tool description for MCP: what the code gets, the limits, and what is enforced on this host."""
     iso = isolation or detect_isolation()
@@ -123,8 +125,8 @@ def run_python_description(config: SandboxConfig, isolation: Isolation | None = 
         "awkward in SQL. Results named in result_ids arrive as pandas DataFrames: dfs['r1'] (and df when "
         "there is exactly one), passed as Arrow data, not queried again. pandas (pd), numpy (np), pyarrow and "
         "duckdb are importable; duckdb.sql('SELECT … FROM df') queries the DataFrames in-process. "
-        "flexsql.sql('SELECT …') runs one read-only query through the server (guarded, row-capped) and returns "
-        "a DataFrame, so a loop over many tables needs one call. The value of the last expression is returned; "
+        "flexsql.sql('SELECT …') runs one read-only query through the server (guarded, row-capped; on the source "
+        "of the given results, or source='name') and returns a DataFrame, so a loop over many tables needs one call. The value of the last expression is returned; "
         "a DataFrame or Series becomes a new result_id (usable in compare_results and fetch_rows) with a "
         "preview. Nothing is kept between calls.\n"
         f"Limits: {config.timeout_s:g} s wall clock (timeout_s may lower it), {config.cpu_s} s CPU, "
@@ -136,57 +138,28 @@ def run_python_description(config: SandboxConfig, isolation: Isolation | None = 
     )
 
 
-class _ArrowCache:
-    """Recently handed-over results as Arrow tables, so a result reused in several calls converts once."""
-
-    def __init__(self, max_items: int = 8, max_bytes: int = 1024 * 1024 * 1024) -> None:
-        self._items: OrderedDict[tuple[str, int], pa.Table] = OrderedDict()
-        self._max_items = max_items
-        self._max_bytes = max_bytes
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[str, int]) -> pa.Table | None:
-        with self._lock:
-            table = self._items.get(key)
-            if table is not None:
-                self._items.move_to_end(key)
-            return table
-
-    def put(self, key: tuple[str, int], table: pa.Table) -> None:
-        with self._lock:
-            self._items[key] = table
-            self._items.move_to_end(key)
-            while len(self._items) > self._max_items or (
-                    len(self._items) > 1 and sum(t.nbytes for t in self._items.values()) > self._max_bytes):
-                self._items.popitem(last=False)
-
-
 def _arrow_of(ctx: ToolContext, stored: StoredResult) -> pa.Table:
-    cache: _ArrowCache = ctx.cache(ARROW_CACHE_KEY, _ArrowCache)
-    key = (stored.result_id, len(stored.rows))
-    table = cache.get(key)
-    if table is None:
-        table = table_from_rows(stored.columns, stored.rows)
-        cache.put(key, table)
-    return table
+    """The stored rows as Arrow, converted once and kept with the result in the session's store: a
+    cache keyed by result id would hand session B the table of session A's `r1`."""
+    return ctx.results.arrow(stored, lambda: table_from_rows(stored.columns, stored.rows))
 
 
-SqlRunner = Callable[[str], Any]
+SqlRunner = Callable[..., Any]  # runner(sql) or runner(sql, source): a QueryResult-like object
 
 
-def _default_sql_runner(ctx: ToolContext) -> SqlRunner:
-    def run(sql: str) -> Any:
-        source = ctx.source()
+def _default_sql_runner(ctx: ToolContext, default_source: str | None) -> SqlRunner:
+    def run(sql: str, source: str | None = None) -> Any:
+        src = ctx.source(source or default_source)
         store_rows = ctx.limits.store_rows
-        return source.execute(sql, timeout_s=ctx.limits.query_timeout_s,
-                              limits=FetchLimits(max_rows=store_rows, max_bytes=ctx.limits.store_mb * 1024 * 1024,
-                                                 count_limit=store_rows + 1))
+        return src.execute(sql, timeout_s=ctx.limits.query_timeout_s,
+                           limits=FetchLimits(max_rows=store_rows, max_bytes=ctx.limits.store_mb * 1024 * 1024,
+                                              count_limit=store_rows + 1))
     return run
 
 
-def _sql_handler(runner: SqlRunner) -> Callable[[str], tuple[pa.Table, dict[str, Any]]]:
-    def handle(sql: str) -> tuple[pa.Table, dict[str, Any]]:
-        result = runner(sql)
+def _sql_handler(runner: SqlRunner) -> Callable[..., tuple[pa.Table, dict[str, Any]]]:
+    def handle(sql: str, source: str | None = None) -> tuple[pa.Table, dict[str, Any]]:
+        result = runner(sql) if source is None else runner(sql, source)
         table = table_from_rows(list(result.columns), result.rows)
         meta = {"total_rows": int(getattr(result, "total_rows", len(result.rows))),
                 "total_is_lower_bound": bool(getattr(result, "total_is_lower_bound", False)),
@@ -194,6 +167,16 @@ def _sql_handler(runner: SqlRunner) -> Callable[[str], tuple[pa.Table, dict[str,
                 "elapsed_ms": float(getattr(result, "elapsed_ms", 0.0))}
         return table, meta
     return handle
+
+
+def _source_of(inputs: list[StoredResult]) -> str | None:
+    """The source flexsql.sql() queries by default: that of the results given (a Python result carries
+    the source of its own inputs), or the server's default when they name none. Results from two
+    different sources make the default ambiguous, so flexsql.sql() then needs source=."""
+    named = list(dict.fromkeys(s.source for s in inputs if s.source))
+    if len(named) > 1:
+        return None
+    return named[0] if named else None
 
 
 def _ordered(code: str) -> bool:
@@ -244,20 +227,25 @@ def run_python(ctx: ToolContext, code: str, result_ids: list[str] | None = None,
     """Run `code` in a fresh sandboxed process with the named results as DataFrames; see the module docstring.
 
     `sql_runner(sql)` answers flexsql.sql() calls and returns a QueryResult-like object (columns, rows,
-    total_rows, truncated…); by default it is the default source's guarded execute with the store's row caps.
+    total_rows, truncated…); `sql_runner(sql, source)` when the code passes source=. By default it is the
+    guarded execute, with the store's row caps, of the source the given results came from (else the
+    default source).
     """
     ids, timeout, notes = _check_arguments(ctx, code, result_ids, timeout_s)
-    inputs = {}
-    for result_id in ids:
-        stored = ctx.results.get(result_id)
-        inputs[stored.result_id] = _arrow_of(ctx, stored)
+    given = [ctx.results.get(result_id) for result_id in ids]
+    inputs = {stored.result_id: _arrow_of(ctx, stored) for stored in given}
+    source = _source_of(given)
+    if len({s.source for s in given if s.source}) > 1:
+        notes.append("the results come from different sources: flexsql.sql() uses the default source "
+                     "unless you pass source='…'")
     limits = SandboxLimits.from_config(ctx.sandbox, timeout)
-    handler = _sql_handler(sql_runner or _default_sql_runner(ctx))
+    handler = _sql_handler(sql_runner or _default_sql_runner(ctx, source))
     outcome = get_sandbox().run(code, inputs, limits, sql_handler=handler)
-    return _result(ctx, code, outcome, limits, notes)
+    return _result(ctx, code, outcome, limits, notes, source)
 
 
-def _result(ctx: ToolContext, code: str, outcome: RunOutcome, limits: SandboxLimits, notes: list[str]) -> PythonResult:
+def _result(ctx: ToolContext, code: str, outcome: RunOutcome, limits: SandboxLimits, notes: list[str],
+            source: str | None = None) -> PythonResult:
     report = outcome.report or {}
     error = report.get("error") if isinstance(report.get("error"), str) else None
     error_type = report.get("error_type") if isinstance(report.get("error_type"), str) else None
@@ -280,9 +268,8 @@ def _result(ctx: ToolContext, code: str, outcome: RunOutcome, limits: SandboxLim
         types = [sql_type(t) for t in kept.schema.types]
         stored = ctx.results.put(columns=list(kept.column_names), types=types, rows=rows,
                                  total_rows=table.num_rows, truncated=kept.num_rows < table.num_rows,
-                                 ordered=_ordered(code), origin="python")
-        cache: _ArrowCache = ctx.cache(ARROW_CACHE_KEY, _ArrowCache)
-        cache.put((stored.result_id, len(rows)), kept)
+                                 ordered=_ordered(code), origin="python", source=source)
+        ctx.results.attach_arrow(stored, kept)  # a follow-up run_python over it needs no conversion
         result.result_id = stored.result_id
         result.columns = stored.columns
         result.types = types

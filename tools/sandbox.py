@@ -80,7 +80,8 @@ TEMPLATE_ENV = {
     "JE_ARROW_MALLOC_CONF": "background_thread:false", "PYTHONDONTWRITEBYTECODE": "1",
 }
 
-SqlHandler = Callable[[str], tuple[pa.Table, dict[str, Any]]]
+# handler(sql) or handler(sql, source) when the code passed flexsql.sql(…, source=…)
+SqlHandler = Callable[..., tuple[pa.Table, dict[str, Any]]]
 
 
 class SandboxLimits(BaseModel):
@@ -577,8 +578,11 @@ class Sandbox:
             return {"ok": False, "error": "flexsql.sql() is not available in this call (no source to query)"}
         if not isinstance(sql, str) or len(sql) > 1_000_000:
             return {"ok": False, "error": "flexsql.sql() takes one SQL string of at most 1,000,000 characters"}
+        source = message.get("source")
+        if source is not None and (not isinstance(source, str) or len(source) > 200):
+            return {"ok": False, "error": "flexsql.sql(source=…) takes the name of a configured source"}
         try:
-            table, meta = call.sql_handler(sql)
+            table, meta = call.sql_handler(sql) if source is None else call.sql_handler(sql, source)
         except FlexSQLError as exc:
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:4000]}
         except Exception as exc:  # a driver error: the message is what the model needs to fix the query

@@ -699,17 +699,20 @@ def _nullable_int(kind):
 
 
 def _flexsql_module(rpc: _Rpc, counter: list[int]) -> types.ModuleType:
-    module = types.ModuleType("flexsql", "run_python helpers: flexsql.sql(query) runs one read-only query "
-                                         "through the server (guarded, row-capped) and returns a DataFrame.")
+    module = types.ModuleType("flexsql", "run_python helpers: flexsql.sql(query, source=None) runs one read-only "
+                                         "query through the server (guarded, row-capped) and returns a DataFrame; "
+                                         "by default on the source of the results given.")
 
     class SQLError(RuntimeError):
         """The server refused or failed the query (the message says why)."""
 
-    def sql(query: str):
+    def sql(query: str, source: str | None = None):
         if not isinstance(query, str) or not query.strip():
             raise TypeError("flexsql.sql() takes one SQL string, e.g. flexsql.sql('SELECT count(*) FROM orders')")
+        if source is not None and not isinstance(source, str):
+            raise TypeError("source= names a configured source, e.g. flexsql.sql('SELECT 1', source='sales')")
         counter[0] += 1
-        rpc.send({"op": "sql", "sql": query})
+        rpc.send({"op": "sql", "sql": query, "source": source})
         reply = rpc.receive()
         if not reply.get("ok"):
             raise SQLError(str(reply.get("error") or "the query failed"))

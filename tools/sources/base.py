@@ -17,7 +17,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from flexsql.errors import NotFoundError, QueryError, QueryTimeout
 
@@ -88,6 +88,17 @@ class Catalog(BaseModel):
     default_schema: str | None = None
     loaded_at: float = 0.0
     load_seconds: float = 0.0
+    # indexes computed from this catalog (join graph, search index, examples): they live and die with it,
+    # so `Source.catalog(refresh=True)` drops them with the old catalog instead of serving them stale
+    _derived: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _derived_lock: threading.RLock = PrivateAttr(default_factory=threading.RLock)
+
+    def derived(self, key: str, factory: Any) -> Any:
+        """The value `factory()` built once for this catalog under `key` (thread-safe: built at most once)."""
+        with self._derived_lock:
+            if key not in self._derived:
+                self._derived[key] = factory()
+            return self._derived[key]
 
     def schemas(self) -> list[str]:
         seen: dict[str, None] = {}
