@@ -21,6 +21,7 @@ Prints a table and writes benchmarks/results/warehouse_linking.json.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -103,7 +104,8 @@ def _gold_band(n: int) -> str:
     return str(n) if n < 5 else "5+"
 
 
-def evaluate(tasks: list[dict[str, Any]], workdir: Path, limit: int) -> dict[str, Any]:
+def evaluate(tasks: list[dict[str, Any]], workdir: Path, limit: int,
+             overrides: dict[str, float] | None = None) -> dict[str, Any]:
     from flexsql.tools.context import ToolContext
     from flexsql.tools.search import search_schema
     from flexsql.tools.search_families import family_units
@@ -123,6 +125,9 @@ def evaluate(tasks: list[dict[str, Any]], workdir: Path, limit: int) -> dict[str
         started = time.perf_counter()
         search_schema(ctx, db_tasks[0]["instruction"][:2000], limit=limit)
         cold_s = time.perf_counter() - started
+        if overrides:  # query-time weights only (the index is built with the defaults)
+            engine = ctx.caches[f"search:{source.name}"]
+            engine.params = dataclasses.replace(engine.params, **overrides)
         catalog = source.catalog()
         unit_of = family_units(catalog.tables)  # qualified (lower) -> unit key
         n_tables = len(catalog.tables)
@@ -227,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
     parser.add_argument("--limit", type=int, default=50)
     parser.add_argument("--only", help="comma-separated database names")
+    parser.add_argument("--params", help="query-time weight overrides, e.g. coverage_decay=1,date_only=0.3")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "warehouse_linking.json")
     args = parser.parse_args(argv)
     # the cold call must not find a search index cached by an earlier run
@@ -234,7 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     only = set(args.only.split(",")) if args.only else None
     build_all(args.data, args.workdir, only)
     tasks = [t for t in load_tasks(args.data) if not only or t["db_id"] in only]
-    rep = report(evaluate(tasks, args.workdir, args.limit))
+    overrides = {k: float(v) for k, v in (kv.split("=") for kv in args.params.split(","))} if args.params else None
+    rep = report(evaluate(tasks, args.workdir, args.limit, overrides))
     print_report(rep)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(rep, indent=2))

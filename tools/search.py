@@ -24,7 +24,8 @@ from pydantic import BaseModel
 
 from flexsql.errors import InvalidArgument
 from flexsql.tools.context import ToolContext
-from flexsql.tools.sources.base import Catalog, Source
+from flexsql.tools.search_families import date_members, families, question_dates
+from flexsql.tools.sources.base import Catalog, Source, TableInfo
 from flexsql.tools.value_index import ValueIndex, fold, normalize, split_identifier
 
 MAX_QUERY_CHARS = 2000
@@ -292,6 +293,10 @@ class Params:
     drop_result_phrases: bool = True
     schema_word_discount: float = 0.3  # value hits for one word that also names a table
     singular_values: bool = True  # 'stores' also looks up the value 'store'
+    date_boost: float = 0.3  # share added to a family whose members the question's dates name
+    date_only: float = 0.5  # a family named only by a date gets this share of the best table's score
+    coverage_decay: float = 0.7  # a word's weight for each returned table that already matched it
+    coverage_pool: int = 3  # re-rank the first limit * this many tables for coverage
 
 
 @dataclass
@@ -330,8 +335,25 @@ class SearchIndex:
     def __init__(self, catalog: Catalog, params: Params | None = None) -> None:
         self.params = p = params or Params()
         self.loaded_at = catalog.loaded_at
-        self.tables = catalog.tables
-        self.by_key = {t.qualified: i for i, t in enumerate(self.tables)}
+        # one entry per sharded family / release series (its latest member stands for it): one slot of
+        # the result covers the family, and 300 daily shards do not drown the idf of their words
+        fams = families(catalog.tables)
+        family_of = {i: f for f in fams for i in f.members}
+        self.tables: list[TableInfo] = []
+        self.family: list[tuple[str, list[TableInfo]] | None] = []
+        self.by_key: dict[str, int] = {}
+        for i, t in enumerate(catalog.tables):
+            fam = family_of.get(i)
+            if fam is None:
+                self.by_key[t.qualified] = len(self.tables)
+                self.tables.append(t)
+                self.family.append(None)
+            elif i == fam.members[0]:
+                members = [catalog.tables[m] for m in fam.members]
+                for m in members:
+                    self.by_key[m.qualified] = len(self.tables)
+                self.tables.append(members[-1])
+                self.family.append((fam.pattern, members))
         vocabulary = frozenset(w for t in self.tables for n in [t.name, *(c.name for c in t.columns)]
                                for w in split_identifier(n) if len(w) >= 3)
         self.schemas: list[str] = []
@@ -403,7 +425,7 @@ class SearchIndex:
                                                           for ci, (ti, name) in enumerate(self.columns)}
         self.neighbours: list[set[int]] = [set() for _ in self.tables]
         self.joins: list[list[tuple[list[int], int, list[int]]]] = [[] for _ in self.tables]  # FK column links
-        lowered = {t.qualified.lower(): i for i, t in enumerate(self.tables)}
+        lowered = {key.lower(): i for key, i in self.by_key.items()}
         for ti, table in enumerate(self.tables):
             for fk in table.foreign_keys:
                 parts = [table.database, fk.ref_schema or table.schema_name, fk.ref_table]
@@ -433,11 +455,15 @@ class SearchIndex:
 # -- results -----------------------------------------------------------------------------------------
 
 class TableHit(BaseModel):
-    table: str
+    table: str  # for a family: the member the question's dates name, else the latest
     score: float
     why: list[str]
     kind: str = "table"
     row_estimate: int | None = None
+    family: str | None = None  # e.g. NOAA_GSOD.GSOD*: tables differing only in digits, similar columns
+    family_size: int | None = None
+    family_range: str | None = None  # first … last member
+    date_members: list[str] = []  # members named by the question's dates (up to 12)
 
 
 class ColumnHit(BaseModel):
@@ -464,7 +490,10 @@ class SchemaSearchResult(BaseModel):
         for i, t in enumerate(self.tables, 1):
             rows = f", ~{t.row_estimate:,} rows" if t.row_estimate is not None else ""
             kind = " (view)" if t.kind == "view" else ""
-            lines.append(f"{i}. {t.table}{kind} [{t.score:.2f}{rows}] — " + "; ".join(t.why))
+            fam = ""
+            if t.family:
+                fam = f" (family {t.family}: {t.family_size} tables {t.family_range})"
+            lines.append(f"{i}. {t.table}{kind}{fam} [{t.score:.2f}{rows}] — " + "; ".join(t.why))
         if self.columns:
             lines.append("columns:")
             for c in self.columns:
@@ -632,15 +661,51 @@ def search_schema(ctx: ToolContext, query: str, limit: int = 10, source: str | N
     for nb, (share, _) in fk_part.items():
         scores[nb] = scores.get(nb, 0.0) + share
 
+    # a family whose members carry the question's dates ("2016" -> GSOD2016) is likely the one meant
+    dates = question_dates(query)
+    shown: dict[int, TableInfo] = {}
+    dated: dict[int, list[TableInfo]] = {}
+    if dates:
+        precision: dict[int, int] = {}
+        for ti, fam in enumerate(engine.family):
+            if fam is None:
+                continue
+            hits, digits = date_members([m.name for m in fam[1]], dates)
+            if hits:
+                dated[ti] = [fam[1][h] for h in hits]
+                shown[ti] = dated[ti][0]
+                precision[ti] = digits
+        top_score = max(scores.values(), default=0.0) or 1.0
+        for ti in dated:
+            # a date alone names a shard family (events_20180915 for "September 15, 2018"); a day
+            # matched says more than a year
+            share = p.date_only * (0.5 + precision[ti] / 16)
+            scores[ti] = scores.get(ti, 0.0) + max(p.date_boost * scores.get(ti, 0.0), share * top_score)
+
     ranked = sorted((ti for ti in scores if scores[ti] > 0), key=lambda ti: (-scores[ti], engine.tables[ti].qualified))
+    if p.coverage_decay < 1 and len(ranked) > 1:
+        ranked = _cover_concepts(engine, ranked, scores, weights, limit, p)
     top = ranked[:limit]
     table_hits = []
     for ti in top:
-        table = engine.tables[ti]
+        table = shown.get(ti, engine.tables[ti])
         why = _explain_table(engine, ti, weights, words, value_why.get(ti, []), schema_part.get(ti, 0.0),
                              fk_part.get(ti), scores[ti])
-        table_hits.append(TableHit(table=table.qualified, score=round(scores[ti], 3), why=why, kind=table.kind,
-                                   row_estimate=table.row_estimate))
+        hit = TableHit(table=table.qualified, score=round(scores[ti], 3), why=why, kind=table.kind,
+                       row_estimate=table.row_estimate)
+        fam = engine.family[ti]
+        if fam is not None:
+            pattern, members = fam
+            hit.family = ".".join(x for x in (table.database, table.schema_name, pattern) if x)
+            hit.family_size = len(members)
+            hit.family_range = f"{members[0].name} … {members[-1].name}"
+            if ti in dated:
+                hit.date_members = [m.name for m in dated[ti][:12]]
+                more = f" (+{len(dated[ti]) - 3} more)" if len(dated[ti]) > 3 else ""
+                hit.why.insert(0, "question dates name " + ", ".join(m.name for m in dated[ti][:3]) + more)
+            else:
+                hit.why.append(f"latest of the family: {members[-1].name}")
+        table_hits.append(hit)
 
     # columns: their own evidence plus a share of their table's
     best_table = max((scores[ti] for ti in ranked[:1]), default=1.0) or 1.0
@@ -672,8 +737,8 @@ def search_schema(ctx: ToolContext, query: str, limit: int = 10, source: str | N
     column_hits = []
     for ci in col_ranked:
         ti, name = engine.columns[ci]
-        table = engine.tables[ti]
-        col = next(c for c in table.columns if c.name == name)
+        col = next(c for c in engine.tables[ti].columns if c.name == name)
+        table = shown.get(ti, engine.tables[ti])
         why = _explain_column(engine, ci, weights, words, value_why.get(ti, []))
         if ci in join_why:
             why = [w for w in why if w != "in a matching table"] + [join_why[ci]]
@@ -683,6 +748,37 @@ def search_schema(ctx: ToolContext, query: str, limit: int = 10, source: str | N
                               tables_matched=len(ranked), truncated=len(ranked) > limit,
                               value_index="used" if vindex is not None else "not built",
                               elapsed_ms=round((time.perf_counter() - started) * 1000, 2))
+
+
+def _cover_concepts(engine: SearchIndex, ranked: list[int], scores: dict[int, float], weights: dict[str, float],
+                    limit: int, p: Params) -> list[int]:
+    """Greedy re-rank so the returned set covers the question's distinct words: a table's lexical
+    score for a word decays with each table already picked that matches that word (a question
+    needing five tables gets five different tables, not five siblings of one)."""
+    pool = ranked[: max(limit * p.coverage_pool, limit)]
+    contrib: dict[int, dict[str, float]] = {ti: {} for ti in pool}
+    for term, qweight in weights.items():
+        docs = engine.t_post.get(term)
+        if not docs:
+            continue
+        w = engine.t_idf[term] * qweight
+        for ti in pool:
+            tf = docs.get(ti)
+            if tf:
+                contrib[ti][term] = w * tf * (p.k1 + 1) / (tf + p.k1)
+    covered: dict[str, int] = defaultdict(int)
+    chosen: list[int] = []
+    left = list(pool)
+    while left and len(chosen) < limit:
+        def gain(ti: int) -> float:
+            lex = contrib[ti]
+            return scores[ti] - sum(v * (1 - p.coverage_decay ** covered[t]) for t, v in lex.items())
+        best = max(left, key=lambda ti: (gain(ti), -pool.index(ti)))
+        chosen.append(best)
+        left.remove(best)
+        for t in contrib[best]:
+            covered[t] += 1
+    return chosen + [ti for ti in ranked if ti not in set(chosen)]
 
 
 def _quote_words(terms: list[str], words: dict[str, str]) -> str:

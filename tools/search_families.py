@@ -135,20 +135,21 @@ def question_dates(text: str) -> set[str]:
     return out
 
 
-def date_members(tables: Sequence[TableInfo], fam: Family, dates: set[str]) -> list[int]:
-    """Members whose name carries one of the dates (the most specific match wins: a day over a year)."""
+def date_members(names: Sequence[str], dates: set[str]) -> tuple[list[int], int]:
+    """Positions of the names that carry one of the dates (the most specific match wins: a day over a
+    year), and how many digits matched (8 for a day, 6 a month, 4 or 2 a year)."""
     if not dates:
-        return []
+        return [], 0
     best_len = 0
     hits: list[int] = []
-    for i in fam.members:
-        runs = _DIGITS.findall(tables[i].name)
+    for i, name in enumerate(names):
+        runs = _DIGITS.findall(name)
         matched = max((len(r) for r in runs if r in dates), default=0)
         if matched > best_len:
             best_len, hits = matched, [i]
         elif matched and matched == best_len:
             hits.append(i)
-    return hits
+    return hits, best_len
 
 
 __all__ = ["Family", "date_members", "families", "family_units", "question_dates", "shape"]
