@@ -32,6 +32,12 @@ __all__ = ["FilterRole", "LiteralChange", "OrderRole", "RoleDiff", "RoleState", 
 
 SetOp = Literal["union", "union all", "intersect", "except"]
 _LIST_ROLES = ("tables", "select", "filter", "join", "group", "having", "order")
+_SHOWN = 8  # entries per role in to_text
+_ENTRY = 120  # characters per entry in to_text
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= _ENTRY else text[: _ENTRY - 1] + "…"
 
 
 class FilterRole(BaseModel):
@@ -100,8 +106,10 @@ class RoleState(BaseModel):
         parts = []
         for role in _LIST_ROLES:
             entries = self.role_texts(role)
+            if len(entries) > _SHOWN:  # a 400-column SELECT must not push the filters out of the text
+                entries = entries[:_SHOWN] + [f"… {len(entries) - _SHOWN} more"]
             if entries:
-                parts.append(f"{role}: {', '.join(entries)}")
+                parts.append(f"{role}: {', '.join(_short(e) for e in entries)}")
         if self.limit is not None:
             parts.append(f"limit: {self.limit}")
         if self.distinct:
@@ -422,6 +430,8 @@ class _Extractor:
 
     def render(self, node: exp.Expression, scope: _Scope, state: RoleState) -> str:
         """The expression as SQL text with aliases resolved and nested queries as placeholders."""
+        if isinstance(node, exp.Column):  # the common case, without copying and generating SQL
+            return self._column(node, scope).name
         subqueries: dict[int, str] = {}
 
         def rewrite(n: exp.Expression) -> exp.Expression:

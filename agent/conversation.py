@@ -1,0 +1,346 @@
+"""Conversations: the turns of one `conversation_id` and what a prompt shows of them.
+
+Each turn keeps its question, its type (as classified), its status, the chosen SQL, a short result
+summary and the SQL's role-state (`agent/roles.py`, derived with sqlglot). A `ConversationStore`
+keeps conversations in memory for a server session and, with a `directory`, as one JSON file per id
+so that a later process (`flexsql ask --conversation ID`) continues where the last one stopped.
+
+Bounds: a conversation keeps its last `max_turns` turns and at most `max_chars` characters of turns
+(long fields are cut when a turn is stored); older turns are dropped and survive only as one short
+line each in `summary`, itself bounded. So a 200-turn conversation costs what a 20-turn one does, in
+memory, on disk and in the prompt (`history_text` has its own `max_chars`).
+
+Concurrency: every read and write of the store holds one lock; `get` returns a copy, so callers can
+keep it while other threads append. Between processes the file is the truth: a store reloads a file
+another process rewrote (by modification time), and writes are atomic (a temporary file renamed
+over the old one), so a reader never sees half a file. Two processes appending to the same id at
+the same instant: the later write wins.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import threading
+from collections import OrderedDict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+
+from flexsql.agent.roles import RoleState, role_state
+from flexsql.errors import ConfigError, InvalidArgument
+
+__all__ = ["Conversation", "ConversationStore", "Turn", "TurnStatus", "TurnType", "history_text",
+           "pending_clarification", "valid_conversation_id"]
+
+TurnType = Literal["answerable", "ambiguous", "unanswerable", "improper"]
+TurnStatus = Literal["answered", "needs_clarification", "unanswerable", "reply", "failed"]
+
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+# Per-field caps applied when a turn is stored: one pasted log must not make a conversation huge.
+_CAPS = {"question": 2000, "sql": 8000, "result_summary": 500, "clarifying_question": 500, "reply": 1000,
+         "reason": 1000}
+_SUMMARY_LINE = 160
+
+
+def _cut(text: str | None, limit: int) -> str | None:
+    if text is None or len(text) <= limit:
+        return text
+    return text[: limit - 1] + "…"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class Turn(BaseModel):
+    """One turn: the user's question and what the agent did with it."""
+
+    question: str
+    type: TurnType | None = None
+    status: TurnStatus = "answered"
+    sql: str | None = None
+    dialect: str | None = None  # of `sql`; the role-state is derived with it
+    result_summary: str | None = None  # short: "3 rows: (Fiat, 12), …"
+    role_state: RoleState | None = None
+    clarifying_question: str | None = None  # status needs_clarification: the one question asked
+    readings: list[str] = Field(default_factory=list)  # the readings the question was ambiguous between
+    reply: str | None = None  # status reply: the short answer to an improper turn
+    reason: str | None = None  # status unanswerable / failed: what the schema lacks, what went wrong
+    at: str = Field(default_factory=_now)
+
+    @field_validator("readings")
+    @classmethod
+    def _few_readings(cls, value: list[str]) -> list[str]:
+        return [_cut(r, 300) or "" for r in value[:8]]
+
+    @model_validator(mode="after")
+    def _bounded_and_derived(self) -> Turn:
+        for name, limit in _CAPS.items():
+            value = getattr(self, name)
+            if value and len(value) > limit:
+                setattr(self, name, _cut(value, limit))
+        if self.sql and self.role_state is None:
+            self.role_state = role_state(self.sql, self.dialect)
+        return self
+
+    def line(self) -> str:
+        """The turn in one short line (what survives of a dropped turn)."""
+        text = f"{_cut(self.question.replace(chr(10), ' '), 90)} → {self.status}"
+        if self.sql:
+            text += f": {_cut(' '.join(self.sql.split()), 60)}"
+        return _cut(text, _SUMMARY_LINE) or ""
+
+
+class Conversation(BaseModel):
+    id: str
+    turns: list[Turn] = Field(default_factory=list)
+    dropped: int = 0  # turns dropped to keep the bounds
+    summary: list[str] = Field(default_factory=list)  # one line per dropped turn, the latest kept
+    created_at: str = Field(default_factory=_now)
+    updated_at: str = Field(default_factory=_now)
+
+    @property
+    def last(self) -> Turn | None:
+        return self.turns[-1] if self.turns else None
+
+    def last_sql_turn(self) -> Turn | None:
+        """The latest turn that chose SQL (the query a follow-up edits)."""
+        return next((t for t in reversed(self.turns) if t.sql), None)
+
+
+def valid_conversation_id(conversation_id: str) -> str:
+    """The id itself when it is safe as a file name; InvalidArgument otherwise."""
+    if not isinstance(conversation_id, str) or not _ID.fullmatch(conversation_id):
+        shown = repr(conversation_id)[:60]
+        raise InvalidArgument(
+            f"conversation id {shown} is not allowed: use 1-128 letters, digits, '.', '_' or '-', starting with "
+            "a letter or digit (no '/', no '..'), e.g. 'sales-2024' or a UUID")
+    return conversation_id
+
+
+class ConversationStore:
+    """Conversations by id, bounded, thread-safe, optionally persisted in `directory`."""
+
+    def __init__(self, directory: Path | None = None, max_turns: int = 20, max_chars: int = 30_000,
+                 max_conversations: int = 1000) -> None:
+        if max_turns < 1 or max_chars < 1000:
+            raise InvalidArgument(f"max_turns must be ≥ 1 and max_chars ≥ 1000 (got {max_turns}, {max_chars})")
+        self.directory = Path(directory).expanduser() if directory is not None else None
+        self.max_turns = max_turns
+        self.max_chars = max_chars
+        # In memory, the least recently used conversations beyond this count are forgotten (they
+        # are on disk when there is a directory).
+        self.max_conversations = max_conversations
+        self._lock = threading.RLock()
+        self._cache: OrderedDict[str, tuple[Conversation, int | None]] = OrderedDict()  # id -> (conv, file mtime)
+        if self.directory is not None:
+            self._make_directory()
+
+    def _make_directory(self) -> None:
+        assert self.directory is not None
+        try:
+            if not self.directory.exists():
+                self.directory.mkdir(mode=0o700, parents=True)
+                os.chmod(self.directory, 0o700)  # mkdir's mode is filtered by the umask
+        except OSError as exc:
+            raise ConfigError(f"cannot create the conversations folder {self.directory}: {exc.strerror}; "
+                              "set [agent] conversations_dir to a folder you can write") from None
+        if not self.directory.is_dir():
+            raise ConfigError(f"conversations folder {self.directory} is not a folder; set [agent] "
+                              "conversations_dir to a folder")
+
+    def path(self, conversation_id: str) -> Path | None:
+        valid_conversation_id(conversation_id)
+        return None if self.directory is None else self.directory / f"{conversation_id}.json"
+
+    # -- reading -----------------------------------------------------------------------------------
+    def get(self, conversation_id: str) -> Conversation:
+        """The conversation (a copy), new and empty if the id is unknown."""
+        with self._lock:
+            return self._load(conversation_id).model_copy(deep=True)
+
+    def ids(self) -> list[str]:
+        with self._lock:
+            found = set(self._cache)
+            if self.directory is not None:
+                found.update(p.stem for p in self.directory.glob("*.json") if _ID.fullmatch(p.stem))
+            return sorted(found)
+
+    def _load(self, conversation_id: str) -> Conversation:
+        path = self.path(conversation_id)
+        cached = self._cache.get(conversation_id)
+        mtime = _mtime(path)
+        if cached is not None and (path is None or cached[1] == mtime):
+            self._cache.move_to_end(conversation_id)
+            return cached[0]
+        if path is not None and mtime is not None:
+            try:
+                conv = Conversation.model_validate_json(path.read_bytes())
+            except (OSError, ValidationError, ValueError) as exc:
+                first = str(exc).splitlines()[0]
+                raise ConfigError(f"conversation file {path} cannot be read ({first}); move it away or delete it "
+                                  "to start this conversation over") from None
+            if conv.id != conversation_id:
+                raise ConfigError(f"conversation file {path} holds conversation {conv.id!r}, not {conversation_id!r}; "
+                                  "it was renamed by hand: rename it back or delete it")
+        else:
+            conv = Conversation(id=conversation_id)
+        self._remember(conversation_id, conv, mtime)
+        return conv
+
+    def _remember(self, conversation_id: str, conv: Conversation, mtime: int | None) -> None:
+        self._cache[conversation_id] = (conv, mtime)
+        self._cache.move_to_end(conversation_id)
+        while len(self._cache) > self.max_conversations:
+            self._cache.popitem(last=False)
+
+    # -- writing -----------------------------------------------------------------------------------
+    def append(self, conversation_id: str, turn: Turn) -> Conversation:
+        """Add a turn (kept bounded), persist it, and return the conversation (a copy)."""
+        with self._lock:
+            conv = self._load(conversation_id).model_copy(deep=True)
+            conv.turns.append(Turn.model_validate(turn.model_dump()))  # a copy, with the field caps applied
+            self._bound(conv)
+            conv.updated_at = _now()
+            mtime = self._write(conv)
+            self._remember(conversation_id, conv, mtime)
+            return conv.model_copy(deep=True)
+
+    def delete(self, conversation_id: str) -> None:
+        with self._lock:
+            path = self.path(conversation_id)
+            self._cache.pop(conversation_id, None)
+            if path is not None:
+                path.unlink(missing_ok=True)
+
+    def _bound(self, conv: Conversation) -> None:
+        sizes = [len(t.model_dump_json()) for t in conv.turns]
+        total = sum(sizes)
+        drop = 0
+        while len(conv.turns) - drop > 1 and (len(conv.turns) - drop > self.max_turns or total > self.max_chars):
+            total -= sizes[drop]
+            drop += 1
+        if drop:
+            conv.summary.extend(t.line() for t in conv.turns[:drop])
+            conv.turns = conv.turns[drop:]
+            conv.dropped += drop
+            keep = max(1, (self.max_chars // 6) // _SUMMARY_LINE)  # the summary gets about a sixth of the budget
+            conv.summary = conv.summary[-keep:]
+
+    def _write(self, conv: Conversation) -> int | None:
+        path = self.path(conv.id)
+        if path is None:
+            return None
+        assert self.directory is not None
+        data = conv.model_dump_json(indent=1).encode("utf-8")
+        # mkstemp creates the file 0600; the rename is atomic on one file system.
+        fd, tmp = tempfile.mkstemp(prefix=f".{conv.id}.", suffix=".tmp", dir=self.directory)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except OSError as exc:
+            Path(tmp).unlink(missing_ok=True)
+            raise ConfigError(f"cannot write conversation file {path}: {exc.strerror}; check that "
+                              f"{self.directory} is writable and not full") from None
+        return _mtime(path)
+
+
+def _mtime(path: Path | None) -> int | None:
+    if path is None:
+        return None
+    try:
+        return path.stat().st_mtime_ns
+    except FileNotFoundError:
+        return None
+
+
+# -- prompts ---------------------------------------------------------------------------------------
+
+def pending_clarification(conv: Conversation) -> Turn | None:
+    """The last turn when it asked a clarifying question (the next turn is read as its answer)."""
+    last = conv.last
+    return last if last is not None and last.status == "needs_clarification" else None
+
+
+def _cut_middle(text: str, limit: int) -> str:
+    """Head and tail of a long SQL text: the WHERE / ORDER BY at its end is what a follow-up edits."""
+    if len(text) <= limit:
+        return text
+    half = (limit - 3) // 2
+    return text[:half] + " … " + text[len(text) - half:]
+
+
+def _turn_block(n: int, turn: Turn, sql_chars: int, question_chars: int) -> str:
+    lines = [f"{n}. user: {_cut(' '.join(turn.question.split()), question_chars)}", f"   status: {turn.status}"
+             + (f" ({turn.type})" if turn.type and turn.type != "answerable" else "")]
+    if turn.sql:
+        lines.append(f"   SQL: {_cut_middle(' '.join(turn.sql.split()), sql_chars)}")
+    if turn.result_summary:
+        lines.append(f"   result: {_cut(turn.result_summary, 200)}")
+    if turn.clarifying_question:
+        lines.append(f"   asked: {turn.clarifying_question}")
+    if turn.reason and turn.status in ("unanswerable", "failed"):
+        lines.append(f"   reason: {_cut(turn.reason, 200)}")
+    if turn.reply and turn.status == "reply":
+        lines.append(f"   reply: {_cut(turn.reply, 120)}")
+    return "\n".join(lines)
+
+
+def history_text(conv: Conversation, max_chars: int = 4000) -> str:
+    """The earlier turns for a prompt: each turn's question, status and chosen SQL (oldest first),
+    the role-state of the last SQL, and the pending clarifying question if the last turn asked one.
+    At most `max_chars`: the oldest turns go first, the last turn, the role-state and the pending
+    question stay."""
+    if not conv.turns:
+        return ""
+    tail: list[str] = []
+    last_sql = conv.last_sql_turn()
+    if last_sql is not None and last_sql.role_state is not None and not last_sql.role_state.error:
+        n = conv.dropped + conv.turns.index(last_sql) + 1
+        tail.append(f"Role-state of the last SQL (turn {n}):\n{last_sql.role_state.to_text(max_chars=600)}")
+    pending = pending_clarification(conv)
+    if pending is not None:
+        text = f'Pending clarification: the previous turn asked "{pending.clarifying_question or "(no question)"}"'
+        if pending.readings:
+            text += " (readings: " + "; ".join(_cut(r, 120) or "" for r in pending.readings) + ")"
+        tail.append(text + ". The next turn answers it.")
+    tail_text = "\n".join(tail)
+    budget = max_chars - len(tail_text) - 80
+    blocks: list[str] = []
+    for i in range(len(conv.turns) - 1, -1, -1):
+        newest = i == len(conv.turns) - 1
+        if newest:  # the last turn is always shown, shortened to what the budget allows
+            block = _turn_block(conv.dropped + i + 1, conv.turns[i], 1500, 600)
+            if len(block) + 1 > budget:
+                block = _turn_block(conv.dropped + i + 1, conv.turns[i], max(200, budget // 2), max(100, budget // 5))
+        else:
+            block = _turn_block(conv.dropped + i + 1, conv.turns[i], 400, 300)
+            if len(block) + 1 > budget:
+                break
+        blocks.append(block)
+        budget -= len(block) + 1
+    shown_from = len(conv.turns) - len(blocks)
+    earlier = conv.dropped + shown_from
+
+    def assemble(with_summary: bool) -> str:
+        parts = ["Earlier turns of this conversation (oldest first):"]
+        if earlier:
+            lines = conv.summary[-3:] if with_summary and shown_from == 0 else []
+            parts.append(f"({earlier} earlier turns not shown"
+                         + ("; the latest of them: " + " | ".join(lines) if lines else "") + ")")
+        parts += list(reversed(blocks))
+        if tail_text:
+            parts.append(tail_text)
+        return "\n".join(parts)
+
+    text = assemble(with_summary=True)
+    if len(text) > max_chars:
+        text = assemble(with_summary=False)
+    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
