@@ -28,6 +28,7 @@ class StubRequest:
     body: dict[str, Any]
     stage: str | None  # X-FlexSQL-Stage
     run_id: str | None  # X-FlexSQL-Run
+    received_at: float = field(default_factory=time.monotonic)
 
     @property
     def messages(self) -> list[dict[str, Any]]:

@@ -205,8 +205,12 @@ class OpenAICompatModel:
         key = _loop_key()
         client = self._clients.get(key)
         if client is None:
+            # Our own httpx client: the SDK's default one closes itself from __del__ on whatever loop
+            # runs at collection time, which fails once its own loop is gone (one loop per anyio.run).
+            http = openai.DefaultAsyncHttpxClient(timeout=self.cfg.timeout_s)
             client = self._clients[key] = openai.AsyncOpenAI(
-                base_url=self.base_url, api_key=self._secret(), max_retries=0, timeout=self.cfg.timeout_s)
+                base_url=self.base_url, api_key=self._secret(), max_retries=0, timeout=self.cfg.timeout_s,
+                http_client=http)
         return client
 
     def _backoff(self, attempt: int) -> float:
