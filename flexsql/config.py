@@ -51,6 +51,13 @@ class LimitsConfig(BaseModel):
     output_chars: int = Field(4000, ge=500, le=100_000)
     store_rows: int = Field(1_000_000, ge=1000, le=50_000_000)
     store_mb: int = Field(512, ge=16, le=65536)
+    # longest cell kept from a fetch (longer ones are cut, and the result says so)
+    store_cell_kb: int = Field(1024, ge=1, le=1_048_576)
+    # structured_content of one tool result, in JSON bytes (MCP clients refuse SSE events over 1 MiB)
+    structured_kb: int = Field(1024, ge=16, le=1_048_576)
+    # the engine's own memory and spill budget (DuckDB memory_limit, max_temp_directory_size)
+    engine_memory_mb: int = Field(2048, ge=64, le=1_048_576)
+    engine_temp_mb: int = Field(10240, ge=0, le=10_485_760)
 
 
 # The agent's stages (agent/contract.py uses the same names); [model.stages.X] must name one of them.

@@ -14,10 +14,11 @@ How it decides:
    what per-column checks cannot see: values that match column by column but are paired
    differently across columns ("rows scrambled").
 
-Values are normalised first: NaN and NA are NULL, booleans are the integers 0/1, Decimals and numpy
-scalars are Python numbers, dates and times are ISO text. Two numbers are equal when
-`math.isclose(a, b, rel_tol=rel_tolerance, abs_tol=tolerance)`; anything else must be exactly equal
-(case and whitespace count). NULL only equals NULL unless `null_equals_zero`.
+Values are normalised first: NaN and NA are NULL, booleans are the integers 0/1, Decimals are exact
+numbers (an int, or a Fraction when not integral), numpy scalars are Python numbers, dates and times
+are ISO text. Two exact numbers (ints, decimals) are equal only when they are equal (2^53 + 1 is not
+2^53); when either is a float, they are equal when `math.isclose(a, b, rel_tol=rel_tolerance,
+abs_tol=tolerance)`. Anything else must be exactly equal (case and whitespace count). NULL only equals NULL unless `null_equals_zero`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 from pydantic import BaseModel
@@ -86,7 +88,10 @@ def normalize_value(value: Any, null_equals_zero: bool = False) -> Any:
     if isinstance(value, decimal.Decimal):
         if value.is_nan():
             return null
-        return int(value) if value == value.to_integral_value() and abs(value) < 10**18 else float(value)
+        if value.is_infinite():
+            return float(value)
+        # exact: a float would make 12345678901234567 and 12345678901234568 the same number
+        return int(value) if value == value.to_integral_value() else Fraction(value)
     if _is_missing(value):  # pandas NA / NaT, numpy NaN
         return null
     if isinstance(value, dt.datetime):
@@ -115,9 +120,9 @@ def _is_missing(value: Any) -> bool:
 
 
 def _is_number(v: Any) -> bool:
-    # normalised cells are exactly int, float, str, bytes or None (never bool or a subclass)
+    # normalised cells are exactly int, Fraction, float, str, bytes or None (never bool or a subclass)
     t = type(v)
-    return t is int or t is float
+    return t is int or t is float or t is Fraction
 
 
 def _sort_key(v: Any) -> tuple:
@@ -125,7 +130,8 @@ def _sort_key(v: Any) -> tuple:
     if v is None:
         return (0, 0)
     if _is_number(v):
-        return (1, float(v) if abs(v) < 1e300 else v)
+        # the exact value breaks ties: 2**53 and 2**53 + 1 are one float but must sort apart
+        return (1, float(v) if abs(v) < 1e300 else v, v)
     if isinstance(v, str):
         return (2, v)
     return (3, v)
@@ -140,12 +146,18 @@ def show_value(v: Any) -> str:
         return "NULL"
     if isinstance(v, float):
         return repr(round(v, 6))
+    if isinstance(v, Fraction):
+        text = str(decimal.Decimal(v.numerator) / decimal.Decimal(v.denominator))
+        return text if len(text) <= 40 else text[:39] + "…"
     text = repr(v)
     return text if len(text) <= 40 else text[:39] + "…"
 
 
 def show_row(row: Sequence[Any]) -> str:
     return "(" + ", ".join(show_value(v) for v in row) + ")"
+
+
+_NUMBER_TYPES = (int, float, Fraction)
 
 
 class _Cmp:
@@ -159,8 +171,12 @@ class _Cmp:
         tx, ty = type(x), type(y)
         if tx is ty and x == y:
             return True
-        if (tx is int or tx is float) and (ty is int or ty is float):
-            return x == y or math.isclose(float(x), float(y), rel_tol=self.rel, abs_tol=self.abs)
+        if tx in _NUMBER_TYPES and ty in _NUMBER_TYPES:
+            if x == y:
+                return True
+            if tx is not float and ty is not float:
+                return False  # two exact values: no tolerance
+            return math.isclose(float(x), float(y), rel_tol=self.rel, abs_tol=self.abs)
         return False
 
     def rows(self, r1: Sequence[Any], r2: Sequence[Any]) -> bool:

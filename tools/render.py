@@ -13,7 +13,7 @@ def cell_text(value: Any, max_chars: int = 200) -> str:
     if value is None:
         text = "NULL"
     elif isinstance(value, float):
-        text = repr(round(value, 10)) if value == value else "NaN"
+        text = float_text(value)
     elif isinstance(value, decimal.Decimal | int):
         text = str(value)
     elif isinstance(value, dt.datetime | dt.date | dt.time):
@@ -28,6 +28,17 @@ def cell_text(value: Any, max_chars: int = 200) -> str:
     if len(text) > max_chars:
         text = text[: max_chars - 1] + "…"
     return text
+
+
+def float_text(value: float) -> str:
+    """A float as the shortest text that reads back as the same number, with binary noise beyond
+    15 significant digits dropped (0.1 + 0.2 -> 0.3), but never rounded to zero (1e-20 stays)."""
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "Infinity" if value > 0 else "-Infinity"
+    short = f"{value:.15g}"
+    return repr(value) if float(short) == value else short
 
 
 def table_text(columns: Sequence[str], rows: Sequence[Sequence[Any]], *, cell_chars: int = 200,
@@ -53,7 +64,11 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, float):
         return value if value == value and value not in (float("inf"), float("-inf")) else str(value)
     if isinstance(value, decimal.Decimal):
-        return float(value) if value == value.to_integral_value() or abs(value) < 1e15 else str(value)
+        # exact values stay exact: an int when integral (JSON integers have no size limit), the
+        # decimal's own text otherwise, since a float would cut DECIMAL(38,19) to 17 digits
+        if not value.is_finite():
+            return str(value)
+        return int(value) if value == value.to_integral_value() else str(value)
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()
     if isinstance(value, bytes):
@@ -63,3 +78,61 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [jsonable(v) for v in value]
     return str(value)
+
+
+_CUT_MARK = "…"
+
+
+def bounded_structured(data: dict[str, Any], max_bytes: int) -> tuple[dict[str, Any], bool]:
+    """`data` (a model_dump) cut so that its JSON is at most `max_bytes`: long text cells first
+    (each to an equal share, with an ellipsis), then trailing rows. Returns (data, truncated); a
+    cut result says so with `truncated: true` and a `truncated_reason`, and keeps its handles
+    (result_id) so the rest stays reachable."""
+    size = _json_size(data)
+    if size <= max_bytes:
+        return data, False
+    out = dict(data)
+    out["truncated"] = True
+    out["truncated_reason"] = f"structured result over {max_bytes:,} bytes: long cells and trailing rows cut"
+    rows_key = next((k for k in ("rows", "values", "matches") if isinstance(out.get(k), list)), None)
+    budget = max(max_bytes - _json_size({k: v for k, v in out.items() if k != rows_key}) - 64, 0)
+    if rows_key is not None:
+        rows = out[rows_key]
+        cell_cap = max(budget // max(len(rows), 1) // 2, 16)
+        while True:
+            cut_rows = [_cut_cells(r, cell_cap) for r in rows]
+            kept: list[Any] = []
+            used = 2
+            for row in cut_rows:
+                row_size = _json_size(row) + 1
+                if used + row_size > budget:
+                    break
+                kept.append(row)
+                used += row_size
+            if kept or cell_cap <= 16:
+                break
+            cell_cap //= 4  # even one row does not fit: cut its cells harder
+        out[rows_key] = kept
+        if "row_count" in out:
+            out["row_count"] = len(kept)
+    if _json_size(out) > max_bytes:  # something else is large (a long SQL text): cut every string
+        out = _cut_cells(out, max(max_bytes // 8, 16))
+    if _json_size(out) > max_bytes:
+        out = {"truncated": True, "truncated_reason": out["truncated_reason"],
+               **{k: out[k] for k in ("result_id",) if k in out}}
+    return out, True
+
+
+def _json_size(value: Any) -> int:
+    return len(json.dumps(value, default=str, ensure_ascii=False).encode("utf-8"))
+
+
+def _cut_cells(value: Any, cap: int) -> Any:
+    """Strings longer than `cap` characters cut (a hex '0x…' BLOB string included), recursively."""
+    if isinstance(value, str):
+        return value if len(value) <= cap else value[: max(cap - 1, 1)] + _CUT_MARK
+    if isinstance(value, list | tuple):
+        return [_cut_cells(v, cap) for v in value]
+    if isinstance(value, dict):
+        return {k: _cut_cells(v, cap) for k, v in value.items()}
+    return value

@@ -25,6 +25,7 @@ DEFAULT_MAX_ROWS = 1_000
 DEFAULT_MAX_BYTES = 8_000_000
 DEFAULT_COUNT_LIMIT = 100_000
 DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_MAX_CELL_BYTES = 1024 * 1024
 
 
 class Column(BaseModel):
@@ -168,6 +169,49 @@ class FetchLimits:
     max_rows: int = DEFAULT_MAX_ROWS
     max_bytes: int = DEFAULT_MAX_BYTES
     count_limit: int = DEFAULT_COUNT_LIMIT
+    max_cell_bytes: int = DEFAULT_MAX_CELL_BYTES
+
+
+@dataclass
+class EngineLimits:
+    """The engines' own memory budget, from [limits] (the server sets it with `set_engine_limits`)."""
+
+    memory_mb: int = 2048
+    temp_mb: int = 10240
+
+
+engine_limits = EngineLimits()
+
+
+def set_engine_limits(memory_mb: int, temp_mb: int) -> None:
+    """Apply [limits] engine_memory_mb / engine_temp_mb to sources opened from now on."""
+    engine_limits.memory_mb, engine_limits.temp_mb = memory_mb, temp_mb
+
+
+_CELL_TYPES = (str, bytes, bytearray, memoryview)
+
+
+def cut_big_cells(rows: list[tuple[Any, ...]], max_cell_bytes: int) -> int:
+    """Cut, in place, every text or binary cell longer than `max_cell_bytes`; returns how many.
+    Looks column-wise (C-level len over each text column) to stay cheap on million-row results."""
+    if not rows:
+        return 0
+    cut = 0
+    for j, column in enumerate(zip(*rows, strict=False)):
+        lengths = [len(v) if v.__class__ in _CELL_TYPES else 0 for v in column] \
+            if any(v.__class__ in _CELL_TYPES for v in column[:64]) or len(column) <= 64 else None
+        if lengths is None:
+            continue  # not a text column (sampled): numbers and dates cannot be huge
+        if max(lengths, default=0) <= max_cell_bytes:
+            continue
+        for i, n in enumerate(lengths):
+            if n > max_cell_bytes:
+                row = list(rows[i])
+                value = row[j]
+                row[j] = value[: max_cell_bytes - 1] + "…" if isinstance(value, str) else bytes(value[:max_cell_bytes])
+                rows[i] = tuple(row)
+                cut += 1
+    return cut
 
 
 def approx_size(row: Sequence[Any]) -> int:
@@ -213,6 +257,7 @@ def collect(batches: Iterator[Sequence[Sequence[Any]]], limits: FetchLimits) -> 
     kept_bytes = 0
     counted = 0
     reason: str | None = None
+    cells_cut = 0
     for batch in batches:
         if counted + len(batch) >= limits.count_limit:
             batch = batch[: limits.count_limit - counted]
@@ -229,6 +274,11 @@ def collect(batches: Iterator[Sequence[Sequence[Any]]], limits: FetchLimits) -> 
                 kept_bytes += size
             else:
                 for row in take:
+                    row = tuple(row)
+                    if approx_size(row) > limits.max_cell_bytes:  # a huge cell: cut it, keep the row
+                        cell_rows = [row]
+                        cells_cut += cut_big_cells(cell_rows, limits.max_cell_bytes)
+                        row = cell_rows[0]
                     kept_bytes += approx_size(row)
                     if kept_bytes > limits.max_bytes:
                         reason = f"max_bytes={limits.max_bytes}"
@@ -237,8 +287,16 @@ def collect(batches: Iterator[Sequence[Sequence[Any]]], limits: FetchLimits) -> 
             if reason is None and len(take) < len(batch):
                 reason = f"max_rows={limits.max_rows}"
         if more:
-            return rows, counted, True, reason or f"max_rows={limits.max_rows}"
-    return rows, counted, False, reason
+            return rows, counted, True, _cell_reason(rows, limits, reason, cells_cut) or f"max_rows={limits.max_rows}"
+    return rows, counted, False, _cell_reason(rows, limits, reason, cells_cut)
+
+
+def _cell_reason(rows: list[tuple[Any, ...]], limits: FetchLimits, reason: str | None, cut: int) -> str | None:
+    cut += cut_big_cells(rows, limits.max_cell_bytes)
+    if not cut:
+        return reason
+    note = f"{cut} cell(s) over max_cell_bytes={limits.max_cell_bytes} cut"
+    return f"{reason}; {note}" if reason else note
 
 
 class Source(ABC):

@@ -79,8 +79,15 @@ class DuckDBSource(Source):
     def _open(self) -> Any:
         import duckdb
 
+        from flexsql.paths import cache_dir, private_dir
+        from flexsql.tools.sources.base import engine_limits
+
+        # the engine's memory follows [limits], not the query: beyond it DuckDB spills to a private
+        # temp folder (bounded too) or fails the query with an out-of-memory error
         config = {"enable_external_access": False, "autoinstall_known_extensions": False,
-                  "autoload_known_extensions": False}
+                  "autoload_known_extensions": False, "memory_limit": f"{engine_limits.memory_mb}MB",
+                  "temp_directory": str(private_dir(cache_dir() / "duckdb_tmp")),
+                  "max_temp_directory_size": f"{engine_limits.temp_mb}MB"}
         in_memory = self.path == ":memory:"
         if not in_memory and not Path(self.path).exists():
             raise ConfigError(f"DuckDB file not found: {self.path}; check the path in the source URL")

@@ -219,6 +219,34 @@ class PostgresSource(Source):
         return Catalog(tables=list(tables.values()), default_schema=default)
 
     # -- execution ------------------------------------------------------------------------------
+    def _begin(self, conn: Any, timeout_s: float, drop_to: str | None) -> None:
+        with conn.cursor() as cur:
+            cur.execute("BEGIN READ ONLY")
+            cur.execute("SELECT set_config('statement_timeout', %s, true)", (f"{int(timeout_s * 1000)}ms",))
+            if drop_to:
+                cur.execute(f'SET LOCAL ROLE "{drop_to}"')
+
+    def _fresh_transaction(self, timeout_s: float, drop_to: str | None) -> Any:
+        """A connection inside a new read-only transaction. A pooled connection whose server went
+        away (a restart, pg_terminate_backend) fails its first statement: it is dropped and the
+        transaction is retried once on a new connection."""
+        import psycopg
+
+        conn = self._acquire()
+        try:
+            self._begin(conn, timeout_s, drop_to)
+            return conn
+        except psycopg.OperationalError:
+            conn.close()
+        conn = self._connect()
+        try:
+            self._begin(conn, timeout_s, drop_to)
+        except psycopg.OperationalError as exc:
+            conn.close()
+            raise QueryError(f"lost the connection to PostgreSQL at {self.display_url} and could not start a new "
+                             f"one: {self._clean_error(exc).splitlines()[0]} — check that the server is up") from None
+        return conn
+
     def _run(self, sql: str, timeout_s: float, limits: FetchLimits):
         import psycopg
 
@@ -226,29 +254,33 @@ class PostgresSource(Source):
         if refusal:
             raise QueryError(refusal)
         drop_to = self.privileges()["drop_to"]
-        conn = self._acquire()
+        conn = self._fresh_transaction(timeout_s, drop_to)
         deadline = Deadline(timeout_s + 0.5, conn.cancel_safe if hasattr(conn, "cancel_safe") else conn.cancel)
         try:
-            with conn.cursor() as cur:
-                cur.execute("BEGIN READ ONLY")
-                cur.execute("SELECT set_config('statement_timeout', %s, true)", (f"{int(timeout_s * 1000)}ms",))
-                if drop_to:
-                    cur.execute(f'SET LOCAL ROLE "{drop_to}"')
-                with deadline:
-                    try:
-                        self._require_rows(conn, sql)
-                        # prepare=True: the extended protocol refuses several statements in one text
-                        cur.execute(sql.encode("utf-8"), prepare=True)
+            with deadline:
+                try:
+                    self._require_rows(conn, sql)
+                    # Queries go through a server-side cursor, so the client holds one batch at a time and
+                    # memory follows max_rows, not the result; SHOW / EXPLAIN (small, not declarable) do not.
+                    # Both use the extended protocol, which refuses several statements in one text.
+                    named = _DECLARABLE.match(sql) is not None
+                    cursor = conn.cursor(name="flexsql_fetch") if named else conn.cursor()
+                    with cursor as cur:
+                        if named:
+                            cur.execute(sql.encode("utf-8"))
+                        else:
+                            cur.execute(sql.encode("utf-8"), prepare=True)
                         if cur.description is None:
                             return [], [], [], 0, False, None
                         columns = [d.name for d in cur.description]
                         types = [_type_name(conn, d.type_code) for d in cur.description]
-
                         rows, counted, more, reason = collect(fetch_batches(cur), limits)
-                    except psycopg.errors.QueryCanceled:
-                        raise timeout_error(timeout_s) from None
-                    except psycopg.Error as exc:
-                        raise QueryError(self._explain(exc)) from None
+                except psycopg.errors.QueryCanceled:
+                    raise timeout_error(timeout_s) from None
+                except psycopg.OperationalError:
+                    raise
+                except psycopg.Error as exc:
+                    raise QueryError(self._explain(exc)) from None
             return columns, types, rows, counted, more, reason
         except psycopg.OperationalError:
             conn.close()
@@ -316,6 +348,9 @@ class PostgresSource(Source):
             )
         return SafetyReport(read_only_engine=True, measures=measures, warnings=warnings)
 
+
+# Statements DECLARE … CURSOR accepts: queries (after comments and parentheses), not SHOW / EXPLAIN.
+_DECLARABLE = re.compile(r"^(?:\s+|--[^\n]*\n|/\*.*?\*/|\()*(SELECT|WITH|VALUES|TABLE)\b", re.IGNORECASE | re.DOTALL)
 
 _TYPE_NAMES: dict[int, str] = {}
 

@@ -26,6 +26,7 @@ from flexsql.tools.sources.base import (
 from flexsql.tools.sources.urls import file_path_of
 
 # Pragmas whose argument names a table or index (they only read).
+SQLITE_MAX_VALUE_BYTES = 64 * 1024 * 1024
 _TABLE_PRAGMAS = {"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list"}
 # Pragmas that only read when called without a value; given a value they write, so that is denied.
 _READ_PRAGMAS = {
@@ -86,6 +87,9 @@ class SQLiteSource(Source):
         except sqlite3.Error as exc:
             raise ConfigError(f"cannot open SQLite database {self.path}: {exc}") from None
         conn.set_authorizer(_authorizer)
+        # No string or BLOB over this size is ever built (zeroblob(500000000) fails instead of
+        # taking gigabytes): the engine refuses with "string or blob too big".
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_MAX_VALUE_BYTES)
         # Keep bytes that are not UTF-8 readable instead of failing the whole query.
         conn.text_factory = lambda b: b.decode("utf-8", errors="replace")
         return conn
@@ -184,6 +188,9 @@ class SQLiteSource(Source):
             return f"refused by the engine: {text} — this server is read-only"
         if "readonly" in text or "read-only" in text:
             return f"refused by the engine: {text} — this server is read-only"
+        if "too big" in text:
+            return (f"{text}: a value (or an intermediate one) would exceed {SQLITE_MAX_VALUE_BYTES:,} bytes, the "
+                    "largest flexsql lets SQLite build — select substr(col, 1, n) or length(col) instead")
         return text
 
     def safety(self) -> SafetyReport:
