@@ -11,7 +11,8 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, Field
 
 from flexsql.config import ResponseFormatMode
-from flexsql.errors import ConfigError, FlexSQLError
+from flexsql.errors import ConfigError
+from flexsql.errors import ModelError as ModelError  # re-exported; the one ModelError is flexsql.errors'
 
 
 class ToolCall(BaseModel):
@@ -72,16 +73,8 @@ class ResolvedModelConfig(BaseModel):
     response_format: ResponseFormatMode = "auto"
 
 
-class ModelError(FlexSQLError):
-    """A model endpoint failed (after retries where retrying made sense)."""
-
-    code = "model_error"
-
-
 class ModelUnavailable(ConfigError):
-    """No model endpoint is configured and no other backend (MCP sampling) is available."""
-
-    code = "model_unavailable"
+    """No model endpoint is configured and no other backend (MCP sampling) is available (code `config`)."""
 
     def __init__(self, message: str | None = None) -> None:
         super().__init__(message or (
