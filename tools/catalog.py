@@ -13,7 +13,7 @@ from flexsql.errors import InvalidArgument
 from flexsql.tools.args import check_limit
 from flexsql.tools.context import ToolContext
 from flexsql.tools.render import cell_text
-from flexsql.tools.sources import FetchLimits, TableInfo
+from flexsql.tools.sources import Catalog, FetchLimits, TableInfo
 from flexsql.tools.sql_build import quote_table
 
 
@@ -228,11 +228,12 @@ MAX_DESCRIBE_COLUMNS = 300
 
 def example_values(ctx: ToolContext, table: TableInfo, source_name: str, per_column: int = 3) -> dict[str, list[str]]:
     """A few distinct non-NULL values per column from the first rows (cached per table)."""
-    cache = ctx.cache(f"examples:{source_name}", dict)
+    src = ctx.source(source_name)
+    # kept with the catalog object, so a refresh (a new catalog) never serves the old examples
+    cache = src.catalog().derived("describe_examples", dict)
     key = table.qualified
     if key in cache:
         return cache[key]
-    src = ctx.source(source_name)
     columns = table.columns[:MAX_DESCRIBE_COLUMNS]
     examples: dict[str, list[str]] = {c.name: [] for c in columns}
     try:
@@ -261,10 +262,23 @@ def example_values(ctx: ToolContext, table: TableInfo, source_name: str, per_col
     return examples
 
 
+def _family_member(catalog: Catalog, name: str) -> tuple[TableInfo, int] | None:
+    """The first shard of the family `name` names as list_tables prints it (`web.events_*`), and
+    the family's size; None when `name` is not a family pattern."""
+    wanted = name.strip().replace('"', "").lower()
+    if not wanted.endswith("*"):
+        return None
+    for entry, members in _families(catalog.tables):
+        if len(members) > 1 and (entry.lower() == wanted or entry.lower().endswith("." + wanted)):
+            return members[0], len(members)
+    return None
+
+
 def describe_table(ctx: ToolContext, table: str, source: str | None = None) -> TableDescription:
     src = ctx.source(source)
     catalog = src.catalog()
-    info = catalog.resolve(table)
+    member = _family_member(catalog, table) if isinstance(table, str) else None
+    info = member[0] if member else catalog.resolve(table)
     fk_by_col: dict[str, str] = {}
     for fk in info.foreign_keys:
         for col, ref in zip(fk.columns, fk.ref_columns or [""] * len(fk.columns), strict=False):
@@ -277,6 +291,8 @@ def describe_table(ctx: ToolContext, table: str, source: str | None = None) -> T
                     and _SHARD.match(t.name)]
         if len(siblings) >= 3:
             family = f"{m.group('stem')}* ({len(siblings)} tables)"
+    if member:  # described through its family: say which shard this is
+        family = f"{table.strip()} ({member[1]} tables, same columns; this is its first shard {info.name})"
     columns = [ColumnDescription(name=c.name, type=c.type, nullable=c.nullable, primary_key=c.primary_key,
                                  references=fk_by_col.get(c.name), comment=c.comment, examples=examples.get(c.name, []))
                for c in info.columns[:MAX_DESCRIBE_COLUMNS]]

@@ -391,6 +391,8 @@ def check_sql(sql: str, dialect: str) -> str:
         if keyword and keyword not in _READ_STARTS:
             raise refuse(keyword, f"{READ_ONLY_HINT}; {_ONLY_READS}") from None
         message = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+        if not isinstance(exc, SqlglotError):  # the parser's own failure ("list index out of range"), not a syntax error
+            message = f"the {dialect} parser flexsql uses does not handle this form of {keyword or 'statement'}"
         raise RefusedError(
             f"refused: the SQL could not be parsed as {dialect} ({message}) — only statements the guard can "
             "check are run; fix the syntax or rewrite it in standard SQL"

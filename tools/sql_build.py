@@ -18,6 +18,8 @@ def quote_table(table: TableInfo, dialect: str) -> str:
     parts = [p for p in (table.database, table.schema_name, table.name) if p]
     if dialect == "sqlite":  # one database per file: the schema is always main
         parts = [table.name]
+    elif table.sql_catalog and not table.database:  # a schema named like a catalog: say which catalog
+        parts = [table.sql_catalog, *parts]
     return ".".join(quote_ident(p, dialect) for p in parts)
 
 

@@ -61,16 +61,19 @@ _UNKNOWN_TABLE = [
 ]
 
 
-def _referenced_tables(tree: exp.Expression, catalog: Catalog) -> tuple[list[str], list[SqlIssue]]:
+def _referenced_tables(tree: exp.Expression, catalog: Catalog, dialect: str) -> tuple[list[str], list[SqlIssue]]:
     cte_names = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     found: list[str] = []
     issues: list[SqlIssue] = []
     for table in tree.find_all(exp.Table):
         if not table.name or table.name.lower() in cte_names or not isinstance(table.this, exp.Identifier):
             continue
-        name = ".".join(p for p in (table.catalog, table.db, table.name) if p)
+        # quoted parts keep their case and dots; unquoted ones fold the engine's way
+        idents = [table.args.get(k) for k in ("catalog", "db", "this")]
+        name = ".".join('"' + i.name.replace('"', '""') + '"' if i.quoted else i.name
+                        for i in idents if isinstance(i, exp.Identifier) and i.name)
         try:
-            found.append(catalog.resolve(name).qualified)
+            found.append(catalog.resolve(name, dialect=dialect).qualified)
         except NotFoundError as exc:
             close = difflib.get_close_matches(table.name.lower(), [t.name.lower() for t in catalog.tables], n=5, cutoff=0.6)
             issues.append(SqlIssue(kind="unknown_table", message=str(exc).split(";")[0], suggestions=close))
@@ -81,7 +84,7 @@ def _column_suggestions(name: str, tables: list[str], catalog: Catalog) -> list[
     bare = name.split(".")[-1].lower()
     names: list[str] = []
     for qualified in tables:
-        info = catalog.resolve(qualified)
+        info = next(t for t in catalog.tables if t.qualified == qualified)
         names += [f"{info.name}.{c.name}" for c in info.columns]
     lowered = {n.split(".")[-1].lower(): n for n in names}
     close = difflib.get_close_matches(bare, list(lowered), n=5, cutoff=0.55)
@@ -110,7 +113,7 @@ def validate_sql(ctx: ToolContext, sql: str, source: str | None = None) -> Valid
         result.valid = False
         return result
     catalog = src.catalog()
-    tables, issues = _referenced_tables(tree, catalog)
+    tables, issues = _referenced_tables(tree, catalog, src.dialect)
     result.checked_by.append("catalog")
     if issues:
         result.issues += issues

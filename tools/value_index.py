@@ -119,9 +119,10 @@ def is_text_type(type_name: str, dialect: str) -> bool:
     if dialect == "sqlite":
         # SQLite affinity: no declared type holds anything; TEXT-like names hold text
         return not type_name.strip() or bool(_TEXT_TYPE.search(type_name)) or not _NON_TEXT_SQLITE.search(type_name)
-    if re.search(r"UUID|ARRAY|\[\]|JSON|VARIANT|OBJECT", type_name, re.IGNORECASE):
+    if re.search(r"UUID|VARIANT|OBJECT", type_name, re.IGNORECASE):
         return False
-    return bool(_TEXT_TYPE.search(type_name))
+    # JSON documents and arrays are searched through their text (PostgreSQL's enums carry '(enum)')
+    return bool(_TEXT_TYPE.search(type_name)) or bool(re.search(r"JSON|ARRAY|\[\]", type_name, re.IGNORECASE))
 
 
 def id_like_name(name: str) -> bool:
@@ -223,9 +224,43 @@ def index_path(source: Source) -> Path:
     return folder / f"{safe}-{digest}.sqlite"
 
 
-def table_signature(table: TableInfo) -> str:
-    shape = repr([(c.name, c.type) for c in table.columns])
+def table_signature(table: TableInfo, data_version: str = "") -> str:
+    """The table's column shape and its data version: a change to either rebuilds its entry."""
+    shape = repr([(c.name, c.type) for c in table.columns]) + "|" + data_version
     return hashlib.sha256(shape.encode()).hexdigest()[:16]
+
+
+INDEX_TTL_S = 24 * 3600.0  # entries older than this are rebuilt where the engine gives no change signal
+
+_PG_CHANGES_SQL = ("SELECT schemaname, relname, n_tup_ins + n_tup_upd + n_tup_del, n_live_tup, "
+                   "coalesce(extract(epoch FROM greatest(last_vacuum, last_autovacuum, last_analyze, "
+                   "last_autoanalyze)), 0) FROM pg_stat_user_tables")
+
+
+def data_versions(source: Source, tables: list[TableInfo]) -> dict[str, str] | None:
+    """A token per table that changes when its rows may have changed, from what the engine offers
+    cheaply: a file's size and modification time (DuckDB, SQLite and its WAL file), PostgreSQL's
+    per-table counters of inserted, updated and deleted rows. None when the engine has no such
+    signal (Snowflake): then only the age limit (INDEX_TTL_S) invalidates."""
+    path = getattr(source, "path", None)
+    if source.dialect in ("duckdb", "sqlite") and path and path != ":memory:":
+        stamps = []
+        for candidate in (Path(path), Path(f"{path}-wal"), Path(f"{path}.wal")):
+            try:
+                st = candidate.stat()
+            except OSError:
+                continue
+            stamps.append(f"{st.st_size}:{st.st_mtime_ns}")
+        token = ",".join(stamps)
+        return {t.qualified: token for t in tables}
+    if source.dialect == "postgres":
+        try:
+            rows = source.execute(_PG_CHANGES_SQL, timeout_s=10.0, limits=FetchLimits(max_rows=1_000_000)).rows
+        except QueryError:
+            return None
+        counters = {f"{schema}.{name}": f"{changes}:{live}:{stamp}" for schema, name, changes, live, stamp in rows}
+        return {t.qualified: counters.get(t.qualified, "") for t in tables}
+    return None
 
 
 class ValueIndex:
@@ -241,7 +276,8 @@ class ValueIndex:
         self._column_map: dict[int, tuple[str, str]] | None = None
         self._by_table: dict[str, list[ColumnState]] | None = None
         self._known: dict[str, str] | None = None
-        self._signatures: dict[int, tuple[TableInfo, str]] = {}
+        self._signatures: dict[int, tuple[TableInfo, str, str]] = {}
+        self._versions: dict[str, str] = {}  # table -> data version, read at each ensure()
 
     # -- storage ------------------------------------------------------------------------------------
     def _db(self) -> sqlite3.Connection:
@@ -315,20 +351,40 @@ class ValueIndex:
             return [c for key in tkeys for c in self._by_table.get(key, ())]
 
     def _signature(self, table: TableInfo) -> str:
+        version = self._versions.get(table.qualified, "")
         memo = self._signatures.get(id(table))
-        if memo is None or memo[0] is not table:
-            memo = (table, table_signature(table))
+        if memo is None or memo[0] is not table or memo[2] != version:
+            memo = (table, table_signature(table, version), version)
             self._signatures[id(table)] = memo
         return memo[1]
 
+    def built_at(self, tkeys: Iterable[str]) -> float | None:
+        """When the oldest of these tables' entries was built (epoch seconds), None if none is."""
+        keys = list(tkeys)
+        oldest: float | None = None
+        with self._lock:
+            db = self._db()
+            for i in range(0, len(keys), 400):
+                chunk = keys[i:i + 400]
+                (value,) = db.execute(f"SELECT min(built_at) FROM tables WHERE tkey IN ({','.join('?' * len(chunk))})",
+                                      chunk).fetchone()
+                if value is not None and (oldest is None or value < oldest):
+                    oldest = value
+        return oldest
+
     # -- building -----------------------------------------------------------------------------------
     def ensure(self, tables: list[TableInfo], *, refresh: bool = False, progress: Progress | None = None,
-               timeout_s: float = 30.0) -> BuildReport:
+               timeout_s: float = 30.0, ttl_s: float | None = INDEX_TTL_S) -> BuildReport:
         """Index the tables that are missing (or whose columns changed); all of them with refresh."""
         started = time.perf_counter()
         with self._lock:
+            versions = data_versions(self.source, tables)
+            self._versions = versions or {}
             known = self._known_tables()
             todo = [t for t in tables if refresh or known.get(t.qualified) != self._signature(t)]
+            if ttl_s is not None:  # and entries past their age limit, whatever the change signal says
+                expired = self._expired({t.qualified for t in tables} - {t.qualified for t in todo}, ttl_s)
+                todo += [t for t in tables if t.qualified in expired]
             errors: list[str] = []
             if todo:
                 db = self._db()
@@ -357,6 +413,14 @@ class ValueIndex:
                 if progress is not None:
                     progress(len(todo), len(todo), "value index ready")
             return BuildReport(scanned=len(todo), errors=errors, seconds=time.perf_counter() - started)
+
+    def _expired(self, tkeys: set[str], ttl_s: float) -> set[str]:
+        if not tkeys:
+            return set()
+        cutoff = time.time() - ttl_s
+        with self._lock:
+            rows = self._db().execute("SELECT tkey, built_at FROM tables").fetchall()
+        return {k for k, built in rows if k in tkeys and (built or 0) < cutoff}
 
     def stats(self, tables: list[TableInfo], report: BuildReport | None = None) -> ValueIndexStats:
         report = report or BuildReport()
@@ -510,7 +574,7 @@ class ValueIndex:
     def _record_failure(self, table: TableInfo, error: str) -> None:
         self._forget()
         self._db().execute("INSERT OR REPLACE INTO tables VALUES (?, ?, ?, ?, ?, ?)",
-                           (table.qualified, table_signature(table), table.row_estimate, time.time(), 0.0, error))
+                           (table.qualified, self._signature(table), table.row_estimate, time.time(), 0.0, error))
 
     def _store(self, table: TableInfo, columns: list[dict[str, Any]], vocab: set[str], seconds: float) -> None:
         db = self._db()
@@ -556,7 +620,7 @@ class ValueIndex:
                                    [(g, t) for t in new_tokens for g in trigrams(t)])
                     added.update(new_tokens)
             db.execute("INSERT OR REPLACE INTO tables VALUES (?, ?, ?, ?, ?, NULL)",
-                       (key, table_signature(table), table.row_estimate, time.time(), round(seconds, 3)))
+                       (key, self._signature(table), table.row_estimate, time.time(), round(seconds, 3)))
             vocab.update(added)
         except BaseException:
             db.execute("ROLLBACK TO one_table")

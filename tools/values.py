@@ -29,6 +29,7 @@ from flexsql.tools.render import cell_text, jsonable
 from flexsql.tools.sources.base import Catalog, FetchLimits, Source, TableInfo
 from flexsql.tools.sql_build import as_text, quote_ident, quote_literal, quote_table
 from flexsql.tools.value_index import (
+    INDEX_TTL_S,
     SAMPLE_ABOVE,
     SAMPLE_ROWS,
     ColumnState,
@@ -52,16 +53,21 @@ APPROX_ABOVE = 5_000_000  # rows above which distinct counts use the engine's ap
 PROFILE_TOP = 10
 PATTERN_VALUES = 1000  # most frequent values the pattern summary reads
 
-_NUMERIC_TYPE = re.compile(r"INT|DEC|NUM|REAL|FLOAT|DOUBLE|HUGEINT|MONEY", re.IGNORECASE)
+_NUMERIC_TYPE = re.compile(r"INT|DEC|NUM|REAL|FLOAT|DOUBLE|HUGEINT", re.IGNORECASE)
 _ORDERED_TYPE = re.compile(r"INT|DEC|NUM|REAL|FLOAT|DOUBLE|MONEY|DATE|TIME|INTERVAL|CHAR|TEXT|STRING|NAME",
                            re.IGNORECASE)
+# names that contain INT, TIME or NUM without being numbers or ordered scalars (no avg, no min/max)
+_NOT_SCALAR = re.compile(r"INTERVAL|POINT|RANGE|MULTIRANGE|TSVECTOR|TSQUERY|ENUM|INET|CIDR", re.IGNORECASE)
+_UNORDERED_TYPE = re.compile(r"POINT|RANGE|TSVECTOR|TSQUERY|TIMETZ|TIME WITH TIME ZONE", re.IGNORECASE)
+TEXT_VALUE_CHARS = 1000  # longer values are grouped whole but returned cut (a 10 MB cell is not a value)
 _NESTED_TYPE = re.compile(r"JSON|ARRAY|\[\]|VARIANT|OBJECT|STRUCT|MAP|GEO", re.IGNORECASE)
 
 
 def _value_sql(column_sql: str, ctype: str, dialect: str) -> str:
     """The column as something every engine can compare, group and take min/max of: itself when
     ordered (numbers, text, dates), else its text (booleans, JSON, arrays, UUIDs…)."""
-    if dialect == "sqlite" or (_ORDERED_TYPE.search(ctype) and not _NESTED_TYPE.search(ctype)):
+    if dialect == "sqlite" or (_ORDERED_TYPE.search(ctype) and not _NESTED_TYPE.search(ctype)
+                               and not _UNORDERED_TYPE.search(ctype)):
         return column_sql
     return as_text(column_sql, dialect)
 
@@ -112,6 +118,21 @@ def _resolve_scope(catalog: Catalog, tables: list[str] | None) -> tuple[list[Tab
     return list(chosen.values()), not wildcard and len(chosen) <= MAX_NAMED_TABLES
 
 
+def _in_schema(catalog: Catalog, scope: list[TableInfo], schema: str) -> list[TableInfo]:
+    if not isinstance(schema, str) or not schema.strip():
+        raise InvalidArgument("schema must be a schema name such as 'sales' (list_schemas lists them)")
+    wanted = schema.strip().strip('"').lower()
+    kept = [t for t in scope if t.schema_name.lower() == wanted
+            or ".".join(p for p in (t.database, t.schema_name) if p).lower() == wanted]
+    if not kept:
+        if not any(t.schema_name.lower() == wanted for t in catalog.tables):
+            close = difflib.get_close_matches(wanted, [s.lower() for s in catalog.schemas()], n=5, cutoff=0.5)
+            hint = f"did you mean: {', '.join(close)}?" if close else f"schemas: {', '.join(catalog.schemas()[:20])}"
+            raise NotFoundError(f"schema {schema!r} not found; {hint}")
+        raise InvalidArgument(f"none of the tables named is in schema {schema!r}: drop tables= or schema=")
+    return kept
+
+
 def _like_pattern(text: str) -> str:
     escaped = text.lower().replace("!", "!!").replace("%", "!%").replace("_", "!_")
     return f"%{escaped}%"
@@ -134,6 +155,7 @@ class ValueMatch(BaseModel):
     sampled: bool = False
     others: list[str] = []  # other close values in the same column
     word: str | None = None  # for match "one word": the word of the text this value equals
+    context_words: list[str] = []  # words of `context` the column, its table or schema share
 
 
 class FindValuesResult(BaseModel):
@@ -147,6 +169,7 @@ class FindValuesResult(BaseModel):
     live_checked: list[str] = []  # table.column checked with a live query (not covered by the index)
     not_checked: int = 0  # uncovered columns left unchecked (budget)
     notes: list[str] = []
+    index_age_s: float | None = None  # age of the oldest index entry searched (rebuilt on data changes)
 
     def to_text(self) -> str:
         head = f"find_values {self.text!r} in {self.source}: {self.columns_matched} column(s) matched"
@@ -160,7 +183,8 @@ class FindValuesResult(BaseModel):
             kind = f"word {m.word!r}" if m.word else m.match
             lines.append(f"{m.table}.{m.column} = {cell_text(m.value, 120)!r} ({m.count:,} {rows}; {kind}"
                          f"{'' if m.match in ('exact',) else f' {m.score:.2f}'}{', live' if m.via == 'live' else ''}"
-                         f"{sample}){extra}")
+                         f"{sample}){extra}"
+                         + (f" — context: {', '.join(repr(w) for w in m.context_words)}" if m.context_words else ""))
         if not self.matches:
             lines.append("no column holds a value like it; try another spelling, fewer words, or distinct_values")
         info = [f"searched {self.tables_searched} tables"]
@@ -170,15 +194,21 @@ class FindValuesResult(BaseModel):
             info.append(f"checked {len(self.live_checked)} unindexed columns live")
         if self.not_checked:
             info.append(f"{self.not_checked} unindexed columns not checked (name them in tables= to check)")
+        if self.index_age_s is not None:
+            info.append(f"value index built {_age_text(self.index_age_s)} ago")
         lines.append("(" + "; ".join(info) + ")")
         lines += self.notes
         return "\n".join(lines)
 
 
 def find_values(ctx: ToolContext, text: str, tables: list[str] | None = None, limit: int = 10,
-                source: str | None = None, progress: Progress | None = None) -> FindValuesResult:
+                source: str | None = None, progress: Progress | None = None, schema: str | None = None,
+                context: str | None = None) -> FindValuesResult:
     """Which table.column holds values like `text` (exact, case-insensitive, accents/punctuation,
-    word order, partial, typos), with the stored spelling and row count."""
+    word order, partial, typos), with the stored spelling and row count. `schema` keeps one schema;
+    `context` (the question, or the words around the literal) ranks the columns by relevance to it."""
+    from flexsql.tools.search_value_context import rank_bonus
+
     if not isinstance(text, str) or not text.strip():
         raise InvalidArgument("text is required: the value to look for, e.g. 'France' or 'Desk Lamp'")
     if len(text) > MAX_TEXT_CHARS:
@@ -187,9 +217,15 @@ def find_values(ctx: ToolContext, text: str, tables: list[str] | None = None, li
     src = ctx.source(source)
     catalog = src.catalog()
     scope, explicit = _resolve_scope(catalog, tables)
+    if schema is not None:
+        scope = _in_schema(catalog, scope, schema)
+    if context is not None and (not isinstance(context, str) or len(context) > 2000):
+        raise InvalidArgument("context must be text of at most 2000 characters: the question or the words "
+                              "around the literal")
     index = value_index(ctx, src)
-    built = index.ensure(scope, progress=progress, timeout_s=ctx.limits.query_timeout_s)
+    built = index.ensure(scope, progress=progress, timeout_s=ctx.limits.query_timeout_s, ttl_s=_ttl(ctx))
     states = index.columns([t.qualified for t in scope])
+    built_at = index.built_at(t.qualified for t in scope)
     indexed = {c.cid: c for c in states if c.status == "indexed"}
     found = match_values(index, text.strip(), set(indexed))
 
@@ -224,14 +260,31 @@ def find_values(ctx: ToolContext, text: str, tables: list[str] | None = None, li
                                                           free_text=explicit, only=only)
             replaced = {(m.table, m.column) for m in live}
             matches = [m for m in matches if (m.table, m.column) not in replaced] + live
-    matches.sort(key=lambda m: (-m.score, -m.count, m.table, m.column))
+    bonus = rank_bonus(catalog, matches, text.strip(), context)
+    matches.sort(key=lambda m: (-(m.score + bonus[id(m)]), -m.count, m.table, m.column))
     notes = []
     if built.errors:
         notes.append(f"{len(built.errors)} tables could not be indexed: " + "; ".join(built.errors[:2]))
     return FindValuesResult(text=text, source=src.name, matches=matches[:limit], columns_matched=len(matches),
                             truncated=len(matches) > limit, tables_searched=len(scope),
                             index_tables_built=built.scanned, live_checked=live_checked,
-                            not_checked=not_checked, notes=notes)
+                            not_checked=not_checked, notes=notes,
+                            index_age_s=None if built_at is None else round(max(0.0, time.time() - built_at), 1))
+
+
+def _ttl(ctx: ToolContext) -> float:
+    """How old an index entry may get on engines without a change signal (a setting when configured)."""
+    return float(getattr(ctx.limits, "value_index_ttl_s", INDEX_TTL_S))
+
+
+def _age_text(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
 
 
 def _word_matches(index: ValueIndex, text: str, indexed: dict[int, ColumnState]) -> list[ValueMatch]:
@@ -390,7 +443,8 @@ def build_value_index(ctx: ToolContext, source: str | None = None, progress: Pro
     catalog = src.catalog(refresh=refresh)
     scope = [t for t in catalog.tables if t.kind == "table"]
     index = value_index(ctx, src)
-    report = index.ensure(scope, refresh=refresh, progress=progress, timeout_s=ctx.limits.query_timeout_s)
+    report = index.ensure(scope, refresh=refresh, progress=progress, timeout_s=ctx.limits.query_timeout_s,
+                          ttl_s=_ttl(ctx))
     return index.stats(scope, report)
 
 
@@ -440,7 +494,10 @@ def _group_counts(src: Source, table: TableInfo, column: str, ctype: str, contai
             from_sql, how = sample_from(table, dialect, SAMPLE_ROWS, [column])
         else:
             from_sql, how = quote_table(table, dialect), None
-        sql = (f"SELECT v, n, count(*) OVER () AS groups FROM (SELECT {csql} AS v, count(*) AS n FROM {from_sql}"
+        shown = csql
+        if is_text_type(ctype, dialect) or csql != quote_ident(column, dialect) or dialect == "sqlite":
+            shown = _cut_sql(csql, ctype, dialect)
+        sql = (f"SELECT v, n, count(*) OVER () AS groups FROM (SELECT {shown} AS v, count(*) AS n FROM {from_sql}"
                f"{where} GROUP BY {csql}) AS g ORDER BY n DESC, v LIMIT {int(limit)}")
         try:
             rows = src.execute(sql, timeout_s=timeout_s, limits=FetchLimits(max_rows=limit)).rows
@@ -450,8 +507,24 @@ def _group_counts(src: Source, table: TableInfo, column: str, ctype: str, contai
             sampled = True
             continue
         total = int(rows[0][2]) if rows else 0
-        return [(jsonable(v), int(n)) for v, n, _ in rows], total, sampled, how
+        return [(_cut_value(jsonable(v)), int(n)) for v, n, _ in rows], total, sampled, how
     raise AssertionError("unreachable")
+
+
+def _cut_sql(csql: str, ctype: str, dialect: str) -> str:
+    """The first TEXT_VALUE_CHARS + 1 characters of a value (text, or the text of a BLOB/other type),
+    so one huge cell cannot push a result past the fetch's byte cap."""
+    if dialect == "sqlite":
+        # SQLite's substr counts bytes of BLOBs and characters of text; numbers pass through untouched
+        return (f"CASE WHEN typeof({csql}) IN ('text', 'blob') THEN substr({csql}, 1, {TEXT_VALUE_CHARS + 1}) "
+                f"ELSE {csql} END")
+    return f"substr({as_text(csql, dialect)}, 1, {TEXT_VALUE_CHARS + 1})"
+
+
+def _cut_value(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > TEXT_VALUE_CHARS:
+        return value[:TEXT_VALUE_CHARS] + "…"
+    return value
 
 
 def distinct_values(ctx: ToolContext, table: str, column: str, contains: str | None = None, limit: int = 20,
@@ -532,13 +605,16 @@ def profile_column(ctx: ToolContext, table: str, column: str, source: str | None
     raw = quote_ident(col, dialect)
     csql = _value_sql(raw, ctype, dialect)
     numeric = (bool(_NUMERIC_TYPE.search(ctype)) and not is_text_type(ctype, dialect)
-               and not _NESTED_TYPE.search(ctype))
+               and not _NESTED_TYPE.search(ctype) and not _NOT_SCALAR.search(ctype))
     textual = is_text_type(ctype, dialect)
+    # min/max of the first characters: the same order, and a 10 MB cell stays under the byte cap
+    extreme = _cut_sql(csql, ctype, dialect) if textual or dialect == "sqlite" else csql
     approx = (info.row_estimate or 0) > APPROX_ABOVE and dialect in ("duckdb", "snowflake")
     distinct_sql = f"approx_count_distinct({csql})" if approx else f"count(DISTINCT {csql})"
-    aggs = ["count(*)", f"count({raw})", distinct_sql, f"min({csql})", f"max({csql})"]
-    if numeric:
-        aggs.append(f"avg({csql})")
+    aggs = ["count(*)", f"count({raw})", distinct_sql, f"min({extreme})", f"max({extreme})"]
+    if numeric:  # as a double: avg over DECIMAL(38,10) overflows the engine's exact sum
+        aggs.append(f"avg(CAST({csql} AS {'DOUBLE PRECISION' if dialect == 'postgres' else 'DOUBLE'}))"
+                    if dialect in ("duckdb", "postgres") else f"avg({csql})")
     if textual:
         length = f"length({as_text(csql, dialect)})"
         aggs += [f"min({length})", f"max({length})", f"avg({length})"]
@@ -551,8 +627,12 @@ def profile_column(ctx: ToolContext, table: str, column: str, source: str | None
         else:
             from_sql = quote_table(info, dialect)
         try:
-            row = src.execute(f"SELECT {', '.join(aggs)} FROM {from_sql}", timeout_s=timeout,
-                              limits=FetchLimits(max_rows=1)).rows[0]
+            rows = src.execute(f"SELECT {', '.join(aggs)} FROM {from_sql}", timeout_s=timeout,
+                               limits=FetchLimits(max_rows=1)).rows
+            if not rows:
+                raise QueryError(f"profile_column could not read {info.qualified}.{col}: the summary row was "
+                                 "dropped by the result size cap; use distinct_values or run_query instead")
+            row = rows[0]
             break
         except QueryTimeout:
             if sampled:
@@ -563,14 +643,17 @@ def profile_column(ctx: ToolContext, table: str, column: str, source: str | None
     profile = ColumnProfile(
         source=src.name, table=info.qualified, column=col, type=ctype, rows=rows_n, nulls=rows_n - nonnull,
         null_fraction=round((rows_n - nonnull) / rows_n, 4) if rows_n else 0.0, distinct=distinct,
-        distinct_approximate=approx or sampled, min=jsonable(row[3]), max=jsonable(row[4]),
+        distinct_approximate=approx or sampled, min=_cut_value(jsonable(row[3])), max=_cut_value(jsonable(row[4])),
         top_values=[DistinctValue(value=v, count=n) for v, n in top if v is not None][:PROFILE_TOP],
         sampled=sampled or top_sampled, sample=how or top_how,
     )
     rest = list(row[5:])
     if numeric:
         avg = rest.pop(0)
-        profile.avg = float(avg) if avg is not None else None
+        try:
+            profile.avg = float(avg) if avg is not None else None
+        except (TypeError, ValueError):  # an engine's average that is not a number (NaN text, an interval)
+            profile.avg = None
     if textual and rest:
         profile.min_length = int(rest[0]) if rest[0] is not None else None
         profile.max_length = int(rest[1]) if rest[1] is not None else None

@@ -56,6 +56,9 @@ class TableInfo(BaseModel):
     row_estimate: int | None = None
 
     model_config = {"populate_by_name": True}
+    # DuckDB: the catalog (database) name to prefix when the schema's name is also a catalog's name
+    # (`sales.duckdb` holding schema `sales`), where "sales"."orders" is ambiguous to the engine
+    sql_catalog: str | None = Field(default=None, exclude=True, repr=False)
 
     @property
     def qualified(self) -> str:
@@ -107,12 +110,31 @@ class Catalog(BaseModel):
             seen.setdefault(t.schema_name, None)
         return list(seen)
 
-    def resolve(self, name: str) -> TableInfo:
-        """Find a table from a bare, `schema.table` or `db.schema.table` name, case-insensitively."""
-        wanted = [p.strip().strip('"`[]').lower() for p in name.strip().split(".")]
-        if not wanted or not wanted[-1]:
+    def resolve(self, name: str, dialect: str | None = None) -> TableInfo:
+        """Find a table from a bare, `schema.table` or `db.schema.table` name.
+
+        Names match case-insensitively; when that is ambiguous (PostgreSQL's `orders` and
+        `"Orders"`), the exact spelling wins: for a tool argument the name as typed, for a name read
+        from SQL (`dialect` given) the engine's folding rules (unquoted folds, quoted is exact).
+        A dot inside a part is kept when the part is quoted (`"web.events"`) or when the whole text
+        is the table's own or qualified name."""
+        parts = split_name(name)
+        if not parts or not parts[-1][0]:
             raise NotFoundError("empty table name: give a table name such as 'orders' or 'sales.orders'")
-        hits = [t for t in self.tables if _name_matches(t, wanted)]
+        hits = [t for t in self.tables if _name_matches(t, [p.lower() for p, _ in parts])]
+        raw = name.strip()
+        for t in self.tables:  # dotted table names given without quotes
+            if t not in hits and "." in t.name and (raw.lower() == t.qualified.lower() or raw.lower() == t.name.lower()
+                                                     or raw.lower().endswith("." + t.name.lower())
+                                                     and _name_matches(t, [p.lower() for p in
+                                                                           raw[: -len(t.name) - 1].split(".")]
+                                                                       + [t.name.lower()])):
+                hits.append(t)
+        if len(hits) > 1:
+            exact = [t for t in hits if _name_matches_exactly(t, parts, dialect)
+                     or (dialect is None and raw in (t.qualified, t.name))]
+            if exact:
+                hits = exact
         if len(hits) > 1 and self.default_schema:
             preferred = [t for t in hits if t.schema_name.lower() == self.default_schema.lower()]
             if len(preferred) == 1:
@@ -121,7 +143,8 @@ class Catalog(BaseModel):
             return hits[0]
         if len(hits) > 1:
             options = ", ".join(t.qualified for t in hits[:10])
-            raise NotFoundError(f"table name {name!r} is ambiguous: it matches {options}; qualify it with its schema")
+            raise NotFoundError(f"table name {name!r} is ambiguous: it matches {options}; qualify it with its schema "
+                                'or quote it with its exact case ("Orders")')
         raise NotFoundError(f"table {name!r} not found; {self.suggest(name)}")
 
     def suggest(self, name: str) -> str:
@@ -141,6 +164,61 @@ class Catalog(BaseModel):
 def _name_matches(table: TableInfo, wanted: list[str]) -> bool:
     parts = [p.lower() for p in (table.database, table.schema_name, table.name) if p]
     return len(wanted) <= len(parts) and parts[-len(wanted):] == wanted
+
+
+_FOLD = {"postgres": str.lower, "snowflake": str.upper}
+
+
+def _name_matches_exactly(table: TableInfo, wanted: list[tuple[str, bool]], dialect: str | None) -> bool:
+    """Each part spelled exactly: quoted parts as written; unquoted ones as written (a tool
+    argument) or folded the engine's way (a name from SQL, `dialect` given)."""
+    parts = [p for p in (table.database, table.schema_name, table.name) if p]
+    if len(wanted) > len(parts):
+        return False
+    fold = _FOLD.get(dialect or "")
+    for have, (want, quoted) in zip(parts[-len(wanted):], wanted, strict=True):
+        if not quoted and dialect is not None:
+            if fold is None:  # DuckDB and SQLite: names are case-insensitive, every spelling is exact
+                if have.lower() != want.lower():
+                    return False
+                continue
+            want = fold(want)
+        if have != want:
+            return False
+    return True
+
+
+def split_name(name: str) -> list[tuple[str, bool]]:
+    """`web."Events.2024"` -> [('web', False), ('Events.2024', True)]: dots split parts except inside
+    double quotes, backticks or brackets; each part says whether it was quoted."""
+    parts: list[tuple[str, bool]] = []
+    current: list[str] = []
+    quoted = False
+    close: str | None = None
+    text = name.strip()
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if close is not None:
+            if ch == close:
+                if close == '"' and text[i + 1: i + 2] == '"':  # "" inside quotes is one quote
+                    current.append('"')
+                    i += 2
+                    continue
+                close = None
+            else:
+                current.append(ch)
+        elif ch in '"`[':
+            close = {"[": "]"}.get(ch, ch)
+            quoted = True
+        elif ch == ".":
+            parts.append(("".join(current).strip(), quoted))
+            current, quoted = [], False
+        else:
+            current.append(ch)
+        i += 1
+    parts.append(("".join(current).strip(), quoted))
+    return parts
 
 
 class QueryResult(BaseModel):

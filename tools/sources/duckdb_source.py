@@ -160,7 +160,11 @@ class DuckDBSource(Source):
                 if info is not None:
                     info.columns.append(Column(name=col, type=dtype, nullable=bool(nullable), comment=comment,
                                                primary_key=col in pk_cols.get((schema, name), ())))
-            default = cur.execute("SELECT current_schema()").fetchone()[0]
+            default, current = cur.execute("SELECT current_schema(), current_database()").fetchone()
+            catalogs = {r[0].lower() for r in cur.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
+            for info in tables.values():  # "sales"."orders" is ambiguous when a catalog is named sales too
+                if info.schema_name.lower() in catalogs:
+                    info.sql_catalog = current
             return Catalog(tables=list(tables.values()), default_schema=default)
 
     # -- execution ------------------------------------------------------------------------------

@@ -61,9 +61,11 @@ WHERE c.relkind IN ('r','p','v','m','f')
 ORDER BY 1, 2
 """
 _COLUMNS_SQL = """
-SELECT n.nspname, c.relname, a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull,
+SELECT n.nspname, c.relname, a.attname,
+       format_type(a.atttypid, a.atttypmod) || CASE WHEN t.typtype = 'e' THEN ' (enum)' ELSE '' END, NOT a.attnotnull,
        col_description(c.oid, a.attnum)
 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_type t ON t.oid = a.atttypid
 WHERE a.attnum > 0 AND NOT a.attisdropped AND c.relkind IN ('r','p','v','m','f')
   AND n.nspname NOT IN ('pg_catalog','information_schema') AND n.nspname NOT LIKE 'pg_toast%'
 ORDER BY n.nspname, c.relname, a.attnum
@@ -136,6 +138,9 @@ class PostgresSource(Source):
             raise ConfigError(f"cannot connect to PostgreSQL at {self.display_url}: "
                               f"{self._clean_error(exc).splitlines()[0]}") from None
         conn.read_only = True
+        from flexsql.tools.sources.pg_values import register
+
+        register(conn)  # infinity timestamps, 24:00, numeric NaN and intervals load as what they are
         return conn
 
     def _acquire(self) -> Any:

@@ -112,7 +112,13 @@ class SQLiteSource(Source):
         ).fetchall()
         for name, kind in rows:
             info = TableInfo(schema="main", name=name, kind="view" if kind == "view" else "table")
-            for _cid, col, ctype, notnull, _default, pk in conn.execute("SELECT * FROM pragma_table_info(?)", (name,)):
+            try:
+                described = conn.execute("SELECT * FROM pragma_table_info(?)", (name,)).fetchall()
+            except sqlite3.Error as exc:  # a view over a dropped table: report it, keep the rest usable
+                info.comment = f"broken view ({exc}): querying it fails until the missing table exists again"
+                tables.append(info)
+                continue
+            for _cid, col, ctype, notnull, _default, pk in described:
                 info.columns.append(Column(name=col, type=ctype or "", nullable=not notnull, primary_key=bool(pk)))
             fks: dict[int, ForeignKey] = {}
             for fid, _seq, ref_table, from_col, to_col, *_ in conn.execute("SELECT * FROM pragma_foreign_key_list(?)", (name,)):

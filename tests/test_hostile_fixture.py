@@ -1,0 +1,133 @@
+"""Every tool on every column of the hostile-data fixture (tests/hostile.py), per engine: each call
+must give an answer (text and JSON-safe structured content) or a clear FlexSQLError — never an
+unexpected exception, which the server would report as "internal error"."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hostile import hostile_url
+
+from flexsql.errors import FlexSQLError
+from flexsql.tools.catalog import describe_table, list_schemas, list_sources, list_tables
+from flexsql.tools.compare import compare_results
+from flexsql.tools.context import ToolContext
+from flexsql.tools.joins import find_join_path
+from flexsql.tools.query import fetch_rows, run_query, sample_rows
+from flexsql.tools.search import search_schema
+from flexsql.tools.sources import SourceRegistry, open_source
+from flexsql.tools.sql_build import quote_ident, quote_table
+from flexsql.tools.validate import validate_sql
+from flexsql.tools.values import distinct_values, find_values, profile_column
+
+
+@pytest.fixture(scope="module", params=["duckdb", "sqlite", "postgres"])
+def hostile(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ToolContext]:
+    with hostile_url(request.param, tmp_path_factory.mktemp(request.param)) as url:
+        src = open_source(url, name="hostile")
+        ctx = ToolContext(sources=SourceRegistry([src]))
+        yield ctx
+        src.close()
+
+
+class Outcome:
+    """Collects every call that failed with something other than a FlexSQLError."""
+
+    def __init__(self) -> None:
+        self.failures: list[str] = []
+        self.clear_errors: list[str] = []
+
+    def call(self, label: str, func: Callable[[], Any], must_answer: bool = False) -> Any:
+        """`must_answer`: the data is valid and the request plain (read a column, profile it), so
+        only an answer will do; otherwise a clear FlexSQLError is acceptable too."""
+        try:
+            out = func()
+        except FlexSQLError as exc:
+            text = str(exc)
+            if must_answer or not text or "internal error" in text or "ambiguous" in text or len(text) < 15:
+                self.failures.append(f"{label}: {type(exc).__name__}: {text[:200]!r}")
+            self.clear_errors.append(f"{label}: {text[:160]}")
+            return None
+        except Exception as exc:
+            self.failures.append(f"{label}: {type(exc).__name__}: {str(exc)[:200]}")
+            return None
+        try:
+            text = out.to_text()
+            json.dumps(out.model_dump(mode="json", by_alias=True))
+        except Exception as exc:
+            self.failures.append(f"{label}: rendering failed: {type(exc).__name__}: {str(exc)[:200]}")
+            return None
+        assert isinstance(text, str) and text
+        return out
+
+
+def test_every_tool_on_every_column(hostile: ToolContext) -> None:
+    ctx = hostile
+    src = ctx.source()
+    outcome = Outcome()
+    outcome.call("list_sources", lambda: list_sources(ctx))
+    outcome.call("list_schemas", lambda: list_schemas(ctx))
+    listing = outcome.call("list_tables", lambda: list_tables(ctx, limit=1000))
+    assert listing is not None, outcome.failures
+    outcome.call("search_schema", lambda: search_schema(ctx, "happy orders status"))
+    catalog = src.catalog()
+    base = [t for t in catalog.tables if t.kind == "table"]
+    outcome.call("find_join_path", lambda: find_join_path(ctx, [base[0].qualified, base[1].qualified]))
+    # every entry list_tables prints is addressable, families included
+    for entry in listing.tables:
+        outcome.call(f"describe_table {entry.name}", lambda e=entry: describe_table(ctx, e.name), must_answer=True)
+    result_ids = []
+    for table in catalog.tables:
+        name = table.qualified
+        if table.kind == "view":
+            outcome.call(f"sample_rows {name}", lambda n=name: sample_rows(ctx, n))
+            continue
+        outcome.call(f"describe_table {name}", lambda n=name: describe_table(ctx, n), must_answer=True)
+        sample = outcome.call(f"sample_rows {name}", lambda n=name: sample_rows(ctx, n, limit=3), must_answer=True)
+        for col in table.columns:
+            label = f"{name}.{col.name} ({col.type})"
+            outcome.call(f"profile_column {label}", lambda n=name, c=col.name: profile_column(ctx, n, c), must_answer=True)
+            outcome.call(f"distinct_values {label}", lambda n=name, c=col.name: distinct_values(ctx, n, c), must_answer=True)
+            outcome.call(f"sample_rows {label}", lambda n=name, c=col.name: sample_rows(ctx, n, columns=[c]), must_answer=True)
+            sql = f"SELECT {quote_ident(col.name, src.dialect)} FROM {quote_table(table, src.dialect)}"
+            out = outcome.call(f"run_query {label}", lambda s=sql: run_query(ctx, s), must_answer=True)
+            if out is not None:
+                result_ids.append(out.result_id)
+                outcome.call(f"fetch_rows {label}", lambda r=out.result_id: fetch_rows(ctx, r, limit=2))
+            outcome.call(f"validate_sql {label}", lambda s=sql: validate_sql(ctx, s))
+        if sample is not None:
+            for value in {str(v)[:100] for row in sample.rows for v in row if v not in (None, "")}:
+                outcome.call(f"find_values {value!r} in {name}",
+                             lambda v=value, n=name: find_values(ctx, v, tables=[n]))
+    outcome.call("find_values everywhere", lambda: find_values(ctx, "happy"))
+    if len(result_ids) >= 2:
+        outcome.call("compare_results", lambda: compare_results(ctx, result_ids[:2]))
+    assert not outcome.failures, "\n".join(outcome.failures)
+
+
+def test_dangling_view_is_reported_not_fatal(hostile: ToolContext) -> None:
+    src = hostile.source()
+    if src.dialect != "sqlite":
+        pytest.skip("only SQLite keeps a view whose table was dropped")
+    listing = list_tables(hostile, limit=1000)
+    names = [t.name.split(".", 1)[-1] for t in listing.tables]
+    assert "every_type" in names and "dangling" in names
+    text = describe_table(hostile, "dangling").to_text()
+    assert "broken" in text and "gone" in text
+
+
+def test_families_and_dotted_names_are_addressable(hostile: ToolContext, tmp_path: Path) -> None:
+    listing = list_tables(hostile, limit=1000)
+    family = next(t for t in listing.tables if t.kind == "family")
+    described = describe_table(hostile, family.name)
+    assert described.table.endswith("events_20240101")
+    assert described.family and "3 tables" in described.family
+    dotted = describe_table(hostile, '"dotted.name"')
+    assert dotted.table.endswith("dotted.name")
+    assert [c.name for c in dotted.columns] == ["id", "col.with.dot"]
+    assert "dot-value" in dotted.columns[1].examples
+    assert sample_rows(hostile, "dotted.name").rows == [[1, "dot-value"]]

@@ -1,0 +1,54 @@
+"""psycopg loaders for PostgreSQL values that Python's types cannot hold.
+
+Without them one such value fails the whole query ('infinity'::timestamp, '24:00'::time, years
+past 9999) or a later step (numeric NaN breaks decimal arithmetic), and intervals lose their
+months ('1 mon' would become 30 days). Values a Python type holds exactly are loaded as usual;
+the others come back as PostgreSQL's own text ('infinity', '24:00:00', '1 mon'), or as a float
+for numeric NaN/±Infinity, so the tools show what the database holds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_SPECIAL_NUMERIC = {b"NaN": float("nan"), b"Infinity": float("inf"), b"-Infinity": float("-inf")}
+
+
+def register(conn: Any) -> None:
+    """Install the loaders on one connection (text format, which flexsql's cursors use)."""
+    import psycopg
+    from psycopg.types.datetime import (
+        DateLoader,
+        TimeLoader,
+        TimestampLoader,
+        TimestamptzLoader,
+        TimetzLoader,
+    )
+    from psycopg.types.numeric import NumericLoader
+
+    def tolerant(base: type) -> type:
+        class Tolerant(base):  # type: ignore[misc, valid-type]
+            def load(self, data: Any) -> Any:
+                try:
+                    return super().load(data)
+                except (psycopg.DataError, ValueError, OverflowError):
+                    return bytes(data).decode("utf-8", "replace")
+
+        Tolerant.__name__ = f"Tolerant{base.__name__}"
+        return Tolerant
+
+    class ExactNumericLoader(NumericLoader):
+        def load(self, data: Any) -> Any:
+            special = _SPECIAL_NUMERIC.get(bytes(data))
+            return special if special is not None else super().load(data)
+
+    class IntervalTextLoader(psycopg.adapt.Loader):
+        def load(self, data: Any) -> Any:
+            return bytes(data).decode("utf-8", "replace")
+
+    adapters = conn.adapters
+    for name, base in (("date", DateLoader), ("timestamp", TimestampLoader), ("timestamptz", TimestamptzLoader),
+                       ("time", TimeLoader), ("timetz", TimetzLoader)):
+        adapters.register_loader(name, tolerant(base))
+    adapters.register_loader("numeric", ExactNumericLoader)
+    adapters.register_loader("interval", IntervalTextLoader)
