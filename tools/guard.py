@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 
 import sqlglot
 from sqlglot import exp
@@ -26,8 +27,18 @@ from sqlglot.tokens import Token, TokenType
 
 from flexsql.errors import RefusedError
 
-# sqlglot logs a warning each time it falls back to a generic Command; we refuse those ourselves.
-logging.getLogger("sqlglot").setLevel(logging.ERROR)
+# sqlglot logs a warning each time it falls back to a generic Command; the guard refuses those
+# itself, so it silences sqlglot's warnings while it checks, in its own thread only, instead of
+# changing the level of sqlglot's logger for every other user of sqlglot in the process.
+_GUARDING = threading.local()
+
+
+class _QuietWhileGuarding(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (getattr(_GUARDING, "active", False) and record.levelno < logging.ERROR)
+
+
+logging.getLogger("sqlglot").addFilter(_QuietWhileGuarding())
 
 READ_ONLY_HINT = "this server is read-only"
 MAX_SQL_CHARS = 1_000_000
@@ -291,6 +302,19 @@ def _check_statement_tokens(tokens: list[Token], dialect: str) -> None:
             raise refuse("several statements in one call", "send exactly one statement per call")
 
 
+def token_walk(sql: str, dialect: str, tokens: list[Token] | None = None) -> list[Token]:
+    """The guard's checks that need no parse tree: names in call position, Unicode escapes, Snowflake
+    sequences, IDENTIFIER() and stages, PostgreSQL credential catalogs, strings read as tables, a
+    second statement. check_sql runs it; so does the Snowflake source's engine-level layer before it
+    wraps a statement, so the two layers share one implementation and cannot drift apart.
+    Returns the tokens; raises RefusedError."""
+    tokens = sqlglot.tokenize(sql, read=dialect) if tokens is None else tokens
+    _check_tokens(tokens, sql, dialect)
+    _check_credential_catalogs(tokens, dialect)
+    _check_statement_tokens(tokens, dialect)
+    return tokens
+
+
 def _check_tree(tree: exp.Expression, dialect: str) -> None:
     for node in tree.walk():
         if isinstance(node, _DENIED_TYPES):
@@ -360,7 +384,7 @@ def _check(sql: str, dialect: str) -> str:
         else:
             raise refuse(_statement_label(tree, sql), f"{READ_ONLY_HINT}; {_ONLY_READS}")
     elif isinstance(tree, _ALLOWED_ROOTS + _DIALECT_ROOTS.get(dialect, ())):
-        _check_statement_tokens(tokens, dialect)
+        token_walk(sql, dialect, tokens)
         _check_tree(tree, dialect)
     else:
         hint = f"{READ_ONLY_HINT}; {_ONLY_READS}"
@@ -382,6 +406,8 @@ def check_sql(sql: str, dialect: str) -> str:
     if len(sql) > MAX_SQL_CHARS:
         raise RefusedError(f"refused: the SQL text has {len(sql):,} characters, over the {MAX_SQL_CHARS:,} the guard "
                            "checks — send a shorter statement")
+    outer = getattr(_GUARDING, "active", False)  # EXPLAIN checks its target re-entrantly
+    _GUARDING.active = True
     try:
         return _check(sql, dialect)
     except RefusedError:
@@ -402,3 +428,5 @@ def check_sql(sql: str, dialect: str) -> str:
             f"refused: the guard could not check this statement ({type(exc).__name__}) — only statements the guard "
             "can check are run; simplify it"
         ) from None
+    finally:
+        _GUARDING.active = outer

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import sqlglot
 from pydantic import BaseModel
-from sqlglot import exp
 
 from flexsql.errors import InvalidArgument
 from flexsql.tools.args import check_limit
@@ -15,6 +13,7 @@ from flexsql.tools.render import jsonable, table_text
 from flexsql.tools.results import StoredResult
 from flexsql.tools.sources import FetchLimits
 from flexsql.tools.sql_build import parse_condition, quote_ident, quote_table
+from flexsql.tools.sql_order import orders_result
 
 MAX_RETURN_ROWS = 100_000
 
@@ -34,14 +33,12 @@ class QueryOutput(BaseModel):
     offset: int = 0
     sql: str | None = None
     hint: str | None = None
-    text_rows_shown: int = 0
 
     def to_text(self, max_chars: int = 4000, cell_chars: int = 200) -> str:
         total = f"{self.total_rows}{'+' if self.total_is_lower_bound else ''}"
         if not self.columns:
             return f"{self.result_id}: statement returned no result set ({self.elapsed_ms:g} ms)"
         table, shown = table_text(self.columns, self.rows, cell_chars=cell_chars, max_chars=max_chars - 200)
-        self.text_rows_shown = shown
         first, last = self.offset + 1, self.offset + shown
         head = f"{self.result_id}: {total} rows, {len(self.columns)} cols, {self.elapsed_ms:g} ms"
         lines = [head, table]
@@ -66,11 +63,9 @@ def _output(stored: StoredResult, offset: int, limit: int, elapsed_ms: float = 0
 
 
 def has_top_level_order(sql: str, dialect: str) -> bool:
-    try:
-        tree = sqlglot.parse_one(sql, read=dialect)
-    except Exception:
-        return False
-    return isinstance(tree, exp.Query) and tree.args.get("order") is not None
+    """Whether the result's row order is part of it (compare_results): the one definition, shared
+    with the `ex` scorer and the Snowflake wrapper."""
+    return orders_result(sql, dialect)
 
 
 def _empty_hint(sql: str) -> str:

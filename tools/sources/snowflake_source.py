@@ -29,9 +29,6 @@ from flexsql.tools.sources.base import (
     timeout_error,
 )
 
-_CLAUSE_WORDS = {"SELECT", "FROM", "JOIN", "WHERE", "GROUP", "HAVING", "ORDER", "QUALIFY", "LIMIT", "UNION", "ON",
-                 "USING", "WINDOW", "VALUES", "INTERSECT", "EXCEPT", "MINUS", "SET"}
-
 
 def _engine_refusal(what: str) -> QueryError:
     return QueryError(f"refused by the engine: {what} — this server is read-only")
@@ -50,7 +47,8 @@ def _engine_check(sql: str) -> str:
     """See SnowflakeSource.engine_wrap. Returns the statement without trailing semicolons."""
     from sqlglot.tokens import TokenType
 
-    from flexsql.tools.guard import denied_function_reason
+    from flexsql.errors import RefusedError
+    from flexsql.tools.guard import token_walk
 
     tokens = _tokens(sql)
     cut = next((t.start for t in tokens if t.token_type == TokenType.SEMICOLON), None)
@@ -61,54 +59,77 @@ def _engine_check(sql: str) -> str:
         tokens = [t for t in tokens if t.start < cut]
     if not tokens:
         raise _engine_refusal("the statement is empty")
+    first, nxt = tokens[0], tokens[1] if len(tokens) > 1 else None
+    if first.token_type == TokenType.COMMAND and first.text.upper() == "EXPLAIN" and nxt is not None:
+        body = nxt.text if nxt.token_type == TokenType.STRING else sql[nxt.start:]
+        if body.lstrip().upper().startswith(("ANALYZE", "ANALYSE")):
+            raise _engine_refusal("EXPLAIN ANALYZE (it executes the statement)")
+        _engine_check(body)
+        target = _tokens(body)
+        while target and target[0].text.upper() in ("USING", "TABULAR", "JSON", "TEXT"):
+            target = target[1:]
+        if not target or target[0].token_type not in (TokenType.SELECT, TokenType.WITH, TokenType.L_PAREN):
+            raise _engine_refusal("EXPLAIN of a statement that is not a query")
+        return sql.strip()
     depth = 0
-    clause = {0: ""}
-    for i, tok in enumerate(tokens):
-        kind, word = tok.token_type, tok.text.upper()
-        prev = tokens[i - 1] if i else None
-        nxt = tokens[i + 1] if i + 1 < len(tokens) else None
-        if kind == TokenType.L_PAREN:
+    for tok in tokens:  # what would break out of the wrapper: only this layer has a wrapper
+        if tok.token_type == TokenType.L_PAREN:
             depth += 1
-            clause[depth] = ""
-        elif kind == TokenType.R_PAREN:
+        elif tok.token_type == TokenType.R_PAREN:
             depth -= 1
             if depth < 0:
                 raise _engine_refusal("a ')' without its '(' (it would close flexsql's wrapper)")
-        elif kind == TokenType.COMMAND:
-            if i == 0 and word == "EXPLAIN" and nxt is not None:
-                body = nxt.text if nxt.token_type == TokenType.STRING else sql[nxt.start:]
-                if body.lstrip().upper().startswith(("ANALYZE", "ANALYSE")):
-                    raise _engine_refusal("EXPLAIN ANALYZE (it executes the statement)")
-                _engine_check(body)
-                target = _tokens(body)
-                while target and target[0].text.upper() in ("USING", "TABULAR", "JSON", "TEXT"):
-                    target = target[1:]
-                if not target or target[0].token_type not in (TokenType.SELECT, TokenType.WITH, TokenType.L_PAREN):
-                    raise _engine_refusal("EXPLAIN of a statement that is not a query")
-                return sql.strip()
-            raise _engine_refusal(f"{word} (not a query)")
-        elif kind != TokenType.STRING and word in _CLAUSE_WORDS:
-            clause[depth] = word
-        if kind == TokenType.PARAMETER and tok.text == "@":
-            raise _engine_refusal("reading a stage (@…)")
-        if kind in (TokenType.VAR, TokenType.IDENTIFIER) and tok.text.lower() == "nextval":
-            raise _engine_refusal("sequence NEXTVAL (it advances a sequence)")
-        if nxt is not None and nxt.token_type == TokenType.L_PAREN and kind != TokenType.STRING:
-            why = denied_function_reason(tok.text, "snowflake")
-            if why:
-                raise _engine_refusal(f"function {tok.text.lower()}() ({why})")
-        if kind == TokenType.STRING and prev is not None and (
-            prev.token_type in (TokenType.FROM, TokenType.JOIN)
-            or (prev.token_type == TokenType.COMMA and clause.get(depth) in ("FROM", "JOIN"))
-        ):
-            raise _engine_refusal(f"reading {tok.text!r} as a table")
-        if kind == TokenType.STRING and prev is not None and prev.token_type == TokenType.L_PAREN and i > 1 \
-                and tokens[i - 2].text.upper() == "IDENTIFIER" and (
-                    tok.text.lstrip().startswith("@") or tok.text.rstrip().lower().endswith("nextval")):
-            raise _engine_refusal(f"IDENTIFIER({tok.text!r})")
+        elif tok.token_type == TokenType.COMMAND:
+            raise _engine_refusal(f"{tok.text.upper()} (not a query)")
     if depth != 0:
         raise _engine_refusal("an unclosed '(' (it would swallow flexsql's wrapper)")
+    try:  # the guard's own token walk, the same code as the parse-level layer (tools/guard.py)
+        token_walk(sql, "snowflake", tokens)
+    except RefusedError as exc:
+        raise QueryError(str(exc).replace("refused: ", "refused by the engine: ", 1)) from None
     return sql.strip()
+
+
+def _outer_order(text: str) -> str:
+    """The query's own top-level ORDER BY, restated outside flexsql's wrapper by output position
+    (`ORDER BY 2 DESC`), because a subquery's order is not guaranteed to survive the outer SELECT.
+    Empty when the query does not sort, or sorts by something the outer query cannot name (an
+    expression not in its select list, or a select list with `*`): then the order stays inside."""
+    import sqlglot
+    from sqlglot import exp
+
+    from flexsql.tools.sql_order import outermost_query, top_level_order
+
+    try:
+        tree = sqlglot.parse_one(text, read="snowflake")
+    except Exception:  # the parse-level guard parsed it already; here a miss only loses the order
+        return ""
+    order = top_level_order(tree)
+    query = outermost_query(tree)
+    if order is None or not isinstance(query, exp.Query):
+        return ""
+    outputs = list(query.selects)
+    if any(isinstance(sel, exp.Star) or (isinstance(sel, exp.Column) and isinstance(sel.this, exp.Star))
+           for sel in outputs):
+        outputs = []
+    keys: list[str] = []
+    for ordered in order.expressions:
+        key = ordered.this
+        position = None
+        if isinstance(key, exp.Literal) and key.is_int:
+            position = int(key.this)
+        else:
+            for i, sel in enumerate(outputs, 1):
+                bare = isinstance(key, exp.Column) and not key.table
+                if (bare and key.name.upper() == sel.alias_or_name.upper()) or key == sel.unalias() or key == sel:
+                    position = i
+                    break
+        if position is None:
+            return ""
+        restated = ordered.copy()
+        restated.set("this", exp.Literal.number(position))
+        keys.append(restated.sql(dialect="snowflake"))
+    return " ORDER BY " + ", ".join(keys)
 
 
 _PASSTHROUGH = ("warehouse", "role", "host", "port", "protocol", "authenticator", "connection_name", "region")
@@ -261,7 +282,7 @@ class SnowflakeSource(Source):
         first = tokens[0].text.upper() if tokens else ""
         if first in ("SHOW", "DESC", "DESCRIBE", "EXPLAIN"):
             return text
-        return f"SELECT * FROM (\n{text}\n)"
+        return f"SELECT * FROM (\n{text}\n){_outer_order(text)}"
 
     def _run(self, sql: str, timeout_s: float, limits: FetchLimits):
         sql = self.engine_wrap(sql)
