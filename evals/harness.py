@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from flexsql.errors import ConfigError, FlexSQLError
+from flexsql.evals.dialogue import expected_status, is_status_turn, returned_status, status_record, work_units
 from flexsql.evals.execution import (
     DEFAULT_MAX_ROWS,
     ExecutionFailure,
@@ -153,6 +154,15 @@ class Evaluation:
         timings["runner_s"] = round(prediction.runner_s, 4)
         record.update(sql=extract_sql(prediction.sql) if prediction.sql else None, prediction_origin=prediction.origin or None, tokens=prediction.tokens,
                       cost_usd=prediction.cost_usd, runner_note=prediction.note, answer_text=prediction.answer_text)
+        if task.benchmark == "dialogue":
+            record.update(expected_status=expected_status(task),
+                          returned_status=returned_status(prediction.status, prediction.present, prediction.error))
+        if is_status_turn(task):  # ambiguous / unanswerable / improper: scored by status (evals/dialogue.py)
+            fields = status_record(task, prediction.status, prediction.present, prediction.error)
+            record.update(expected_status=fields["expected_status"], returned_status=fields["returned_status"])
+            verdict = Verdict(scorer=self.scorer, score=fields["score"], reason=fields["reason"],
+                              category=fields["category"])
+            return self._finish(record, "scored", {self.scorer: verdict}, timings, started)
         if not task.scored:
             return self._finish(record, "not_scored", None, timings, started,
                                 reason=f"{task.turn_type or 'this'} turn has no gold SQL: answer recorded, not scored")
@@ -279,17 +289,22 @@ class Evaluation:
         (self.out / SUBMISSION).mkdir(exist_ok=True)
         results_path = self.out / RESULTS
         previous = self._previous(results_path)
-        todo = [t for t in self.tasks if t.instance_id not in previous]
+        # A dialogue is one unit, its turns in order (evals/dialogue.py); any other task is its own.
+        units = work_units(self.tasks, set(previous))
+        todo = [t for unit in units for t in unit]
         self._write_run_info(len(todo))
         started = time.perf_counter()
         new_records: list[dict[str, Any]] = []
         interrupted = False
         stop = threading.Event()
 
-        def work(task: Task) -> dict[str, Any] | None:
-            if stop.is_set():
-                return None
-            return self.evaluate(task)
+        def work(unit: list[Task]) -> list[dict[str, Any]]:
+            done = []
+            for task in unit:
+                if stop.is_set():
+                    break
+                done.append(self.evaluate(task))
+            return done
 
         if self.options.via_mcp and self.locator is not None and todo:
             urls = []
@@ -303,23 +318,21 @@ class Evaluation:
         try:
             with open(results_path, "a", encoding="utf-8") as sink:
                 pending: set[Future] = set()
-                queue = iter(todo)
+                queue = iter(units)
                 # Submit a bounded window so Ctrl-C leaves little queued work behind.
-                for task in queue:
-                    pending.add(pool.submit(work, task))
+                for unit in queue:
+                    pending.add(pool.submit(work, unit))
                     if len(pending) >= self.options.jobs * 2:
                         break
                 while pending:
                     done, pending = wait(pending, return_when=FIRST_COMPLETED)
                     for future in done:
-                        record = future.result()
-                        if record is None:
-                            continue
-                        sink.write(json.dumps(record, default=str, ensure_ascii=False) + "\n")
-                        sink.flush()
-                        new_records.append(record)
-                        if on_progress:
-                            on_progress(record, len(new_records), len(todo))
+                        for record in future.result():
+                            sink.write(json.dumps(record, default=str, ensure_ascii=False) + "\n")
+                            sink.flush()
+                            new_records.append(record)
+                            if on_progress:
+                                on_progress(record, len(new_records), len(todo))
                         nxt = next(queue, None)
                         if nxt is not None:
                             pending.add(pool.submit(work, nxt))

@@ -14,6 +14,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from flexsql.evals import dialogue
 from flexsql.evals.scoring import CATEGORY_TEXT, SCORERS
 from flexsql.evals.tasks import Task
 
@@ -94,6 +95,7 @@ def summarize(records: list[dict[str, Any]], tasks: list[Task], scorer: str, *, 
                       "reason": _reason(r, scorer)} for r in failures],
         "not_run": missing,
         "turn_types": dict(sorted(turn_types.items())),
+        "dialogue": dialogue.dialogue_summary(records, tasks, scorer),
         "ran_this_session": ran, "wall_s": round(wall_s, 3),
         "tasks_per_s": round(ran / wall_s, 2) if wall_s > 0 and ran else None,
         "median_task_s": round(statistics.median(times), 4) if times else None,
@@ -151,6 +153,8 @@ def markdown(s: dict[str, Any]) -> str:
                   "| --- | ---: | ---: | ---: | ---: |"]
         for k, v in s["turn_types"].items():
             lines.append(f"| {k} | {v['turns']} | {v['scored']} | {v['passed']} | {v['answered_sql']} |")
+    if s.get("dialogue"):
+        lines += dialogue.markdown(s["dialogue"])
     lines += ["", "## Failures by reason", ""]
     if s["failure_reasons"]:
         lines += ["| reason | tasks |", "| --- | ---: |"]
@@ -248,6 +252,9 @@ def html_report(s: dict[str, Any]) -> str:
             out.append(f"<tr><td>{e(k)}</td><td class=n>{v['turns']}</td><td class=n>{v['scored']}</td>"
                        f"<td class=n>{v['passed']}</td><td class=n>{v['answered_sql']}</td></tr>")
         out.append("</table>")
+
+    if s.get("dialogue"):
+        out.append(dialogue.html(s["dialogue"]))
 
     if s["failures"]:
         out.append(f"<h2>Every failure ({len(s['failures'])})</h2><table><tr><th>task</th><th>database</th>"

@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from flexsql.errors import ConfigError
+from flexsql.evals.dialogue import read_status
 from flexsql.evals.execution import flexsql_command
 from flexsql.evals.gold import GoldStore
 from flexsql.evals.tasks import DatabaseLocator, Task, extract_sql, find_external_knowledge
@@ -42,6 +43,9 @@ class Prediction(BaseModel):
     csv_path: str | None = None
     origin: str = ""  # where it came from: "gold SQL", "predictions/3.sql", "command: answer.sql", …
     answer_text: str | None = None  # free text an agent answered with (clarifications, refusals)
+    # answered / needs_clarification / unanswerable / reply / failed; dialogue turns are scored on it
+    # (evals/dialogue.py). None: read from whether there is a prediction.
+    status: str | None = None
     error: str | None = None
     error_category: str | None = None  # timeout / runner_error / no_prediction
     note: str | None = None
@@ -145,11 +149,12 @@ class CommandRunner(Runner):
             target = task_dir / "evidence.txt"
             target.write_text(task.external_knowledge + "\n", encoding="utf-8")
             ek_file = str(target)
-        if task.history:
+        if task.history:  # the earlier questions only: their gold SQL and turn labels are the answers
             (task_dir / "history.json").write_text(
-                json.dumps([t.model_dump() for t in task.history], indent=2), encoding="utf-8")
+                json.dumps([{"question": t.question} for t in task.history], indent=2), encoding="utf-8")
         info = {"instance_id": task.instance_id, "db": task.db, "db_url": db_url, "question": task.question,
-                "external_knowledge_file": ek_file or None, "turn_type": task.turn_type,
+                "external_knowledge_file": ek_file or None, "dialogue_index": task.dialogue_index,
+                "turn_index": task.turn_index,
                 "history_file": str(task_dir / "history.json") if task.history else None}
         write_private(task_dir / "task.json", json.dumps(info, indent=2))
         return {"question_file": str(task_dir / "question.txt"), "question": task.question, "db_url": db_url,
@@ -188,6 +193,7 @@ class CommandRunner(Runner):
                     self._running.pop(proc.pid, None)
         elapsed = time.perf_counter() - started
         prediction = read_answer(out, task.instance_id, task_dir / "stdout.txt")
+        prediction.status = read_status(out, task_dir / "stdout.txt")
         prediction.runner_s = elapsed
         prediction.note = note
         if not prediction.present and prediction.error is None:
