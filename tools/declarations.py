@@ -36,7 +36,7 @@ class ListTablesArgs(ToolArgs):
     schema_: Annotated[str | None, Field(alias="schema", description="only this schema")] = None
     pattern: Annotated[str | None, Field(description="substring or glob (* %)")] = None
     limit: Annotated[int, Field(description="1-1000")] = 50
-    cursor: Annotated[str | None, Field(description="next_cursor of the previous page")] = None
+    cursor: str | None = None
     refresh: Annotated[bool, Field(description="re-read the catalog")] = False
     source: Source = None
 
@@ -68,7 +68,7 @@ class SampleArgs(ToolArgs):
 
 
 class QueryArgs(ToolArgs):
-    sql: Annotated[str, Field(description="one statement in the source's dialect")]
+    sql: str
     max_rows: Annotated[int | None, Field(description="0-100000")] = None
     timeout_s: float | None = None
     source: Source = None
@@ -122,36 +122,35 @@ class ColumnArgs(ToolArgs):
 
 
 class ResultIdsArgs(ToolArgs):
-    result_ids: Annotated[list[str], Field(description="result_ids of run_query / run_python")]
+    result_ids: list[str]
 
 
 class PythonArgs(ToolArgs):
-    code: Annotated[str, Field(description="the last expression is the result")]
-    result_ids: Annotated[list[str] | None, Field(description="results loaded as DataFrames")] = None
+    code: str
+    result_ids: list[str] | None = None
     timeout_s: float | None = None
 
 
 def _python_description(s: Settings) -> str:
     sb = s.sandbox
-    text = (f"Run Python over results in a sandbox, for logic awkward in SQL. dfs['r1'] (df when one) are pandas "
-            f"DataFrames; pd, np, duckdb importable; flexsql.sql(\"SELECT …\") runs a guarded query. The last "
-            f"expression is returned; a DataFrame becomes a result_id. Limits: {sb.timeout_s:g} s, "
-            f"{sb.memory_mb:,} MB, output cut at {sb.max_output_chars:,} characters; no network, nothing kept "
-            "between calls. Example: code=\"df.groupby('country').size()\", result_ids=[\"r1\"].")
+    text = (f"Sandboxed Python for logic awkward in SQL: result_ids arrive as pandas DataFrames dfs['r1'] (df when "
+            f"one); flexsql.sql(\"SELECT …\") runs a guarded query. The last expression is returned; a DataFrame "
+            f"becomes a result_id. {sb.timeout_s:g} s, {sb.memory_mb:,} MB, output ≤ {sb.max_output_chars:,} "
+            "characters; no network. Example: code=\"df.groupby('country').size()\".")
     warnings = python_tool.sandbox_warnings()
     return text + ("".join(f" Warning: {w}" for w in warnings))
 
 
 class SelectArgs(ToolArgs):
-    result_ids: Annotated[list[str], Field(description="candidate results, 1-20")]
-    question: Annotated[str | None, Field(description="the question, for shape checks")] = None
+    result_ids: Annotated[list[str], Field(description="1-20 candidates")]
+    question: str | None = None
 
 
 class AskArgs(ToolArgs):
     question: str
     source: Source = None
-    conversation_id: Annotated[str | None, Field(description="continue this conversation")] = None
-    external_knowledge: Annotated[str | None, Field(description="a document the question relies on")] = None
+    conversation_id: str | None = None
+    external_knowledge: Annotated[str | None, Field(description="a document defining its terms")] = None
 
 
 def _select_result(ctx, a: SelectArgs, env: ToolEnv):  # type: ignore[no-untyped-def]
@@ -175,14 +174,12 @@ def _agent_declarations() -> list[ToolSpec]:
         return []
     return [
         ToolSpec("select_result", SelectArgs, Selection, _select_result,
-                 lambda s: "Choose among candidate answers to one question by executing evidence: groups "
-                           "equivalent results, scores each group (ran, non-empty, expected shape, agreement), "
-                           "returns the chosen result_id and why. Example: result_ids=[\"r1\",\"r2\",\"r3\"]."),
+                 lambda s: "Pick the best of several candidate results for one question: groups equal results, "
+                           "scores groups by execution evidence, says why. Example: result_ids=[\"r1\",\"r2\"]."),
         ToolSpec("ask", AskArgs, Answer, _ask, is_async=True, agent_tool=False,
-                 describe=lambda s: "Answer a question with the FlexSQL agent: explores the schema, plans "
-                                    f"{s.agent.plans} readings, implements and repairs them, selects by execution. "
-                                    "Returns status, SQL, a result preview with result_id and the candidates. "
-                                    "Needs a model endpoint ([model] in flexsql.toml) or client sampling."),
+                 describe=lambda s: f"Answer a question with the FlexSQL agent ({s.agent.plans} plans, repair, "
+                                    "selection by execution): status, SQL, result preview and result_id, "
+                                    "candidates. Needs [model] in flexsql.toml or client sampling."),
     ]
 
 

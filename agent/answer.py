@@ -1,0 +1,93 @@
+"""The agent's answer to one question: what `ask`, `flexsql ask --json` and evals return."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from flexsql.agent.select import GroupScore
+from flexsql.tools.render import table_text
+
+Status = Literal["answered", "needs_clarification", "unanswerable", "reply", "failed"]
+
+
+class PlanOut(BaseModel):
+    index: int
+    reading: str
+    text: str
+    tables: list[str] = []
+    revised_from: int | None = None  # the plan this one revises (evaluator said "plan")
+
+
+class CandidateOut(BaseModel):
+    candidate_id: str
+    plan_index: int
+    language: Literal["sql", "python"]
+    code: str
+    result_id: str | None = None
+    rows: int | None = None
+    error: str | None = None
+    verdicts: list[str] = []
+    feedback: list[str] = []
+    repaired_from: str | None = None
+
+
+class Usage(BaseModel):
+    model_calls: int = 0
+    tool_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+
+class Answer(BaseModel):
+    status: Status
+    question: str
+    sql: str | None = None  # the chosen program when it is SQL
+    code: str | None = None  # the chosen program (SQL or Python)
+    language: str | None = None
+    result_id: str | None = None
+    columns: list[str] = []
+    rows: list[list[Any]] = []  # a preview of the chosen result
+    total_rows: int | None = None
+    clarifying_question: str | None = None
+    readings: list[str] = []
+    reason: str | None = None  # why unanswerable / failed / how the choice was made
+    reply: str | None = None
+    plans: list[PlanOut] = []
+    candidates: list[CandidateOut] = []
+    groups: list[GroupScore] = []
+    budget_exhausted: str | None = None  # what ran out ("80 model calls"); the answer is the best so far
+    usage: Usage = Usage()
+    run_id: str = ""
+    trace: str | None = None  # path of the JSONL trace, when written
+    conversation_id: str | None = None
+
+    def to_text(self, max_chars: int = 4000, cell_chars: int = 200) -> str:
+        lines = [f"status: {self.status}" + (f" (budget spent: {self.budget_exhausted}; best so far)"
+                                             if self.budget_exhausted else "")]
+        if self.clarifying_question:
+            lines.append(f"question for the user: {self.clarifying_question}")
+            lines += [f"  reading: {r}" for r in self.readings]
+        if self.reply:
+            lines.append(f"reply: {self.reply}")
+        if self.reason and self.status != "answered":
+            lines.append(f"reason: {self.reason}")
+        if self.code:
+            lines.append(f"{self.language}:\n{self.code}")
+        if self.columns:
+            table, shown = table_text(self.columns, self.rows, cell_chars=cell_chars, max_chars=max_chars // 2)
+            lines.append(f"{self.result_id}: {self.total_rows} rows" + (f" (first {shown} shown)"
+                                                                        if shown < (self.total_rows or 0) else ""))
+            lines.append(table)
+        if self.candidates:
+            ran = sum(1 for c in self.candidates if c.result_id)
+            lines.append(f"candidates: {len(self.candidates)} ({ran} ran) in {len(self.groups)} groups; "
+                         + "; ".join(f"[{', '.join(g.members)}] score {g.score:.2f}" for g in self.groups[:4]))
+        if self.reason and self.status == "answered":
+            lines.append(f"why: {self.reason}")
+        u = self.usage
+        lines.append(f"model calls {u.model_calls}, tool calls {u.tool_calls}, tokens {u.prompt_tokens}+"
+                     f"{u.completion_tokens}, {u.seconds:g} s" + (f"; trace {self.trace}" if self.trace else ""))
+        return "\n".join(lines)

@@ -1,0 +1,63 @@
+"""A question's budget: model calls, tokens and seconds. Charged by every model call; when it runs
+out the pipeline stops starting work and answers with the best candidate so far, marked so."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from pydantic import BaseModel
+
+from flexsql.errors import BudgetExceeded
+
+
+class Spent(BaseModel):
+    model_calls: int = 0
+    tool_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+
+class Budget:
+    def __init__(self, max_model_calls: int, max_tokens: int, max_seconds: float) -> None:
+        self.max_model_calls = max_model_calls
+        self.max_tokens = max_tokens
+        self.max_seconds = max_seconds
+        self._start = time.monotonic()
+        self._lock = threading.Lock()
+        self.spent = Spent()
+        self.exhausted: str | None = None  # what ran out first
+
+    @property
+    def seconds_left(self) -> float:
+        return self.max_seconds - (time.monotonic() - self._start)
+
+    def check(self) -> None:
+        """Raise BudgetExceeded if anything ran out; called before each model call."""
+        with self._lock:
+            why = None
+            if self.spent.model_calls >= self.max_model_calls:
+                why = f"{self.max_model_calls} model calls"
+            elif self.spent.prompt_tokens + self.spent.completion_tokens >= self.max_tokens:
+                why = f"{self.max_tokens:,} tokens"
+            elif self.seconds_left <= 0:
+                why = f"{self.max_seconds:g} s"
+            if why:
+                self.exhausted = self.exhausted or why
+                raise BudgetExceeded(f"the question's budget of {why} is spent; raise [agent] max_model_calls / "
+                                     "max_tokens / max_seconds for more")
+
+    def charge(self, prompt_tokens: int, completion_tokens: int) -> None:
+        with self._lock:
+            self.spent.model_calls += 1
+            self.spent.prompt_tokens += prompt_tokens
+            self.spent.completion_tokens += completion_tokens
+
+    def tool_call(self) -> None:
+        with self._lock:
+            self.spent.tool_calls += 1
+
+    def snapshot(self) -> Spent:
+        with self._lock:
+            return self.spent.model_copy(update={"seconds": round(time.monotonic() - self._start, 3)})

@@ -1,0 +1,191 @@
+"""The model-facing contract (DESIGN.md § "The agent"): stage names, each stage's JSON output as a
+pydantic model and a JSON schema, and the lenient parser for endpoints without guided decoding.
+
+Users serve stages with their own models and guided decoding against exactly these shapes, and the
+benchmarks script models against them: extend only compatibly (new optional fields).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+STAGES = ("classify", "link", "knowledge", "plan", "implement", "repair", "evaluate", "revise_plan")
+Stage = Literal["classify", "link", "knowledge", "plan", "implement", "repair", "evaluate", "revise_plan"]
+
+
+class Classification(BaseModel):
+    type: Literal["answerable", "ambiguous", "unanswerable", "improper"]
+    clarifying_question: str | None = None
+    reason: str | None = None
+    reply: str | None = None
+    readings: list[str] = []  # optional extension: the readings an ambiguous question allows
+
+
+class Linking(BaseModel):
+    tables: list[str]
+    notes: str = ""
+
+
+class Knowledge(BaseModel):
+    summary: str
+
+
+class Plan(BaseModel):
+    reading: str
+    text: str
+    tables: list[str] = []
+
+
+class Plans(BaseModel):
+    plans: list[Plan]
+
+
+class Program(BaseModel):
+    language: Literal["sql", "python"]
+    code: str
+
+
+class Verdict(BaseModel):
+    verdict: Literal["ok", "plan", "implementation"]
+    feedback: str = ""
+
+
+OUTPUTS: dict[str, type[BaseModel]] = {
+    "classify": Classification, "link": Linking, "knowledge": Knowledge, "plan": Plans,
+    "implement": Program, "repair": Program, "evaluate": Verdict, "revise_plan": Plan,
+}
+
+_NULLABLE_STR = {"type": ["string", "null"]}
+_STR_LIST = {"type": "array", "items": {"type": "string"}}
+_PLAN = {"type": "object", "additionalProperties": False, "required": ["reading", "text", "tables"],
+         "properties": {"reading": {"type": "string"}, "text": {"type": "string"}, "tables": _STR_LIST}}
+
+
+def output_schema(stage: str, plans: int = 4) -> dict[str, Any]:
+    """The JSON schema sent as `response_format` for `stage` (hand-written: exactly the contract)."""
+    if stage == "classify":
+        return {"type": "object", "additionalProperties": False,
+                "required": ["type", "clarifying_question", "reason", "reply"],
+                "properties": {"type": {"enum": ["answerable", "ambiguous", "unanswerable", "improper"]},
+                               "clarifying_question": _NULLABLE_STR, "reason": _NULLABLE_STR, "reply": _NULLABLE_STR,
+                               "readings": _STR_LIST}}
+    if stage == "link":
+        return {"type": "object", "additionalProperties": False, "required": ["tables", "notes"],
+                "properties": {"tables": _STR_LIST, "notes": {"type": "string"}}}
+    if stage == "knowledge":
+        return {"type": "object", "additionalProperties": False, "required": ["summary"],
+                "properties": {"summary": {"type": "string"}}}
+    if stage == "plan":
+        return {"type": "object", "additionalProperties": False, "required": ["plans"],
+                "properties": {"plans": {"type": "array", "items": _PLAN, "minItems": plans, "maxItems": plans}}}
+    if stage in ("implement", "repair"):
+        return {"type": "object", "additionalProperties": False, "required": ["language", "code"],
+                "properties": {"language": {"enum": ["sql", "python"]}, "code": {"type": "string"}}}
+    if stage == "evaluate":
+        return {"type": "object", "additionalProperties": False, "required": ["verdict", "feedback"],
+                "properties": {"verdict": {"enum": ["ok", "plan", "implementation"]}, "feedback": {"type": "string"}}}
+    if stage == "revise_plan":
+        return _PLAN
+    raise ValueError(f"unknown stage {stage!r}; the stages are {', '.join(STAGES)}")
+
+
+def format_instruction(stage: str, plans: int = 4) -> str:
+    """What the system message says about the final answer (the schema, in words and as JSON)."""
+    schema = json.dumps(output_schema(stage, plans), separators=(",", ":"))
+    extra = f" Write exactly {plans} plans." if stage == "plan" else ""
+    return ("When you have what you need, stop calling tools and reply with ONE JSON object and nothing else "
+            f"(it replaces any other answer format mentioned below).{extra} Its JSON schema: {schema}")
+
+
+class StageOutputError(ValueError):
+    """A reply that is not the stage's JSON object; the message is sent back to the model."""
+
+
+_VERDICT_LINE = re.compile(r"VERDICT:\s*(correct|implementation_issue|plan_issue)\b(.*)$", re.MULTILINE)
+_FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[ \t]*\n(.*?)```", re.DOTALL)
+
+
+def _json_candidates(text: str) -> list[str]:
+    """The reply itself, fenced blocks, then every balanced {...} span (first to last)."""
+    found = [text.strip()]
+    found += [m.group(2).strip() for m in _FENCE.finditer(text) if m.group(1).lower() in ("", "json")]
+    depth, start, in_str, escape = 0, -1, False, False
+    for i, ch in enumerate(text):
+        if in_str:
+            if escape:
+                escape = False
+            elif ch == "\\":
+                escape = True
+            elif ch == '"':
+                in_str = False
+            continue
+        if ch == '"':
+            in_str = True
+        elif ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}" and depth:
+            depth -= 1
+            if depth == 0 and start >= 0:
+                found.append(text[start:i + 1])
+    return found
+
+
+def _program_from_fence(text: str) -> dict[str, Any] | None:
+    """An implement/repair reply in the prompts' own format: one ```sql or ```python block."""
+    for match in _FENCE.finditer(text):
+        lang = match.group(1).lower()
+        if lang in ("sql", "python", "py"):
+            return {"language": "python" if lang.startswith("py") else "sql", "code": match.group(2).strip()}
+    return None
+
+
+def parse_output(stage: str, text: str | None, plans: int = 4) -> BaseModel:
+    """The stage's object from a reply: strict JSON, a ```json fence, or an object inside text.
+    Raises StageOutputError with a message the model can act on."""
+    model = OUTPUTS[stage]
+    if not text or not text.strip():
+        raise StageOutputError("the reply was empty: answer with the JSON object")
+    problems: list[str] = []
+    candidates: list[Any] = []
+    for chunk in _json_candidates(text):
+        try:
+            candidates.append(json.loads(chunk))
+        except json.JSONDecodeError:
+            continue
+    if stage in ("implement", "repair"):
+        fenced = _program_from_fence(text)
+        if fenced:
+            candidates.append(fenced)
+    for data in candidates:
+        if stage == "plan" and isinstance(data, list):
+            data = {"plans": data}
+        if not isinstance(data, dict):
+            continue
+        try:
+            parsed = model.model_validate(data)
+        except ValidationError as exc:
+            problems.append("; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'object'}: {e['msg']}"
+                                      for e in exc.errors()[:5]))
+            continue
+        if isinstance(parsed, Plans) and not parsed.plans:
+            problems.append("plans: the list is empty")
+            continue
+        if isinstance(parsed, Program) and not parsed.code.strip():
+            problems.append("code: empty")
+            continue
+        return parsed
+    if stage == "evaluate":
+        verdict = _VERDICT_LINE.search(text)  # the verify prompt's own format: `VERDICT: plan_issue — …`
+        if verdict:
+            kind = {"correct": "ok", "implementation_issue": "implementation", "plan_issue": "plan"}[verdict.group(1)]
+            return Verdict(verdict=kind, feedback=verdict.group(2).strip(" —-:") or text.strip()[-500:])  # type: ignore[arg-type]
+    if problems:
+        raise StageOutputError(f"the JSON object does not match the schema ({problems[-1]}); "
+                               "answer again with the corrected object only")
+    raise StageOutputError("no JSON object found in the reply; answer with the JSON object only")

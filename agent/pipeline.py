@@ -1,0 +1,236 @@
+"""One question through the FlexSQL pipeline:
+
+    classify → link → knowledge? → plan ×K → per plan, concurrently (bounded):
+        implement → run → repair ≤ code_repairs (execution errors)
+                  → evaluate → revise_plan (verdict "plan") or repair (verdict "implementation"),
+                    ≤ plan_revisions rounds
+    → select (execution-grounded, no model)
+
+Every program that ran, or failed, is a candidate — a repair adds one and keeps the one it
+repaired (an evaluator can be wrong). The budget (model calls, tokens, seconds) is checked before
+every model call; when it runs out no new work starts and the best candidate so far is answered,
+marked `budget_exhausted`. Cancelling the caller cancels model calls and engine queries.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+from pydantic import BaseModel
+
+from flexsql.agent.answer import Answer, CandidateOut, PlanOut, Usage
+from flexsql.agent.budget import Budget
+from flexsql.agent.contract import Plan, Program
+from flexsql.agent.models.base import ChatModel
+from flexsql.agent.select import CandidateIn, select_candidates
+from flexsql.agent.stages.chat import Run
+from flexsql.agent.stages.classify import classify
+from flexsql.agent.stages.evaluate import evaluate
+from flexsql.agent.stages.implement import implement, repair
+from flexsql.agent.stages.knowledge import knowledge
+from flexsql.agent.stages.link import link
+from flexsql.agent.stages.plan import make_plans, revise_plan
+from flexsql.agent.trace import Trace
+from flexsql.config import Settings
+from flexsql.errors import BudgetExceeded, FlexSQLError, error_text
+from flexsql.tools import registry
+from flexsql.tools.context import ToolContext
+
+_RESULT_REF = re.compile(r"""dfs\[\s*['"]([A-Za-z0-9_-]+)['"]\s*\]""")
+
+
+class Question(BaseModel):
+    question: str
+    source: str | None = None
+    conversation: str | None = None  # earlier turns, rendered
+    external_knowledge: str | None = None
+    plans: int | None = None  # K; default [agent] plans
+    run_id: str | None = None
+
+
+class _State:
+    def __init__(self) -> None:
+        self.plans: list[PlanOut] = []
+        self.candidates: list[CandidateOut] = []
+        self.errors: list[str] = []
+
+
+async def _execute(run: Run, program: Program) -> tuple[str | None, int | None, str | None, str]:
+    """Run a program once: (result_id, rows, error, preview text for the evaluator)."""
+    env = registry.ToolEnv(settings=run.settings, python_enabled=run.python)
+    try:
+        if program.language == "sql":
+            out = await registry.acall(run.tools, "run_query", {"sql": program.code, "source": run.source}, env)
+            return out.result_id, out.total_rows, None, registry.result_text(out, run.settings)  # type: ignore[attr-defined]
+        known = [rid for rid in dict.fromkeys(_RESULT_REF.findall(program.code))]
+        out = await registry.acall(run.tools, "run_python", {"code": program.code, "result_ids": known or None}, env)
+        text = registry.result_text(out, run.settings)
+        if out.error:  # type: ignore[attr-defined]
+            return None, None, f"the Python program failed:\n{text}", text
+        if not out.result_id:  # type: ignore[attr-defined]
+            return None, None, ("the Python program's last expression must be a pandas DataFrame (the answer "
+                                f"table); it was {out.value_type or 'nothing'}"), text  # type: ignore[attr-defined]
+        return out.result_id, out.total_rows, None, text  # type: ignore[attr-defined]
+    except FlexSQLError as exc:
+        return None, None, error_text(exc), error_text(exc)
+
+
+async def _work_plan(run: Run, index: int, plan: Plan, state: _State) -> None:
+    cfg = run.settings.agent
+    program = await implement(run, plan)
+    repaired_from: str | None = None
+    repairs = revisions = 0
+    plan_index = index
+    while True:
+        result_id, rows, error, preview = await _execute(run, program)
+        cand = CandidateOut(candidate_id=run.next_id("c"), plan_index=plan_index, language=program.language,
+                            code=program.code, result_id=result_id, rows=rows, error=error,
+                            repaired_from=repaired_from)
+        state.candidates.append(cand)
+        run.trace.event("candidate", **cand.model_dump())
+        await run.progress("run", f"plan {plan_index + 1}: candidate {cand.candidate_id} "
+                            + (f"failed: {error.splitlines()[0][:120]}" if error else f"{rows} rows"))
+        if error:
+            if repairs >= cfg.code_repairs:
+                return
+            repairs += 1
+            await run.progress("repair", f"plan {plan_index + 1}: repairing {cand.candidate_id} ({repairs}/{cfg.code_repairs})")
+            program = await repair(run, plan, program, error)
+            repaired_from = cand.candidate_id
+            continue
+        if not cfg.evaluate:
+            return
+        await run.progress("evaluate", f"plan {plan_index + 1}: evaluating {cand.candidate_id}")
+        verdict = await evaluate(run, plan, program, preview)
+        cand.verdicts.append(verdict.verdict)
+        cand.feedback.append(verdict.feedback)
+        run.trace.event("verdict", candidate=cand.candidate_id, verdict=verdict.verdict, feedback=verdict.feedback)
+        if verdict.verdict == "ok" or revisions >= cfg.plan_revisions:
+            return
+        revisions += 1
+        if verdict.verdict == "plan":
+            await run.progress("revise_plan", f"plan {plan_index + 1}: revising after the evaluator's feedback")
+            revised = await revise_plan(run, plan, verdict.feedback, program.code, preview)
+            new_index = len(state.plans)
+            state.plans.append(PlanOut(index=new_index, reading=revised.reading, text=revised.text,
+                                       tables=revised.tables, revised_from=plan_index))
+            plan, plan_index, repaired_from = revised, new_index, None
+            program = await implement(run, plan)
+        else:
+            await run.progress("repair", f"plan {plan_index + 1}: repairing {cand.candidate_id} after the evaluator's feedback")
+            program = await repair(run, plan, program, f"the evaluator judged the result wrong: {verdict.feedback}",
+                                   preview)
+            repaired_from = cand.candidate_id
+
+
+async def _guarded_plan(run: Run, index: int, plan: Plan, state: _State, limiter: anyio.CapacityLimiter) -> None:
+    async with limiter:
+        try:
+            await _work_plan(run, index, plan, state)
+        except FlexSQLError as exc:  # this plan stops; the others go on
+            state.errors.append(f"plan {index + 1}: {error_text(exc)}")
+            run.trace.event("plan_failed", plan=index, error=error_text(exc))
+
+
+def _answer_for(run: Run, status: str, **fields: Any) -> Answer:
+    spent = run.budget.snapshot()
+    return Answer(status=status, question=run.question, run_id=run.run_id,  # type: ignore[arg-type]
+                  usage=Usage(**spent.model_dump()), budget_exhausted=run.budget.exhausted,
+                  trace=str(run.trace.path) if run.trace.path else None, **fields)
+
+
+def _selected(run: Run, state: _State) -> Answer:
+    inputs = [CandidateIn(candidate_id=c.candidate_id, result_id=c.result_id, language=c.language, code=c.code,
+                          error=c.error, verdicts=c.verdicts, plan_index=c.plan_index, repaired_from=c.repaired_from)  # type: ignore[arg-type]
+              for c in state.candidates]
+    common = {"plans": state.plans, "candidates": state.candidates}
+    if not inputs:
+        reason = "; ".join(state.errors) or "no plan produced a program"
+        return _answer_for(run, "failed", reason=reason, **common)
+    selection = select_candidates(run.tools, inputs, run.question)
+    run.trace.event("selection", **selection.model_dump())
+    chosen = next((c for c in state.candidates if c.candidate_id == selection.chosen), None)
+    if chosen is None or chosen.result_id is None:
+        errors = [c.error for c in state.candidates if c.error] + state.errors
+        return _answer_for(run, "failed", reason=selection.reason + ("; last error: " + errors[-1] if errors else ""),
+                           groups=selection.groups, **common)
+    stored = run.tools.results.get(chosen.result_id)
+    preview = registry.call(run.tools, "fetch_rows", {"result_id": chosen.result_id, "offset": 0,
+                                                      "limit": run.settings.limits.preview_rows})
+    return _answer_for(run, "answered", sql=chosen.code if chosen.language == "sql" else None, code=chosen.code,
+                       language=chosen.language, result_id=chosen.result_id, columns=list(stored.columns),
+                       rows=preview.rows, total_rows=stored.total_rows, reason=selection.reason,  # type: ignore[attr-defined]
+                       groups=selection.groups, **common)
+
+
+async def answer(tools: ToolContext, settings: Settings, model_for: Callable[[str], ChatModel], q: Question,
+                 trace: Trace | None = None, on_stage: Callable[[str, str], Any] | None = None,
+                 python: bool = True) -> Answer:
+    """Answer one question. Model failures end in a `failed` answer that says why; only
+    cancellation (and bugs) raise."""
+    cfg = settings.agent
+    run_id = q.run_id or uuid.uuid4().hex[:12]
+    source = tools.source(q.source)
+    run = Run(run_id=run_id, question=q.question, tools=tools, settings=settings, model_for=model_for,
+              trace=trace or Trace(run_id), budget=Budget(cfg.max_model_calls, cfg.max_tokens, cfg.max_seconds),
+              source=source.name, dialect=source.dialect, python=python, conversation=q.conversation,
+              external_knowledge=q.external_knowledge, on_stage=on_stage)
+    run.trace.event("question", question=q.question, source=source.name, dialect=source.dialect,
+                    plans=q.plans or cfg.plans, conversation=q.conversation)
+    state = _State()
+    k = q.plans or cfg.plans
+    try:
+        with anyio.move_on_after(max(0.0, run.budget.seconds_left)) as scope:
+            await run.progress("classify", "reading the question")
+            try:
+                kind = await classify(run)
+            except BudgetExceeded:
+                raise
+            except FlexSQLError as exc:  # a broken intake step must not sink an answerable question
+                run.trace.event("classify_failed", error=error_text(exc))
+                kind = None
+            if kind is not None and kind.type != "answerable":
+                return _classified(run, kind)
+            if q.external_knowledge:
+                await run.progress("knowledge", "condensing the external knowledge")
+                run.knowledge = (await knowledge(run, q.external_knowledge)).summary
+            await run.progress("link", "finding the tables")
+            linking = await link(run)
+            run.schema_notes = (f"tables: {', '.join(linking.tables)}\n{linking.notes}".strip()
+                                if linking.tables else linking.notes or None)
+            await run.progress("plan", f"writing {k} plans")
+            plans = await make_plans(run, k)
+            state.plans = [PlanOut(index=i, reading=p.reading, text=p.text, tables=p.tables) for i, p in enumerate(plans)]
+            limiter = anyio.CapacityLimiter(cfg.plan_concurrency)
+            async with anyio.create_task_group() as group:
+                for i, plan in enumerate(plans):
+                    group.start_soon(_guarded_plan, run, i, plan, state, limiter)
+        if scope.cancelled_caught:
+            run.budget.exhausted = run.budget.exhausted or f"{cfg.max_seconds:g} s"
+            run.trace.event("budget", exhausted=run.budget.exhausted)
+    except BudgetExceeded as exc:
+        state.errors.append(error_text(exc))
+        run.trace.event("budget", exhausted=run.budget.exhausted)
+    except FlexSQLError as exc:  # link or plan failed: nothing to implement
+        state.errors.append(error_text(exc))
+        run.trace.event("failed", error=error_text(exc))
+    await run.progress("select", f"choosing among {len(state.candidates)} candidates")
+    result = _selected(run, state)
+    run.trace.event("answer", status=result.status, result_id=result.result_id, code=result.code,
+                    usage=result.usage.model_dump(), budget_exhausted=result.budget_exhausted)
+    return result
+
+
+def _classified(run: Run, kind: Any) -> Answer:
+    if kind.type == "ambiguous":
+        return _answer_for(run, "needs_clarification", clarifying_question=kind.clarifying_question
+                           or "Which reading of the question do you mean?", readings=list(kind.readings),
+                           reason=kind.reason)
+    if kind.type == "unanswerable":
+        return _answer_for(run, "unanswerable", reason=kind.reason or "the database does not hold what the question "
+                                                                      "needs")
+    return _answer_for(run, "reply", reply=kind.reply or "Ask me a question about the data.")

@@ -1,0 +1,162 @@
+"""The agent as a service: which model answers (an endpoint, else the MCP client through sampling,
+else a clear error), conversations (history in, the turn recorded out, role-state diff traced),
+clarification through MCP elicitation, progress, traces. `ask` (MCP), `flexsql ask` and
+`eval --runner builtin` all come through `ask_question`."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, create_model
+
+from flexsql.agent.answer import Answer
+from flexsql.agent.conversation import ConversationStore, Turn, history_text, pending_clarification
+from flexsql.agent.models.base import ChatModel, ModelUnavailable
+from flexsql.agent.models.factory import configured, model_for_stage
+from flexsql.agent.models.sampling import SamplingModel, supports_sampling
+from flexsql.agent.pipeline import Question, answer
+from flexsql.agent.roles import diff_roles, role_state
+from flexsql.agent.trace import Trace, secret_values
+from flexsql.config import Settings
+from flexsql.paths import cache_dir, private_dir
+from flexsql.tools.context import ToolContext
+from flexsql.tools.render import table_text
+
+FOLLOW_UP = ("If this question follows up an earlier turn, edit the previous SQL: keep its structure (tables, "
+             "joins, filters, grouping) and change only what this turn changes.")
+
+
+def model_provider(settings: Settings, mcp_context: Any = None) -> Callable[[str], ChatModel]:
+    """Stage → model: the configured endpoint (per-stage overrides), else the MCP client's model
+    when it declares sampling, else ModelUnavailable saying what to configure."""
+    if configured(settings.model):
+        return lambda stage: model_for_stage(settings.model, stage)
+    if mcp_context is not None and supports_sampling(mcp_context):
+        sampler = SamplingModel(mcp_context)
+        return lambda stage: sampler
+    raise ModelUnavailable()
+
+
+def conversation_store(tools: ToolContext, settings: Settings) -> ConversationStore:
+    """Per ToolContext (one per MCP session or CLI process); on disk when [agent] conversations_dir
+    is set, so `flexsql ask --conversation ID` continues across processes."""
+    directory = Path(settings.agent.conversations_dir).expanduser() if settings.agent.conversations_dir else None
+    return tools.cache("agent:conversations", lambda: ConversationStore(directory))
+
+
+def default_trace_path(run_id: str) -> Path:
+    return private_dir(cache_dir() / "traces") / f"{run_id}.jsonl"
+
+
+def _summary(result: Answer) -> str | None:
+    if result.status != "answered" or not result.columns:
+        return None
+    table, _ = table_text(result.columns, result.rows[:3], cell_chars=40, max_chars=300)
+    return f"{result.total_rows} rows: " + " / ".join(table.splitlines()[1:4])
+
+
+async def _clarify_by_elicitation(mcp_context: Any, result: Answer) -> str | None:
+    """Ask the user the clarifying question through MCP elicitation (form mode; a choice when the
+    readings are few). None when the client cannot, or the user declines."""
+    try:
+        caps = mcp_context.client_capabilities
+    except Exception:
+        return None
+    if caps is None or getattr(caps, "elicitation", None) is None:
+        return None
+    readings = [r for r in result.readings if r][:6]
+    if 2 <= len(readings) <= 6:
+        field_type: Any = Literal[tuple(readings)]  # type: ignore[valid-type]
+    else:
+        field_type = str
+    schema: type[BaseModel] = create_model(
+        "Clarification", answer=(field_type, Field(description=result.clarifying_question or "Which reading?")))
+    try:
+        outcome = await mcp_context.elicit(result.clarifying_question or "Which reading do you mean?", schema)
+    except Exception:  # the client failed the request: answer needs_clarification instead
+        return None
+    if getattr(outcome, "action", None) != "accept":
+        return None
+    return str(outcome.data.answer)
+
+
+async def ask_question(tools: ToolContext, settings: Settings, question: str, *, source: str | None = None,
+                       conversation_id: str | None = None, external_knowledge: str | None = None,
+                       plans: int | None = None, trace_path: str | Path | None = None,
+                       model_for: Callable[[str], ChatModel] | None = None, mcp_context: Any = None,
+                       on_stage: Callable[[str, str], Any] | None = None, python: bool = True,
+                       run_id: str | None = None) -> Answer:
+    model_for = model_for or model_provider(settings, mcp_context)
+    run_id = run_id or uuid.uuid4().hex[:12]
+    store = conv = None
+    history = None
+    if conversation_id:
+        store = conversation_store(tools, settings)
+        conv = store.get(conversation_id)
+        history = history_text(conv) if conv.turns else None
+        pending = pending_clarification(conv)
+        if pending is not None:
+            history = (history or "") + ("\nThis turn answers the clarifying question above: read the earlier "
+                                         "question with this answer.")
+        if history:
+            history += "\n" + FOLLOW_UP
+    keys = [settings.model.api_key_env, *(s.api_key_env for s in settings.model.stages.values())]
+    trace = Trace(run_id, trace_path, secrets=secret_values(keys))
+    try:
+        q = Question(question=question, source=source, conversation=history, external_knowledge=external_knowledge,
+                     plans=plans, run_id=run_id)
+        result = await answer(tools, settings, model_for, q, trace=trace, on_stage=on_stage, python=python)
+        if result.status == "needs_clarification" and mcp_context is not None:
+            reply = await _clarify_by_elicitation(mcp_context, result)
+            if reply:
+                trace.event("elicitation", question=result.clarifying_question, answer=reply)
+                clarified = (f"{question}\n(The user clarified, when asked \"{result.clarifying_question}\": {reply}. "
+                             "Treat the question as answerable with this reading.)")
+                result = await answer(tools, settings, model_for, q.model_copy(update={"question": clarified}),
+                                      trace=trace, on_stage=on_stage, python=python)
+                result.question = question
+        if store is not None and conv is not None and conversation_id:
+            dialect = tools.source(source).dialect
+            previous = conv.last_sql_turn()
+            turn = Turn(question=question, type=_turn_type(result), status=result.status, sql=result.sql,
+                        dialect=dialect, result_summary=_summary(result),
+                        clarifying_question=result.clarifying_question, readings=result.readings,
+                        reply=result.reply, reason=result.reason if result.status != "answered" else None)
+            if previous is not None and previous.role_state is not None and result.sql:
+                diff = diff_roles(previous.role_state, turn.role_state or role_state(result.sql, dialect))
+                trace.event("role_diff", diff=diff.model_dump(), text=diff.to_text())
+            store.append(conversation_id, turn)
+            result.conversation_id = conversation_id
+        return result
+    finally:
+        trace.close()
+
+
+def _turn_type(result: Answer) -> Literal["answerable", "ambiguous", "unanswerable", "improper"] | None:
+    return {"needs_clarification": "ambiguous", "unanswerable": "unanswerable", "reply": "improper",
+            "answered": "answerable", "failed": "answerable"}.get(result.status)  # type: ignore[return-value]
+
+
+async def ask_tool(tools: ToolContext, args: Any, env: Any) -> Answer:
+    """The MCP `ask` tool: progress notifications per stage, cancellable, the caller's model when
+    the client offers sampling and no endpoint is configured."""
+    ctx = env.mcp_context
+    stages = ["classify", "knowledge", "link", "plan", "run", "repair", "evaluate", "revise_plan", "select"]
+    count = {"n": 0}
+
+    async def on_stage(stage: str, message: str) -> None:
+        count["n"] += 1
+        if ctx is not None:
+            try:
+                await ctx.report_progress(float(count["n"]), float(max(count["n"], len(stages))), f"{stage}: {message}")
+            except Exception:  # progress is best effort (a client without a progress token ignores it)
+                pass
+
+    run_id = uuid.uuid4().hex[:12]
+    return await ask_question(tools, env.settings, args.question, source=args.source,
+                              conversation_id=args.conversation_id, external_knowledge=args.external_knowledge,
+                              mcp_context=ctx, on_stage=on_stage, python=env.python_enabled, run_id=run_id,
+                              trace_path=default_trace_path(run_id))

@@ -1,0 +1,180 @@
+"""One stage's conversation with its model: requests, tool calls answered in-process by the tool
+registry (the same functions and argument schemas as the MCP tools), bounded in rounds and
+characters, and a reply parsed into the stage's contract object — with up to two corrections for
+a reply that cannot be used, then a clear ModelError.
+
+Guided decoding and tools do not mix on OpenAI-compatible servers (a json_schema constrains the
+whole output, tool calls included), so the stage's schema rides only on requests without tools:
+stages without tools, and the request that demands the answer once the tool budget is spent or a
+reply could not be parsed.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from flexsql.agent.budget import Budget
+from flexsql.agent.contract import StageOutputError, format_instruction, output_schema, parse_output
+from flexsql.agent.models.base import ChatModel, ChatRequest, ToolCall, assistant_message
+from flexsql.agent.trace import Trace
+from flexsql.config import Settings
+from flexsql.errors import FlexSQLError, ModelError, error_text
+from flexsql.tools import registry
+from flexsql.tools.context import ToolContext
+from flexsql.tools.sources.base import CancelHooks, active_cancel_hooks
+
+MAX_FIXES = 2  # corrections of an unusable reply before the stage fails
+
+
+@dataclass
+class Run:
+    """Everything the stages of one question share."""
+
+    run_id: str
+    question: str
+    tools: ToolContext
+    settings: Settings
+    model_for: Callable[[str], ChatModel]
+    trace: Trace
+    budget: Budget
+    source: str
+    dialect: str
+    python: bool = True
+    conversation: str | None = None  # earlier turns, rendered (flexsql.agent.conversation)
+    external_knowledge: str | None = None
+    knowledge: str | None = None  # the condensed document (knowledge stage)
+    schema_notes: str | None = None  # what linking found
+    on_stage: Callable[[str, str], Awaitable[None] | None] | None = None
+    tool_timeout_s: float | None = None
+    counters: dict[str, int] = field(default_factory=dict)
+
+    async def progress(self, stage: str, message: str) -> None:
+        self.trace.event("stage", stage=stage, message=message)
+        if self.on_stage is not None:
+            outcome = self.on_stage(stage, message)
+            if inspect.isawaitable(outcome):
+                await outcome
+
+    def next_id(self, prefix: str) -> str:
+        self.counters[prefix] = self.counters.get(prefix, 0) + 1
+        return f"{prefix}{self.counters[prefix]}"
+
+
+def system_message(stage: str, role: str, run: Run, plans: int = 4) -> dict[str, Any]:
+    parts = [role, f"The database is the flexsql source `{run.source}` (SQL dialect: {run.dialect}). "
+                   "Every query is read-only.", format_instruction(stage, plans)]
+    return {"role": "system", "content": "\n\n".join(parts)}
+
+
+def _with_conversation(run: Run, text: str) -> str:
+    if run.conversation and run.conversation not in text:
+        return f"{text.rstrip()}\n\nEarlier turns of this conversation:\n{run.conversation}\n"
+    return text
+
+
+async def call_tool(run: Run, call: ToolCall, allowed: list[str]) -> str:
+    """Run one tool call for the model; every failure becomes text the model can act on."""
+    run.budget.tool_call()
+    name = call.name.strip()
+    if name not in allowed:
+        text = (f"not_found: there is no tool {name!r} in this step; the tools here are: {', '.join(allowed)}"
+                if name not in registry.TOOLS else f"unavailable: {name} is not offered in this step; use one of: "
+                                                   f"{', '.join(allowed)}")
+        run.trace.event("tool_result", tool=name, call_id=call.id, error=True, text=text)
+        return text
+    try:
+        arguments = json.loads(call.arguments) if call.arguments.strip() else {}
+        if not isinstance(arguments, dict):
+            raise ValueError("the arguments must be a JSON object")
+    except ValueError as exc:
+        text = f"invalid_argument: the arguments of {name} are not a JSON object ({exc}); send e.g. {{\"table\": \"orders\"}}"
+        run.trace.event("tool_result", tool=name, call_id=call.id, error=True, text=text)
+        return text
+    spec = registry.get(name)
+    if "source" in spec.args.model_fields and not arguments.get("source"):
+        arguments["source"] = run.source
+    run.trace.event("tool_call", tool=name, call_id=call.id, arguments=arguments)
+    env = registry.ToolEnv(settings=run.settings, python_enabled=run.python)
+    hooks = CancelHooks()
+    token = active_cancel_hooks.set(hooks)
+    try:
+        model = await registry.acall(run.tools, name, arguments, env)
+        text = registry.result_text(model, run.settings)
+        error = False
+    except FlexSQLError as exc:
+        text, error = error_text(exc), True
+    except BaseException:
+        hooks.cancel()  # cancelled (or a bug): stop the engine work this call started
+        raise
+    finally:
+        active_cancel_hooks.reset(token)
+    cap = run.settings.agent.tool_result_chars
+    if len(text) > cap:
+        text = text[:cap] + f"\n… cut at {cap:,} characters"
+    run.trace.event("tool_result", tool=name, call_id=call.id, error=error, text=text)
+    return text
+
+
+async def converse(run: Run, stage: str, system: dict[str, Any], user: str, tools: list[str] | None = None,
+                   plans: int = 4) -> BaseModel:
+    """Talk to the stage's model until it answers with the stage's object."""
+    cfg = run.settings.agent
+    model = run.model_for(stage)
+    allowed = [t.name for t in registry.available(run.settings, run.python, agent=True) if t.name in (tools or [])]
+    offered = registry.openai_tools(run.settings, allowed, python=run.python) if allowed else None
+    messages: list[dict[str, Any]] = [system, {"role": "user", "content": _with_conversation(run, user)}]
+    schema = output_schema(stage, plans)
+    rounds = tool_chars = fixes = 0
+    seen: dict[tuple[str, str], str] = {}
+    demand_answer = False
+    sent = 0
+    while True:
+        run.budget.check()
+        use_tools = bool(offered) and not demand_answer and rounds < cfg.tool_rounds and tool_chars < cfg.stage_tool_chars
+        if offered and not use_tools and not demand_answer:
+            demand_answer = True
+            messages.append({"role": "user", "content": "The tool budget of this step is spent: answer now with "
+                                                        "the JSON object."})
+        request = ChatRequest(stage=stage, run_id=run.run_id, messages=messages, tools=offered if use_tools else None,
+                              response_schema=None if use_tools else schema, schema_name=stage)
+        run.trace.event("request", stage=stage, model=model.name, new_messages=messages[sent:],
+                        tools=allowed if use_tools else [], schema=not use_tools)
+        sent = len(messages)
+        reply = await model.complete(request)
+        run.budget.charge(reply.usage.prompt_tokens, reply.usage.completion_tokens)
+        run.trace.event("reply", stage=stage, content=reply.content, reasoning=reply.reasoning,
+                        tool_calls=[c.model_dump() for c in reply.tool_calls], usage=reply.usage.model_dump(),
+                        finish_reason=reply.finish_reason, elapsed_s=round(reply.elapsed_s, 4))
+        if reply.tool_calls and use_tools:
+            messages.append(assistant_message(reply))
+            for call in reply.tool_calls:
+                key = (call.name, call.arguments.strip())
+                if key in seen:
+                    text = "(the same call as before; its result is above — use it or try something else)"
+                else:
+                    text = seen[key] = await call_tool(run, call, allowed)
+                tool_chars += len(text)
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+            rounds += 1
+            continue
+        try:
+            return parse_output(stage, reply.content, plans)
+        except StageOutputError as exc:
+            fixes += 1
+            run.trace.event("unusable_reply", stage=stage, problem=str(exc), attempt=fixes)
+            if fixes > MAX_FIXES:
+                raise ModelError(f"stage {stage}: the model's reply could not be used after {fixes} tries ({exc}); "
+                                 "check that the model follows the JSON contract, or enable json_schema "
+                                 "([model] response_format)") from None
+            answer = assistant_message(reply)
+            answer.pop("tool_calls", None)  # tools are off for the correction; a dangling call would be invalid
+            answer["content"] = answer.get("content") or ""
+            messages.append(answer)
+            messages.append({"role": "user", "content": f"Your reply could not be used: {exc}"})
+            demand_answer = True
