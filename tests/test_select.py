@@ -115,6 +115,14 @@ def test_all_null_column_loses_to_a_real_value(ctx):
     assert all("a column is all NULL" in g.reasons for g in bad)
 
 
+def test_all_zero_decimal_column_counts_as_zero(ctx):
+    cands = [sql(ctx, "zeros", "SELECT region, CAST(SUM(discount) AS DECIMAL(10, 2)) FROM sales GROUP BY region"),
+             sql(ctx, "amounts", "SELECT region, CAST(SUM(amount) AS DECIMAL(10, 2)) FROM sales GROUP BY region")]
+    sel = select_candidates(ctx, cands)
+    assert sel.chosen == "amounts"
+    assert sel.groups[1].signals["zero_column"] is True
+
+
 def test_all_zero_column_loses_a_tie(ctx):
     cands = [sql(ctx, "zeros", "SELECT region, SUM(discount) FROM sales GROUP BY region"),
              sql(ctx, "amounts", "SELECT region, SUM(amount) FROM sales GROUP BY region")]
@@ -164,9 +172,10 @@ def test_a_repair_that_reproduces_its_parent_is_not_a_second_vote(ctx):
 
 
 def test_grouping_is_transitive_under_numeric_tolerance(ctx):
-    # 1.000 ~ 1.008 ~ 1.016 within 0.01 pairwise-adjacent, but 1.000 and 1.016 are not
-    cands = [sql(ctx, "a", "SELECT 1.000 AS x"), sql(ctx, "b", "SELECT 1.008 AS x"),
-             sql(ctx, "c", "SELECT 1.016 AS x"), sql(ctx, "d", "SELECT 7 AS x"), sql(ctx, "e", "SELECT 7.0 AS y")]
+    # floats 1.000 ~ 1.008 ~ 1.016 within 0.01 pairwise-adjacent, but 1.000 and 1.016 are not
+    cands = [sql(ctx, "a", "SELECT CAST(1.000 AS DOUBLE) AS x"), sql(ctx, "b", "SELECT CAST(1.008 AS DOUBLE) AS x"),
+             sql(ctx, "c", "SELECT CAST(1.016 AS DOUBLE) AS x"), sql(ctx, "d", "SELECT 7 AS x"),
+             sql(ctx, "e", "SELECT 7.0 AS y")]
     sel = select_candidates(ctx, cands)
     assert sorted(sel.groups[0].members) == ["a", "b", "c"]
     assert sorted(sel.groups[1].members) == ["d", "e"]
