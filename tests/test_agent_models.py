@@ -242,6 +242,7 @@ async def test_api_key_appears_in_no_error_repr_or_name(monkeypatch):
     texts = [repr(m), m.name, str(m.__dict__), str(m.cfg)]
     for exc in failures:
         texts += [str(exc), repr(exc), "".join(traceback.format_exception(exc))]
+        assert exc.__context__ is None and exc.__cause__ is None  # no SDK error (with its request) inside
     assert all(SECRET not in t for t in texts)  # …and shown nowhere
     assert "rejected Bearer ***" in str(failures[0])
 

@@ -123,6 +123,10 @@ class OpenAICompatModel:
         use_schema = self._sends_schema(request)
         attempt = 0
         while True:
+            # Failures are raised after the except blocks, so that no ModelError carries the SDK's
+            # exception (and through it the request and its Authorization header) as __context__.
+            failure: ModelError | None = None
+            delay = 0.0
             try:
                 async with endpoint_limiter(self.base_url, self.cfg.concurrency):
                     completion = await self._client().chat.completions.create(
@@ -136,30 +140,32 @@ class OpenAICompatModel:
                     use_schema = False
                     continue
                 if exc.status_code not in RETRYABLE_STATUS or attempt >= self.cfg.max_retries:
-                    raise self._status_error(exc, request, attempt + 1) from None
-                delay = _retry_after(exc.response.headers)
-                if delay is None:
-                    delay = self._backoff(attempt)
+                    failure = self._status_error(exc, request, attempt + 1)
+                else:
+                    retry_after = _retry_after(exc.response.headers)
+                    delay = self._backoff(attempt) if retry_after is None else retry_after
             except openai.APITimeoutError:
                 if attempt >= self.cfg.max_retries:
-                    raise self._error(
+                    failure = self._error(
                         request,
                         f"did not answer within {self.cfg.timeout_s:g} s, {attempt + 1} attempt(s)",
                         "check that the server is up and not overloaded, or raise [model] timeout_s "
-                        "(FLEXSQL_MODEL__TIMEOUT_S)") from None
+                        "(FLEXSQL_MODEL__TIMEOUT_S)")
                 delay = self._backoff(attempt)
             except openai.APIConnectionError as exc:
                 if attempt >= self.cfg.max_retries:
                     cause = exc.__cause__ or exc
-                    raise self._error(
+                    failure = self._error(
                         request,
                         f"cannot be reached ({type(cause).__name__}: {cause}), {attempt + 1} attempt(s)",
                         "check that the server is running and [model] base_url is right "
-                        "(it usually ends in /v1)") from None
+                        "(it usually ends in /v1)")
                 delay = self._backoff(attempt)
             except openai.OpenAIError as exc:  # a malformed body and the like: retrying will not help
-                raise self._error(request, f"answered something the SDK cannot read ({exc})",
-                                  "check that base_url points at an OpenAI-compatible API") from None
+                failure = self._error(request, f"answered something the SDK cannot read ({exc})",
+                                      "check that base_url points at an OpenAI-compatible API")
+            if failure is not None:
+                raise failure
             attempt += 1
             await anyio.sleep(delay)
 

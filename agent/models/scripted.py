@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 
 from flexsql.agent.models.base import ChatRequest, ModelError, ModelReply, Stopwatch, ToolCall, Usage
 
