@@ -2,10 +2,10 @@
 
 For every gold comparison `column = 'literal'` whose literal appears in the question (as whole
 words, case-insensitively), find_values(literal) runs and we check that the gold table.column is in
-its top 3. Two scopes on the same one-schema-per-database DuckDB catalog as schema_linking.py:
-- database: `tables=['<db>.*']`, the question's own database (what an agent working on one database
-  sees); this is the acceptance figure;
-- catalog: no `tables`, all 142 databases at once (many share values such as 'France').
+its top 3. Three scopes on the same one-schema-per-database DuckDB catalog as schema_linking.py:
+- database: `schema='<db>'`, the question's own database (what an agent working on one database sees);
+- catalog+context: all 142 databases at once, `context=` the question (columns ranked by relevance to it);
+- catalog: the bare literal over all 142 databases (many share values such as 'France').
 Questions: all of train.json and dev_open.json.
 
     /work/venv/bin/python benchmarks/value_linking.py [--data ../shared/data/spider] [--workdir DIR]
@@ -123,16 +123,17 @@ def main(argv: list[str] | None = None) -> int:
 
     report: dict[str, Any] = {"cases": len(cases), "scopes": {}}
     misses: dict[str, list[dict[str, Any]]] = {}
-    for scope in ("database", "catalog"):
+    # the question's database (schema=), the whole catalog with the question as context, the bare literal
+    for scope in ("database", "catalog+context", "catalog"):
         hits = {"train": [0, 0], "dev_open": [0, 0]}
         top1 = 0
         times = []
         misses[scope] = []
         for case in cases:
             schema = schema_names.get(case["db"].lower(), case["db"])
-            tables = [f"{schema}.*"] if scope == "database" else None
             t0 = time.perf_counter()
-            result = find_values(ctx, case["literal"], tables=tables, limit=TOP)
+            result = find_values(ctx, case["literal"], limit=TOP, schema=schema if scope == "database" else None,
+                                 context=case["question"] if scope == "catalog+context" else None)
             times.append((time.perf_counter() - t0) * 1000)
             got = [(m.table.lower(), m.column.lower()) for m in result.matches]
             want = (f"{schema}.{case['table']}".lower(), case["column"])
@@ -155,11 +156,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(cases)} gold comparisons column = 'literal' with the literal in the question "
           f"(train {sum(1 for c in cases if c['set'] == 'train')}, dev_open "
           f"{sum(1 for c in cases if c['set'] == 'dev_open')})")
-    header = f"{'scope':<10} | top{TOP}   top1  | train top{TOP} | dev_open top{TOP} | median ms | p95 ms"
+    header = f"{'scope':<16} | top{TOP}   top1  | train top{TOP} | dev_open top{TOP} | median ms | p95 ms"
     print(header)
     print("-" * len(header))
     for scope, r in report["scopes"].items():
-        print(f"{scope:<10} | {r[f'top{TOP}']:.3f}  {r['top1']:.3f} | {r['by_set']['train'][f'top{TOP}']:.3f}      "
+        print(f"{scope:<16} | {r[f'top{TOP}']:.3f}  {r['top1']:.3f} | {r['by_set']['train'][f'top{TOP}']:.3f}      "
               f"| {r['by_set']['dev_open'][f'top{TOP}']:.3f}         | {r['median_ms']:<9} | {r['p95_ms']}")
     out = HERE / "results" / "value_linking.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,141 @@
+"""search_schema and find_values on a warehouse-like catalog: shard families, releases, many schemas, no FKs."""
+
+from __future__ import annotations
+
+import pytest
+
+from flexsql.errors import NotFoundError
+from flexsql.tools.context import ToolContext
+from flexsql.tools.search import search_schema
+from flexsql.tools.search_families import families, family_units, question_dates
+from flexsql.tools.sources import SourceRegistry, open_source
+from flexsql.tools.values import find_values
+
+FILLER_SCHEMAS = [f"dataset_{i:02d}" for i in range(12)]
+EVENT_COLS = "event_date VARCHAR, event_name VARCHAR, user_pseudo_id VARCHAR, platform VARCHAR, geo_country VARCHAR"
+
+
+@pytest.fixture(scope="module")
+def warehouse_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    import duckdb
+
+    path = tmp_path_factory.mktemp("wh") / "warehouse_like.duckdb"
+    conn = duckdb.connect(str(path))
+    stmts = ["CREATE SCHEMA analytics", "CREATE SCHEMA census", "CREATE SCHEMA clinical", "CREATE SCHEMA crm",
+             "CREATE SCHEMA survey"]
+    # 31 daily shards of app events
+    for day in range(1, 32):
+        stmts.append(f"CREATE TABLE analytics.events_202101{day:02d} ({EVENT_COLS})")
+    stmts.append("COMMENT ON TABLE analytics.events_20210131 IS 'app events exported daily'")
+    # survey vintages by year and span, and data releases
+    for year in range(2015, 2021):
+        for span in (1, 5):
+            stmts.append(f"CREATE TABLE census.state_{year}_{span}yr (geo_id VARCHAR, total_pop DOUBLE, "
+                         "median_income DOUBLE, households DOUBLE)")
+    for r in (24, 30, 35):
+        stmts.append(f"CREATE TABLE clinical.clinical_gdc_r{r} (case_id VARCHAR, primary_diagnosis VARCHAR, "
+                     "vital_status VARCHAR, days_to_death DOUBLE)")
+    for yy in (14, 15, 16):
+        stmts.append(f"CREATE TABLE survey.indiv{yy} (respondent_id VARCHAR, occupation VARCHAR, wage DOUBLE)")
+    # same shape, different columns: not a family
+    stmts.append("CREATE TABLE crm.report_1 (a VARCHAR, b VARCHAR, c VARCHAR)")
+    stmts.append("CREATE TABLE crm.report_2 (x DOUBLE, y DOUBLE, z DOUBLE)")
+    stmts.append("CREATE TABLE crm.customers (customer_id VARCHAR, customer_name VARCHAR, country VARCHAR)")
+    stmts.append("CREATE TABLE crm.suppliers (supplier_id VARCHAR, company VARCHAR, country VARCHAR)")
+    stmts.append("CREATE TABLE crm.orders (order_id VARCHAR, customer_id VARCHAR, ship_country VARCHAR, amount DOUBLE)")
+    stmts.append("INSERT INTO crm.customers VALUES ('c1', 'Acme', 'France'), ('c2', 'Globex', 'Spain')")
+    stmts.append("INSERT INTO crm.suppliers VALUES ('s1', 'Bolt', 'France'), ('s2', 'Nut', 'France')")
+    stmts.append("INSERT INTO crm.orders VALUES ('o1', 'c1', 'France', 10), ('o2', 'c2', 'Spain', 5)")
+    for i, schema in enumerate(FILLER_SCHEMAS):
+        stmts.append(f"CREATE SCHEMA {schema}")
+        for j in range(8):
+            stmts.append(f"CREATE TABLE {schema}.table_{chr(97 + j)}{chr(97 + i)} (k VARCHAR, v DOUBLE, note VARCHAR)")
+    conn.execute("BEGIN")
+    for s in stmts:
+        conn.execute(s)
+    conn.execute("COMMIT")
+    conn.close()
+    return f"duckdb:///{path}"
+
+
+@pytest.fixture
+def wh(warehouse_url: str):
+    source = open_source(warehouse_url, name="wh")
+    yield ToolContext(sources=SourceRegistry([source]))
+    source.close()
+
+
+def _names(result) -> list[str]:
+    return [t.table for t in result.tables]
+
+
+def test_families_group_same_shape_similar_columns(wh: ToolContext) -> None:
+    tables = wh.source().catalog().tables
+    found = {f.pattern: len(f.members) for f in families(tables)}
+    assert found["events_*"] == 31
+    assert found["state_*_*yr"] == 12 and found["clinical_gdc_r*"] == 3 and found["indiv*"] == 3
+    assert "report_*" not in found  # same name shape, unrelated columns
+    units = family_units(tables)
+    assert units["analytics.events_20210105"] == units["analytics.events_20210131"] == "analytics.events_*"
+
+
+def test_a_family_takes_one_slot_and_names_its_range(wh: ToolContext) -> None:
+    result = search_schema(wh, "app events by platform", limit=5)
+    top = result.tables[0]
+    assert top.table == "analytics.events_20210131"  # the latest stands for the family
+    assert (top.family, top.family_size) == ("analytics.events_*", 31)
+    assert top.family_range == "events_20210101 … events_20210131"
+    assert "latest of the family: events_20210131" in top.why
+    assert sum(t.table.startswith("analytics.events_") for t in result.tables) == 1
+    assert "(family analytics.events_*: 31 tables events_20210101 … events_20210131)" in result.to_text()
+
+
+@pytest.mark.parametrize(("question", "shard"), [
+    ("How many app events happened on January 18, 2021?", "analytics.events_20210118"),
+    ("events of 2021-01-07 per platform", "analytics.events_20210107"),
+    ("users active on 18 January 2021", "analytics.events_20210118"),  # no word matches: the date alone
+])
+def test_question_dates_pick_the_shard(wh: ToolContext, question: str, shard: str) -> None:
+    top = search_schema(wh, question, limit=5).tables[0]
+    assert top.table == shard
+    assert top.why[0] == f"question dates name {shard.split('.')[1]}"
+
+
+def test_two_digit_years_and_releases(wh: ToolContext) -> None:
+    top = search_schema(wh, "occupation and wage of respondents in 2016", limit=3).tables[0]
+    assert top.table == "survey.indiv16" and top.date_members == ["indiv16"]
+    clinical = search_schema(wh, "primary diagnosis and vital status", limit=3).tables[0]
+    assert clinical.table == "clinical.clinical_gdc_r35" and clinical.family_size == 3
+    acs = search_schema(wh, "median income by state from the 2018 survey", limit=3).tables[0]
+    assert acs.table in ("census.state_2018_1yr", "census.state_2018_5yr")
+    assert set(acs.date_members) == {"state_2018_1yr", "state_2018_5yr"}
+
+
+def test_date_ranges_name_every_year() -> None:
+    assert {"2011", "2012", "2013", "2014"} <= question_dates("from 2011 to 2014")
+    assert "20230118" in question_dates("On January 18, 2023, how many")
+    assert "201709" in question_dates("in September 2017")
+    assert question_dates("the top 10 customers") == set()
+
+
+def test_distinct_concepts_fill_the_result(wh: ToolContext) -> None:
+    names = _names(search_schema(wh, "customers, their orders and the suppliers", limit=3))
+    assert set(names) == {"crm.customers", "crm.orders", "crm.suppliers"}
+
+
+def test_find_values_schema_and_context(wh: ToolContext) -> None:
+    bare = find_values(wh, "France")
+    assert {(m.table, m.column) for m in bare.matches} == {("crm.customers", "country"), ("crm.suppliers", "country"),
+                                                          ("crm.orders", "ship_country")}
+    # the context names the supplier side: that column comes first, and the result says why
+    ctx_hit = find_values(wh, "France", context="Which suppliers are based in France?").matches[0]
+    assert (ctx_hit.table, ctx_hit.column) == ("crm.suppliers", "country")
+    assert ctx_hit.context_words == ["suppliers"]
+    assert "context: 'suppliers'" in find_values(wh, "France", context="suppliers in France").to_text()
+    shipped = find_values(wh, "France", context="orders shipped to France").matches[0]
+    assert (shipped.table, shipped.column) == ("crm.orders", "ship_country")
+    only = find_values(wh, "France", schema="crm", tables=["crm.customers"])
+    assert [(m.table, m.column) for m in only.matches] == [("crm.customers", "country")]
+    assert find_values(wh, "France", schema="analytics").matches == []
+    with pytest.raises(NotFoundError, match="schema 'crn' not found; did you mean: crm"):
+        find_values(wh, "France", schema="crn")
