@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -17,7 +17,14 @@ from pydantic_settings import (
 from flexsql.errors import ConfigError
 
 
-class SourceConfig(BaseModel):
+class StrictModel(BaseModel):
+    """A config section: a key it does not know is an error (a misspelling would otherwise be
+    ignored silently and the default used)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class SourceConfig(StrictModel):
     url: str
     name: str | None = None
     description: str = ""
@@ -30,7 +37,7 @@ class SourceConfig(BaseModel):
         return value
 
 
-class SandboxConfig(BaseModel):
+class SandboxConfig(StrictModel):
     """Limits of run_python's sandbox process."""
 
     enabled: bool | None = None  # None: on for stdio and loopback HTTP, off otherwise
@@ -42,7 +49,7 @@ class SandboxConfig(BaseModel):
     max_output_chars: int = Field(8000, ge=100, le=1_000_000)
 
 
-class LimitsConfig(BaseModel):
+class LimitsConfig(StrictModel):
     """Defaults for the tools' output and execution."""
 
     query_timeout_s: float = Field(30.0, gt=0, le=3600)
@@ -66,7 +73,7 @@ MODEL_STAGES = ("classify", "link", "knowledge", "plan", "implement", "repair", 
 ResponseFormatMode = Literal["auto", "json_schema", "off"]
 
 
-class ModelStageConfig(BaseModel):
+class ModelStageConfig(StrictModel):
     """A stage's overrides of [model]: every field left out falls back to the [model] value."""
 
     base_url: str | None = None
@@ -82,7 +89,7 @@ class ModelStageConfig(BaseModel):
     response_format: ResponseFormatMode | None = None
 
 
-class ModelConfig(BaseModel):
+class ModelConfig(StrictModel):
     """The agent's model endpoint ([model] in flexsql.toml, FLEXSQL_MODEL__*, or --base-url/--model)."""
 
     base_url: str | None = None  # e.g. http://127.0.0.1:8000/v1 (vLLM) or https://api.openai.com/v1
@@ -109,7 +116,7 @@ class ModelConfig(BaseModel):
         return value
 
 
-class AgentConfig(BaseModel):
+class AgentConfig(StrictModel):
     """The built-in agent's shape and budget per question ([agent] in flexsql.toml)."""
 
     plans: int = Field(4, ge=1, le=16)  # K diverse plans (FlexSQL: 8 in batches of 4)
@@ -127,7 +134,7 @@ class AgentConfig(BaseModel):
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="FLEXSQL_", env_nested_delimiter="__", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="FLEXSQL_", env_nested_delimiter="__", extra="forbid")
 
     sources: list[SourceConfig] = []
     sandbox: SandboxConfig = SandboxConfig()

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
 
 from flexsql import __version__
 from flexsql.config import Settings, SourceConfig, load_settings
-from flexsql.errors import FlexSQLError
+from flexsql.errors import ConfigError, FlexSQLError
 from flexsql.tools.sources import SourceRegistry, open_source
 
 DB_HELP = ("source URL, repeatable; NAME=URL names it. Forms: duckdb:///path/to.duckdb, sqlite:///path/to.sqlite, "
@@ -22,6 +23,13 @@ def parse_db_option(value: str) -> SourceConfig:
     head, sep, rest = value.partition("=")
     if sep and "://" not in head and "://" in rest:
         return SourceConfig(name=head.strip(), url=rest.strip())
+    if "://" not in value:  # a bare path or nothing: say which URL to write instead of a traceback
+        path = value.strip()
+        if not path:
+            raise ConfigError("--db is empty: give a source URL such as duckdb:///abs/path/shop.duckdb")
+        scheme = "sqlite" if path.lower().endswith((".sqlite", ".sqlite3", ".db")) else "duckdb"
+        raise ConfigError(f"--db {path!r} is not a source URL: write {scheme}:///{str(Path(path).resolve()).lstrip('/')} "
+                          "(or postgresql://user@host/db, snowflake://…)")
     return SourceConfig(url=value.strip())
 
 
@@ -91,6 +99,7 @@ def sources(db: tuple[str, ...], config_file: str | None) -> None:
     except FlexSQLError as exc:
         fail(str(exc))
         return
+    unreachable = 0
     for source in registry:
         console.print(f"[bold]{source.name}[/bold] ({source.dialect}) {source.display_url}")
         try:
@@ -99,6 +108,7 @@ def sources(db: tuple[str, ...], config_file: str | None) -> None:
             console.print(f"  tables and views: {tables}")
         except FlexSQLError as exc:
             console.print(f"  [red]unreachable:[/red] {exc}")
+            unreachable += 1
             continue
         status = "read-only enforced by the engine" if report.read_only_engine else "read-only enforced by flexsql only"
         console.print(f"  safety: {status}")
@@ -106,6 +116,8 @@ def sources(db: tuple[str, ...], config_file: str | None) -> None:
             console.print(f"    - {measure}")
         for warning in report.warnings:
             console.print("  warning: " + warning, style="yellow", markup=False)
+    if unreachable:  # scripts and CI checks read the exit status
+        sys.exit(1)
 
 
 def parse_call_args(pairs: tuple[str, ...], spec: Any = None) -> dict[str, Any]:

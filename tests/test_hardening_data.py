@@ -212,7 +212,7 @@ def test_cell_text_shows_values_as_they_are() -> None:
     assert cell_text(123456789.123) == "123456789.123"
     assert cell_text("NULL") != cell_text(None)
     assert cell_text("") != cell_text(None) and cell_text("") != ""
-    assert cell_text(float("inf")) == "inf" and cell_text(float("nan")) == "NaN"
+    assert cell_text(float("inf")) == "Infinity" and cell_text(float("nan")) == "NaN"
     assert cell_text(dt.datetime.max) == "infinity" and cell_text(dt.date.min) == "-infinity"
     import struct
 
@@ -269,13 +269,6 @@ def test_profile_and_find_values_on_postgres_special_types() -> None:
             assert [m.column for m in find_values(ctx, "Morlaix").matches] == ["a"]
         finally:
             ctx.source().close()
-
-
-def test_profile_on_interval_duckdb() -> None:
-    ctx = context("duckdb://:memory:")
-    ctx.source().execute("SELECT 1")  # opens the in-memory database
-    # in-memory DuckDB is empty: profile a view-free table through a file instead
-    assert ctx.source().catalog().tables == []
 
 
 def test_ten_megabyte_value(tmp_path: Path) -> None:
@@ -342,9 +335,9 @@ def test_duckdb_errors_name_the_real_cause(tmp_path: Path) -> None:
 
 def test_duckdb_show_all_is_not_an_index_error() -> None:
     ctx = context("duckdb://:memory:")
-    with contextlib.suppress(FlexSQLError):
-        out = run_query(ctx, "SHOW ALL")
-        assert out.columns
+    with pytest.raises(FlexSQLError) as info:
+        run_query(ctx, "SHOW ALL")
+    assert "list index out of range" not in str(info.value) and "SHOW" in str(info.value)
 
 
 def test_refused_is_not_doubled() -> None:

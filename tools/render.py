@@ -5,17 +5,25 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
+import struct
 from collections.abc import Sequence
 from typing import Any
+
+_INFINITE_TIMES = {dt.datetime.max: "infinity", dt.datetime.min: "-infinity", dt.date.max: "infinity",
+                   dt.date.min: "-infinity"}
 
 
 def cell_text(value: Any, max_chars: int = 200) -> str:
     if value is None:
         text = "NULL"
+    elif isinstance(value, str) and (not value.strip() or value.strip().upper() == "NULL"):
+        text = "'" + value + "'"  # the text 'NULL' or '' must not read as NULL or as nothing
     elif isinstance(value, float):
-        text = float_text(value)
+        text = _single_precision_text(value) or float_text(value)
     elif isinstance(value, decimal.Decimal | int):
         text = str(value)
+    elif isinstance(value, dt.datetime | dt.date) and _INFINITE_TIMES.get(value):  # drivers' stand-in for ±infinity
+        text = _INFINITE_TIMES[value]
     elif isinstance(value, dt.datetime | dt.date | dt.time):
         text = value.isoformat(sep=" ") if isinstance(value, dt.datetime) else value.isoformat()
     elif isinstance(value, bytes):
@@ -28,6 +36,23 @@ def cell_text(value: Any, max_chars: int = 200) -> str:
     if len(text) > max_chars:
         text = text[: max_chars - 1] + "…"
     return text
+
+
+def _single_precision_text(value: float) -> str | None:
+    """A REAL (float32) read back as a double, 0.1 -> 0.10000000149011612, shown as the shortest
+    text that is the same float32 ('0.1'); None for doubles that no float32 equals exactly."""
+    if value != value or value in (float("inf"), float("-inf")) or value == 0 or abs(value) > 3.4e38:
+        return None
+    try:
+        if struct.unpack("f", struct.pack("f", value))[0] != value:
+            return None
+    except OverflowError:
+        return None
+    for digits in range(1, 10):
+        text = f"{value:.{digits}g}"
+        if struct.unpack("f", struct.pack("f", float(text)))[0] == value:
+            return text if len(text) < len(repr(value)) else None
+    return None
 
 
 def float_text(value: float) -> str:

@@ -91,12 +91,16 @@ class DuckDBSource(Source):
         in_memory = self.path == ":memory:"
         if not in_memory and not Path(self.path).exists():
             raise ConfigError(f"DuckDB file not found: {self.path}; check the path in the source URL")
+        if not in_memory and _file_head(self.path).startswith(b"SQLite format 3\0"):
+            raise ConfigError(f"{self.path} is a SQLite file, not DuckDB: use sqlite:///{self.path.lstrip('/')}")
         try:
             conn = duckdb.connect(self.path, read_only=not in_memory, config=config)
         except duckdb.Error as exc:
             text = str(exc)
             hint = ""
-            if "version" in text.lower() or "serializ" in text.lower():
+            if "lock" in text.lower():  # first: the lock holder's path may contain "version"
+                hint = " — another process holds a write lock on it; close that process or copy the file"
+            elif "version" in text.lower() or "serializ" in text.lower():
                 hint = (f" — the file was written by a different DuckDB version (this is {duckdb.__version__}); "
                         "open it with the version that wrote it and EXPORT/IMPORT it, or upgrade duckdb")
             elif "lock" in text.lower():
@@ -187,7 +191,11 @@ class DuckDBSource(Source):
                         return [], [], [], 0, False, None
                     columns = [d[0] for d in cur.description]
                     types = [str(d[1]) for d in cur.description]
+                    exact = _exact_text_sql(sql, columns, types)
+                    if exact is not None:  # Python cannot hold these values: read DuckDB's own text instead
+                        cur.execute(exact)
                     rows, counted, more, reason = collect(fetch_batches(cur), limits)
+                    rows = _mark_infinite(rows, types)
                 except duckdb.InterruptException:
                     raise timeout_error(timeout_s) from None
                 except duckdb.Error as exc:
@@ -207,3 +215,56 @@ class DuckDBSource(Source):
         else:
             measures.insert(1, "opened read_only")
         return SafetyReport(read_only_engine=not in_memory, measures=measures, warnings=warnings)
+
+
+# Types whose Python form loses information: INTERVAL becomes a timedelta (1 month -> 30 days),
+# TIMESTAMP_NS drops its nanoseconds. Their text is exact.
+_LOSSY_TYPES = ("INTERVAL", "TIMESTAMP_NS")
+
+
+def _exact_text_sql(sql: str, columns: list[str], types: list[str]) -> str | None:
+    """The statement again with its lossy columns cast to VARCHAR, or None when none is lossy (or
+    the column names repeat, so they cannot be named one by one)."""
+    lossy = [c for c, t in zip(columns, types, strict=True) if t.upper() in _LOSSY_TYPES]
+    if not lossy or len(set(columns)) != len(columns):
+        return None
+    quoted = ['"' + c.replace('"', '""') + '"' for c in lossy]
+    replace = ", ".join(f"CAST({q} AS VARCHAR) AS {q}" for q in quoted)
+    return f"SELECT * REPLACE ({replace}) FROM ({sql.strip().rstrip(';')}) AS flexsql_exact"
+
+
+_TIME_TYPES = ("DATE", "TIMESTAMP", "TIMESTAMP WITH TIME ZONE", "TIMESTAMP_S", "TIMESTAMP_MS")
+
+
+def _mark_infinite(rows: list[tuple[Any, ...]], types: list[str]) -> list[tuple[Any, ...]]:
+    """DuckDB hands ±infinity dates and timestamps to Python as date/datetime max and min, which
+    read as real dates (9999-12-31): give them back as 'infinity' / '-infinity'."""
+    import datetime as dt
+
+    cols = [i for i, t in enumerate(types) if t.upper() in _TIME_TYPES]
+    if not cols or not rows:
+        return rows
+    out = rows
+    for r, row in enumerate(rows):
+        for i in cols:
+            value = row[i]
+            if isinstance(value, dt.datetime):
+                plain = value.replace(tzinfo=None)
+                special = "infinity" if plain == dt.datetime.max else "-infinity" if plain == dt.datetime.min else None
+            elif isinstance(value, dt.date):
+                special = "infinity" if value == dt.date.max else "-infinity" if value == dt.date.min else None
+            else:
+                special = None
+            if special is not None:
+                if out is rows:
+                    out = list(rows)
+                out[r] = (*out[r][:i], special, *out[r][i + 1:])
+    return out
+
+
+def _file_head(path: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(16)
+    except OSError:
+        return b""

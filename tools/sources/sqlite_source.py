@@ -82,6 +82,16 @@ class SQLiteSource(Source):
             if not Path(self.path).exists():
                 raise ConfigError(f"SQLite file not found: {self.path}; check the path in the source URL")
             uri = f"file:{quote(str(Path(self.path).resolve()))}?mode=ro"
+            try:
+                with open(self.path, "rb") as handle:
+                    head = handle.read(16)
+            except OSError:
+                head = b""
+            if head[8:12] == b"DUCK":
+                raise ConfigError(f"{self.path} is a DuckDB file, not SQLite: use duckdb:///{self.path.lstrip('/')}")
+            if head and not head.startswith(b"SQLite format 3\0"):
+                raise ConfigError(f"{self.path} is not a SQLite database file (it does not start with the SQLite "
+                                  "header); check the path in the source URL")
         try:
             conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
         except sqlite3.Error as exc:
