@@ -107,7 +107,7 @@ def flexsql_command() -> list[str]:
     found = shutil.which("flexsql")
     if found:
         return [found]
-    return [sys.executable, "-m", "flexsql.server.cli"]
+    return [sys.executable, "-P", "-m", "flexsql.server.cli"]  # -P: a flexsql/ folder in cwd cannot shadow it
 
 
 class McpExecutor(Executor):

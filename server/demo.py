@@ -48,7 +48,10 @@ async def _walk(url: str, console: Console) -> None:
     question = DEMO_QUESTIONS[0]
     grounded = question.sql
     exact = grounded.replace("LOWER(TRIM(a.country)) = 'france'", "a.country = 'France'")
-    params = StdioServerParameters(command=sys.executable, args=["-m", "flexsql.server", "serve", "--db", f"demo={url}"])
+    # -P: the working directory is not put on the child's path, so a folder named flexsql/ there
+    # (a checkout's parent) cannot shadow the installed package
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-P", "-m", "flexsql.server", "serve", "--db", f"demo={url}"])
     console.print(Rule("flexsql demo"))
     console.print(f"Question: [bold]{question.question}[/bold]")
     console.print(f"Server: flexsql serve --db {url}  (MCP over stdio)\n")

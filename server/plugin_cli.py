@@ -91,7 +91,7 @@ def launch_command(launcher: str, dbs: tuple[str, ...]) -> list[str]:
     if script.name != "flexsql" or not script.is_file():
         script = Path(sys.executable).parent / "flexsql"
     if not script.is_file():
-        return [sys.executable, "-m", "flexsql.server", *args]
+        return [sys.executable, "-P", "-m", "flexsql.server", *args]  # -P: cwd cannot shadow flexsql
     return [str(script), *args]
 
 

@@ -21,7 +21,7 @@ def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def stdio_params(*db: str, extra_args: list[str] | None = None, env: dict[str, str] | None = None) -> StdioServerParameters:
-    args = ["-m", "flexsql.server", "serve"]
+    args = ["-P", "-m", "flexsql.server", "serve"]  # -P: as users' clients do, cwd cannot shadow flexsql
     for url in db:
         args += ["--db", url]
     return StdioServerParameters(command=sys.executable, args=args + (extra_args or []), env=server_env(env))
@@ -38,7 +38,7 @@ def http_server(*db: str, token: str | None = None, extra_args: list[str] | None
                 host: str = "127.0.0.1") -> Iterator[tuple[str, subprocess.Popen[Any]]]:
     """`flexsql serve --http` in a subprocess; yields (url, process) once it accepts connections."""
     port = free_port()
-    args = [sys.executable, "-m", "flexsql.server", "serve", "--http", "--host", host, "--port", str(port)]
+    args = [sys.executable, "-P", "-m", "flexsql.server", "serve", "--http", "--host", host, "--port", str(port)]
     for url in db:
         args += ["--db", url]
     if token:
