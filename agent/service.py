@@ -5,7 +5,9 @@ clarification through MCP elicitation, progress, traces. `ask` (MCP), `flexsql a
 
 from __future__ import annotations
 
+import threading
 import uuid
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -40,11 +42,20 @@ def model_provider(settings: Settings, mcp_context: Any = None) -> Callable[[str
     raise ModelUnavailable()
 
 
+_CONVERSATIONS: weakref.WeakKeyDictionary[Any, ConversationStore] = weakref.WeakKeyDictionary()
+_CONVERSATIONS_LOCK = threading.Lock()
+
+
 def conversation_store(tools: ToolContext, settings: Settings) -> ConversationStore:
-    """Per ToolContext (one per MCP session or CLI process); on disk when [agent] conversations_dir
-    is set, so `flexsql ask --conversation ID` continues across processes."""
+    """The conversations of one client: kept with its session's result store (never in the caches
+    the server's sessions share, so sessions never see each other's turns). On disk when [agent]
+    conversations_dir is set, so `flexsql ask --conversation ID` continues across processes."""
     directory = Path(settings.agent.conversations_dir).expanduser() if settings.agent.conversations_dir else None
-    return tools.cache("agent:conversations", lambda: ConversationStore(directory))
+    with _CONVERSATIONS_LOCK:
+        store = _CONVERSATIONS.get(tools.results)
+        if store is None:
+            store = _CONVERSATIONS[tools.results] = ConversationStore(directory)
+        return store
 
 
 def default_trace_path(run_id: str) -> Path:
@@ -88,13 +99,13 @@ async def ask_question(tools: ToolContext, settings: Settings, question: str, *,
                        plans: int | None = None, trace_path: str | Path | None = None,
                        model_for: Callable[[str], ChatModel] | None = None, mcp_context: Any = None,
                        on_stage: Callable[[str, str], Any] | None = None, python: bool = True,
-                       run_id: str | None = None) -> Answer:
+                       run_id: str | None = None, conversations: ConversationStore | None = None) -> Answer:
     model_for = model_for or model_provider(settings, mcp_context)
     run_id = run_id or uuid.uuid4().hex[:12]
     store = conv = None
     history = None
     if conversation_id:
-        store = conversation_store(tools, settings)
+        store = conversations or conversation_store(tools, settings)
         conv = store.get(conversation_id)
         history = history_text(conv) if conv.turns else None
         pending = pending_clarification(conv)

@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from flexsql.agent.flags import apply_model_flags, model_options
+from flexsql.config import load_settings
 from flexsql.errors import FlexSQLError
 
 EPILOG = """
@@ -34,6 +36,10 @@ Examples:
       --command 'claude -p "$(cat {question_file})" --mcp-config {mcp_config} --strict-mcp-config \\
                  --allowedTools mcp__flexsql --output-format json \\
                  --append-system-prompt "End your answer with the final SQL in a fenced sql block."'
+\b
+  # the built-in FlexSQL agent on a vLLM server (gpt-oss), 4 plans per question
+  flexsql eval spider2-snow.jsonl --runner builtin --db 'snowflake://me@acct/{db}' \\
+      --base-url http://127.0.0.1:8000/v1 --model openai/gpt-oss-120b --plans 4 --jobs 8
 \b
 Command runner: placeholders {question_file} {question} {db_url} {db} {mcp_config} {out_dir}
 {task_dir} {instance_id} {external_knowledge_file} are replaced by shell-quoted values (do not
@@ -90,11 +96,15 @@ are skipped. The command exits 0 when the evaluation ran, whatever the accuracy 
 @click.option("--max-rows", type=click.IntRange(1), default=1_000_000, show_default=True,
               help="Largest result fetched; a bigger one scores 0 as too large.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False),
+              help="flexsql.toml with [model] / [agent] for --runner builtin")
+@model_options
 def eval_command(tasks: Path, runner: str, dbs: Path | None, db_url: str | None, gold: Path | None,
                  eval_config: Path | None, predictions: Path | None, prediction_mode: str, scorer: str | None,
                  flavor: str | None, jobs: int, timeout: float, out: Path | None, external_knowledge: Path | None,
                  command: str | None, via_mcp: bool, limit: int | None, ids: str | None, resume: bool,
-                 max_rows: int, quiet: bool) -> None:
+                 max_rows: int, quiet: bool, config_file: str | None, base_url: str | None,
+                 model_name: str | None, api_key_env: str | None, plans: int | None) -> None:
     """Evaluate an agent on TASKS: a Spider 2.0 JSONL (lite or snow), a Spider 1.0 JSON, or a
     CoSQL/SParC dialogue JSON (the format is detected).
 
@@ -113,8 +123,10 @@ def eval_command(tasks: Path, runner: str, dbs: Path | None, db_url: str | None,
                           jobs=jobs, timeout=timeout, out=out, external_knowledge=external_knowledge,
                           command=command, via_mcp=via_mcp, limit=limit,
                           ids=[i.strip() for i in ids.split(",") if i.strip()] if ids else None,
-                          resume=resume, max_rows=max_rows)
+                          resume=resume, max_rows=max_rows, plans=plans)
     try:
+        if runner == "builtin":
+            options.settings = apply_model_flags(load_settings(config_file), base_url, model_name, api_key_env, plans)
         evaluation = Evaluation(options)
     except FlexSQLError as exc:
         raise click.ClickException(str(exc)) from None

@@ -164,7 +164,7 @@ def dialogue_summary(records: list[dict[str, Any]], tasks: list[Task], scorer: s
         row["turns"] += 1
         expected = expected_status(t)
         r = by_id.get(t.instance_id)
-        if expected is None or (r is not None and r.get("status") == "not_scored"):
+        if expected is None or (r is not None and r.get("outcome", r.get("status")) == "not_scored"):
             questions["not_scored"] += 1
             continue
         if r is None:

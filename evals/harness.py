@@ -33,7 +33,6 @@ from flexsql.evals.runners import (
     Prediction,
     PredictionsRunner,
     Runner,
-    builtin_unavailable,
     safe_name,
 )
 from flexsql.evals.scoring import (
@@ -79,6 +78,8 @@ class EvalOptions(BaseModel):
     ids: list[str] | None = None
     resume: bool = True
     max_rows: int = DEFAULT_MAX_ROWS
+    settings: Any = None  # flexsql Settings for --runner builtin (model endpoint, agent budget)
+    plans: int | None = None
 
 
 class RunOutcome(BaseModel):
@@ -119,7 +120,11 @@ class Evaluation:
     def _make_runner(self) -> Runner:
         o = self.options
         if o.runner == "builtin":
-            raise builtin_unavailable()
+            from flexsql.config import Settings
+            from flexsql.evals.builtin import BuiltinRunner
+
+            return BuiltinRunner(o.settings or Settings(), self.locator, self.out, o.external_knowledge, o.timeout,
+                                 o.plans)
         if o.runner == "gold":
             if self.locator is None:
                 raise ConfigError("--runner gold replays gold SQL on the databases: pass --dbs DIR or --db URL")
@@ -154,6 +159,10 @@ class Evaluation:
         timings["runner_s"] = round(prediction.runner_s, 4)
         record.update(sql=extract_sql(prediction.sql) if prediction.sql else None, prediction_origin=prediction.origin or None, tokens=prediction.tokens,
                       cost_usd=prediction.cost_usd, runner_note=prediction.note, answer_text=prediction.answer_text)
+        if self.runner.name == "builtin":
+            # the contract (DESIGN.md): builtin lines carry the agent's `status`; `outcome` is the evaluation's
+            record.update(agent_status=prediction.status, model_calls=prediction.model_calls,
+                          tool_calls=prediction.tool_calls, trace=prediction.trace)
         if task.benchmark == "dialogue":
             record.update(expected_status=expected_status(task),
                           returned_status=returned_status(prediction.status, prediction.present, prediction.error))
@@ -269,7 +278,8 @@ class Evaluation:
                 timings: dict[str, float], started: float, *, reason: str = "",
                 category: str | None = None) -> dict[str, Any]:
         timings["total_s"] = round(time.perf_counter() - started, 4)
-        record["status"] = status
+        record["outcome"] = status  # scored / no_prediction / not_scored / gold_error / no_gold
+        record["status"] = record.pop("agent_status", None) or status
         record["evaluated"] = status == "scored"
         if verdicts:
             main = verdicts[self.scorer]

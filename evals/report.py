@@ -104,7 +104,7 @@ def summarize(records: list[dict[str, Any]], tasks: list[Task], scorer: str, *, 
 
 
 def _category(record: dict[str, Any], scorer: str) -> str:
-    category = record.get("categories", {}).get(scorer) or record.get("category") or record.get("status") or "?"
+    category = record.get("categories", {}).get(scorer) or record.get("category") or record.get("outcome") or record.get("status") or "?"
     return CATEGORY_TEXT.get(category, category)
 
 

@@ -5,7 +5,7 @@
 - `command`: an external program per task (Claude Code, another agent) given the question, the
   database URL and an MCP config that starts `flexsql serve` on the task's database; it writes
   `<id>.sql` / `<id>.csv` (or `answer.sql` / `result.csv`) into its output folder.
-- `builtin`: the flexsql agent (not in this version).
+- `builtin`: the flexsql agent, in-process (evals/builtin.py).
 """
 
 from __future__ import annotations
@@ -52,6 +52,9 @@ class Prediction(BaseModel):
     runner_s: float = 0.0
     tokens: dict[str, int] | None = None
     cost_usd: float | None = None
+    model_calls: int | None = None  # the builtin agent's usage (other runners may report it too)
+    tool_calls: int | None = None
+    trace: str | None = None  # path of the task's JSONL trace
 
     @property
     def present(self) -> bool:
@@ -300,10 +303,3 @@ def _stdout_json(path: Path | None) -> dict[str, Any] | None:
             except ValueError:
                 continue
     return None
-
-
-def builtin_unavailable() -> ConfigError:
-    return ConfigError(
-        "the built-in agent is not available in this version; use --runner command --command \"CMD …\" to "
-        "evaluate an external agent (for example Claude Code with the MCP config flexsql writes per task), or "
-        "--runner predictions --predictions DIR to score answers you already have")

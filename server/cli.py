@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from flexsql import __version__
+from flexsql.agent.flags import model_options
 from flexsql.config import Settings, SourceConfig, load_settings
 from flexsql.errors import ConfigError, FlexSQLError
 from flexsql.tools.sources import SourceRegistry, open_source
@@ -186,6 +187,54 @@ def call(tool: str, args: tuple[str, ...], db: tuple[str, ...], config_file: str
         click.echo(json.dumps(model.model_dump(mode="json", by_alias=True), indent=2, ensure_ascii=False))
     else:
         click.echo(registry.result_text(model, settings))
+
+
+@main.command()
+@click.argument("question")
+@click.option("--db", "db", multiple=True, help=DB_HELP)
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="flexsql.toml to read")
+@model_options
+@click.option("--conversation", "conversation_id", default=None, metavar="ID",
+              help="continue conversation ID (kept in [agent] conversations_dir, default the user cache)")
+@click.option("--external-knowledge", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="a document defining the question's terms")
+@click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None, help="write the JSONL trace here")
+@click.option("--json", "as_json", is_flag=True, help="print the whole answer as JSON")
+def ask(question: str, db: tuple[str, ...], config_file: str | None, base_url: str | None, model_name: str | None,
+        api_key_env: str | None, plans: int | None, conversation_id: str | None, external_knowledge: str | None,
+        trace_path: str | None, as_json: bool) -> None:
+    """Answer QUESTION with the FlexSQL agent (needs a model endpoint: --base-url and --model, or [model]).
+
+    Example: flexsql ask "How many orders shipped to France?" --base-url http://127.0.0.1:8000/v1
+    --model openai/gpt-oss-120b"""
+    import anyio
+
+    from flexsql.agent.flags import apply_model_flags
+    from flexsql.agent.service import ask_question
+    from flexsql.errors import error_text
+    from flexsql.paths import cache_dir
+    from flexsql.server.render_answer import print_answer
+    from flexsql.server.sessions import SessionState
+
+    try:
+        settings = apply_model_flags(load_settings(config_file), base_url, model_name, api_key_env, plans)
+        if conversation_id and not settings.agent.conversations_dir:
+            settings.agent.conversations_dir = str(cache_dir() / "conversations")
+        document = open(external_knowledge, encoding="utf-8").read() if external_knowledge else None
+        sources = make_sources(settings, db)
+        context = SessionState(sources, settings).new_context()
+        result = anyio.run(lambda: ask_question(context, settings, question, conversation_id=conversation_id,
+                                                external_knowledge=document, trace_path=trace_path))
+    except FlexSQLError as exc:
+        fail(error_text(exc))
+        return
+    if as_json:
+        click.echo(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False))
+    else:
+        print_answer(result)
+    sources.close()
+    if result.status == "failed":
+        sys.exit(1)
 
 
 @main.command()

@@ -88,8 +88,11 @@ Script = Callable[[StubRequest], Any] | list[Any]
 class OpenAIStub:
     """POST /v1/chat/completions and GET /v1/models on 127.0.0.1, a free port, a background thread."""
 
-    def __init__(self, script: Script, *, reject_json_schema: bool = False, model: str = "stub-model") -> None:
+    def __init__(self, script: Script, *, reject_json_schema: bool = False, model: str = "stub-model",
+                 port: int = 0, keep_requests: bool = True) -> None:
         self.script = script
+        self.port = port
+        self.keep_requests = keep_requests  # off for long benchmark runs: memory stays flat
         self.reject_json_schema = reject_json_schema
         self.model = model
         self.requests: list[StubRequest] = []
@@ -112,7 +115,7 @@ class OpenAIStub:
         class Handler(_Handler):
             owner = stub
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._server.daemon_threads = True
         self._server.block_on_close = False  # a Hang must not hold up the test's exit
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
@@ -224,7 +227,8 @@ class _Handler(BaseHTTPRequestHandler):
         request = StubRequest(headers, body, headers.get("x-flexsql-stage"), headers.get("x-flexsql-run"))
         owner = self.owner
         with owner._lock:
-            owner.requests.append(request)
+            if owner.keep_requests:
+                owner.requests.append(request)
             owner.in_flight += 1
             owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
         try:

@@ -1,0 +1,49 @@
+"""`flexsql ask`'s terminal output: status, the chosen program, a result table, what was considered."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.syntax import Syntax
+from rich.table import Table
+
+from flexsql.agent.answer import Answer
+from flexsql.tools.render import cell_text
+
+
+def print_answer(answer: Answer, console: Console | None = None) -> None:
+    console = console or Console()
+    style = {"answered": "green", "failed": "red"}.get(answer.status, "yellow")
+    head = f"[bold {style}]{answer.status}[/]"
+    if answer.budget_exhausted:
+        head += f" [yellow](budget spent: {answer.budget_exhausted}; best candidate so far)[/]"
+    console.print(head)
+    if answer.clarifying_question:
+        console.print(f"[bold]question for you:[/] {answer.clarifying_question}", markup=True)
+        for reading in answer.readings:
+            console.print(f"  - {reading}", markup=False)
+    for label, text in (("reply", answer.reply), ("reason", answer.reason if answer.status != "answered" else None)):
+        if text:
+            console.print(f"{label}: {text}", markup=False)
+    if answer.code:
+        console.print(Syntax(answer.code, "sql" if answer.language == "sql" else "python", word_wrap=True))
+    if answer.columns:
+        table = Table(title=f"{answer.result_id}: {answer.total_rows} rows", title_justify="left")
+        for column in answer.columns:
+            table.add_column(column, overflow="fold")
+        for row in answer.rows:
+            table.add_row(*(cell_text(v, 60) for v in row))
+        console.print(table)
+    if answer.candidates:
+        considered = Table(title="candidates", title_justify="left")
+        for column in ("id", "plan", "lang", "rows", "verdicts", "outcome"):
+            considered.add_column(column)
+        chosen = next((g.members[0] for g in answer.groups[:1] if g.members), None)
+        for c in answer.candidates:
+            outcome = "chosen" if c.candidate_id == chosen else (c.error.splitlines()[0][:60] if c.error else "")
+            considered.add_row(c.candidate_id, str(c.plan_index + 1), c.language, "" if c.rows is None else str(c.rows),
+                               ",".join(c.verdicts), outcome)
+        console.print(considered)
+    u = answer.usage
+    console.print(f"model calls {u.model_calls}, tool calls {u.tool_calls}, tokens {u.prompt_tokens:,} + "
+                  f"{u.completion_tokens:,}, {u.seconds:g} s" + (f"; trace {answer.trace}" if answer.trace else ""),
+                  style="dim", markup=False)
