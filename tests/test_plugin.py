@@ -116,9 +116,10 @@ def test_manifests_agree_with_each_other_and_the_package() -> None:
     assert (ROOT / entry["source"] / ".claude-plugin" / "plugin.json").is_file()
 
 
-def test_plugin_server_entry_is_uvx_flexsql_serve() -> None:
+def test_plugin_server_entry_runs_the_plugins_own_checkout() -> None:
+    # flexsql is not on PyPI yet: `uvx flexsql serve` would fail for every user; the plugin builds itself
     servers = json.loads((ROOT / ".mcp.json").read_text())["mcpServers"]
-    assert servers == {"flexsql": {"command": "uvx", "args": ["flexsql", "serve"]}}
+    assert servers == {"flexsql": {"command": "uvx", "args": ["--from", "${CLAUDE_PLUGIN_ROOT}", "flexsql", "serve"]}}
 
 
 # -- flexsql install-skills --------------------------------------------------------------------
@@ -216,9 +217,10 @@ needs_claude = pytest.mark.skipif(
     CLAUDE is None, reason="Claude Code CLI not on PATH (npm install -g @anthropic-ai/claude-code)")
 
 
-def claude(*args: str, home: Path, cwd: Path, path: str | None = None) -> subprocess.CompletedProcess[str]:
+def claude(*args: str, home: Path, cwd: Path, path: str | None = None,
+           extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HOME": str(home), "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
-           "DISABLE_ERROR_REPORTING": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+           "DISABLE_ERROR_REPORTING": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", **(extra or {})}
     if path is not None:
         env["PATH"] = path
     return subprocess.run([CLAUDE, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=180)
@@ -237,40 +239,74 @@ def test_claude_plugin_validate_strict(target: str, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def uv_environment(home: Path) -> dict[str, str]:
+    """Where uv finds packages: this machine's pip configuration (index, extra indexes, find-links),
+    passed through, and the invoking user's uv cache, so the clean HOME does not download every
+    dependency again (and a warm cache works offline)."""
+    pip_config = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True,
+                                timeout=60).stdout
+    settings: dict[str, str] = {}
+    for line in pip_config.splitlines():
+        key, _, value = line.partition("=")
+        settings[key.rsplit(".", 1)[-1]] = value.strip().strip("'\"")
+    env: dict[str, str] = {}
+    index = os.environ.get("PIP_INDEX_URL") or settings.get("index-url")
+    extra = os.environ.get("PIP_EXTRA_INDEX_URL") or settings.get("extra-index-url")
+    links = os.environ.get("PIP_FIND_LINKS") or settings.get("find-links")
+    if index:
+        env["UV_DEFAULT_INDEX"] = index
+    if extra:
+        env["UV_INDEX"] = extra
+        env["UV_INDEX_STRATEGY"] = "unsafe-best-match"  # like pip: the best version across all indexes
+    if links:
+        env["UV_FIND_LINKS"] = links
+    uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+    cache = subprocess.run([uv, "cache", "dir"], capture_output=True, text=True, timeout=60).stdout.strip() if uv else ""
+    env["UV_CACHE_DIR"] = os.environ.get("UV_CACHE_DIR") or cache or str(home / ".cache" / "uv")
+    env["UV_PYTHON"] = getattr(sys, "_base_executable", sys.executable)  # no managed Python download
+    env["MCP_TIMEOUT"] = "180000"  # the first start builds the checkout (about 10 s, more on a cold cache)
+    return env
+
+
 @needs_claude
 @pytest.mark.slow
 def test_plugin_installs_from_the_marketplace_and_its_server_connects(tmp_path: Path) -> None:
-    # The marketplace: only the files the plugin consists of, copied from this checkout.
+    """The real thing: real uv (the dev extra installs it from PyPI), a clean HOME, the plugin
+    installed from a marketplace holding a copy of this checkout, and its .mcp.json unchanged."""
+    uvx = shutil.which("uvx", path=str(Path(sys.executable).parent)) or shutil.which("uvx")
+    if uvx is None:
+        pytest.skip("uv is not installed (pip install -e '.[dev]' installs it)")
+    # the marketplace is a checkout as a user clones it: tracked and new files, nothing ignored
     market = tmp_path / "market"
-    for part in (".claude-plugin", "skills", "commands"):
-        shutil.copytree(ROOT / part, market / part, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
-    shutil.copy(ROOT / ".mcp.json", market / ".mcp.json")
-    # .mcp.json runs `uvx flexsql serve`, which would download flexsql; this `uvx` runs the
-    # checkout's flexsql instead, so the shipped entry is used unchanged.
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    shim = bin_dir / "uvx"
-    shim.write_text(f'#!/bin/sh\n[ "$1" = flexsql ] || exit 97\nshift\nexec {shlex.quote(sys.executable)} '
-                    f'-m flexsql.server "$@"\n')
-    shim.chmod(0o755)
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, check=True, timeout=60).stdout.decode().split("\0")
+    for name in filter(None, files):
+        if (ROOT / name).is_file():
+            (market / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, market / name)
     home, project = tmp_path / "home", tmp_path / "project"
     home.mkdir()
     project.mkdir()
-    path = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+    path = f"{Path(uvx).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    extra = uv_environment(home)
 
-    added = claude("plugin", "marketplace", "add", str(market), home=home, cwd=project, path=path)
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return claude(*args, home=home, cwd=project, path=path, extra=extra)
+
+    added = run("plugin", "marketplace", "add", str(market))
     assert added.returncode == 0, added.stdout + added.stderr
-    installed = claude("plugin", "install", "flexsql@flexsql", home=home, cwd=project, path=path)
+    installed = run("plugin", "install", "flexsql@flexsql")
     assert installed.returncode == 0, installed.stdout + installed.stderr
-    details = claude("plugin", "details", "flexsql@flexsql", home=home, cwd=project, path=path).stdout
+    details = run("plugin", "details", "flexsql@flexsql").stdout
     skills_line = next(ln for ln in details.splitlines() if ln.strip().startswith("Skills ("))
     assert all(name in skills_line for name in [*SKILLS, "ask"]), details
     assert re.search(r"MCP servers \(1\)\s+flexsql", details), details
 
-    listed = claude("mcp", "list", home=home, cwd=project, path=path)
+    listed = run("mcp", "list")
     line = next((ln for ln in listed.stdout.splitlines() if ln.startswith("plugin:flexsql:flexsql")), None)
     assert line is not None, listed.stdout + listed.stderr
-    assert "uvx flexsql serve" in line and "Connected" in line, line + "\n" + mcp_logs(home)
+    assert "uvx --from" in line and "flexsql serve" in line, line
+    assert "✔ Connected" in line, line + "\n" + mcp_logs(home)
 
 
 @needs_claude
