@@ -62,6 +62,10 @@ class SessionState:
                 found = self.new_context(shared=key == self.STATELESS)
                 self._contexts[key] = found
                 while len(self._contexts) > self.MAX_SESSIONS:
+                    oldest = next(iter(self._contexts))
+                    if oldest == self.STATELESS:  # shared by every stateless client: never dropped for a session
+                        self._contexts.move_to_end(oldest)
+                        continue
                     self._contexts.popitem(last=False)
             else:
                 self._contexts.move_to_end(key)

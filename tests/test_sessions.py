@@ -138,3 +138,24 @@ def test_join_inference_follows_a_catalog_refresh(tmp_path):
     ctx.source().catalog(refresh=True)
     after = find_join_path(ctx, ["refunds", "customers"])
     assert after.connected and "orders" in " ".join(after.via), after
+
+
+def test_the_stateless_store_survives_many_sessions():
+    from flexsql.config import Settings
+    from flexsql.server.sessions import SessionState
+
+    class Request:
+        def __init__(self, session_id: str | None) -> None:
+            self.headers = {"mcp-session-id": session_id} if session_id else {}
+
+    class Ctx:
+        def __init__(self, session_id: str | None) -> None:
+            self.request_context = type("RC", (), {"request": Request(session_id)})()
+
+    state = SessionState(SourceRegistry([open_source("duckdb://:memory:", name="mem")]), Settings())
+    shared = state.context_for(Ctx(None))
+    assert shared.results.ids == "random"
+    for i in range(SessionState.MAX_SESSIONS + 5):
+        assert state.context_for(Ctx(f"s{i}")).results.ids == "sequential"
+    assert state.context_for(Ctx(None)) is shared
+    assert state.context_for(None).results.ids == "sequential"  # stdio / in-process: one client
