@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from flexsql.errors import FlexSQLError, QueryError, QueryTimeout, RefusedError
+from flexsql.errors import FlexSQLError
 
 # Big enough for any benchmark answer; a result past it is reported as too large, not cut silently.
 DEFAULT_MAX_ROWS = 1_000_000
@@ -81,12 +81,9 @@ class InProcessExecutor(Executor):
         limits = FetchLimits(max_rows=self.max_rows, max_bytes=2**62, count_limit=self.max_rows + 1)
         try:
             result = source.execute(sql, timeout_s=timeout_s, limits=limits)
-        except QueryTimeout as exc:
-            raise ExecutionFailure("timeout", str(exc)) from None
-        except RefusedError as exc:
-            raise ExecutionFailure("refused", str(exc)) from None
-        except (QueryError, FlexSQLError) as exc:
-            raise ExecutionFailure("execution_error", str(exc)) from None
+        except FlexSQLError as exc:
+            category = {"timeout": "timeout", "refused": "refused"}.get(exc.code, "execution_error")
+            raise ExecutionFailure(category, str(exc)) from None
         if result.truncated:
             raise ExecutionFailure("too_large", f"the result has more than {self.max_rows} rows")
         return TableResult(columns=result.columns, rows=result.rows, engine=source.engine,
@@ -244,12 +241,11 @@ def _tail(path: Path, chars: int = 600) -> str:
 def _structured(result: Any) -> dict[str, Any]:
     text = " ".join(getattr(c, "text", "") for c in (result.content or []))
     if result.is_error:
-        lowered = text.lower()
-        if "timeout" in lowered or "cancelled after" in lowered:
-            raise ExecutionFailure("timeout", text or "query timed out")
-        if "refused" in lowered or "read-only" in lowered:
-            raise ExecutionFailure("refused", text)
-        raise ExecutionFailure("execution_error", text or "the tool call failed without a message")
+        # the server's error results carry the error's code (flexsql/errors.py): categorise by it, not by wording
+        error = (result.structured_content or {}).get("error") if isinstance(result.structured_content, dict) else None
+        code = error.get("code") if isinstance(error, dict) else None
+        category = {"timeout": "timeout", "refused": "refused"}.get(code or "", "execution_error")
+        raise ExecutionFailure(category, text or "the tool call failed without a message")
     data = result.structured_content
     if isinstance(data, dict) and "result" in data and "columns" not in data and isinstance(data["result"], dict):
         data = data["result"]

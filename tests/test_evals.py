@@ -188,11 +188,34 @@ def test_command_runner_with_a_stand_in_agent(spider, tmp_path: Path) -> None:
     assert summary["tokens"] == {"input_tokens": 400, "output_tokens": 28}
 
 
-def test_builtin_runner_says_what_to_use_instead(spider, tmp_path: Path) -> None:
+def test_builtin_runner_without_a_model_says_what_to_configure(spider, tmp_path: Path) -> None:
     tasks, dbs = spider
     code, output = run_cli(tasks, "--runner", "builtin", "--dbs", dbs, "--out", tmp_path / "out")
     assert code == 1
-    assert "built-in agent is not available" in output and "--runner command" in output
+    assert "no model is configured" in output and "--base-url" in output
+
+
+def test_builtin_runner_answers_through_a_real_endpoint(spider, tmp_path: Path) -> None:
+    """The agent in-process against a real OpenAI-compatible HTTP server that plays a perfect model (the
+    gold SQL per task, found by the X-FlexSQL-Run header): every answer scores, and each line carries the
+    agent's status, calls, tokens and trace."""
+    sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
+    from openai_stub import OpenAIStub
+    from scripted_endpoint import GoldScript
+
+    tasks, dbs = spider
+    with OpenAIStub(GoldScript(load_tasks(tasks))) as stub:
+        code, output = run_cli(tasks, "--runner", "builtin", "--dbs", dbs, "--out", tmp_path / "out", "--jobs", "2",
+                               "--base-url", stub.base_url, "--model", "stub", "--plans", "2", "-q")
+        stages = {r.stage for r in stub.requests}
+    assert code == 0, output
+    got = results(tmp_path / "out")
+    assert len(got) == len(QUESTIONS) and all(r["score"] == 1 for r in got.values()), output
+    for record in got.values():
+        assert record["status"] == "answered" and record["outcome"] == "scored"
+        assert record["model_calls"] >= 7 and record["tokens"]["prompt"] > 0
+        assert Path(record["trace"]).is_file()
+    assert {"classify", "link", "plan", "implement", "evaluate"} <= stages
 
 
 def test_help_documents_every_option_with_examples() -> None:

@@ -34,7 +34,7 @@ class SchemaArgs(ToolArgs):
 
 class ListTablesArgs(ToolArgs):
     schema_: Annotated[str | None, Field(alias="schema", description="only this schema")] = None
-    pattern: Annotated[str | None, Field(description="substring or glob (* %)")] = None
+    pattern: Annotated[str | None, Field(description="substring or glob")] = None
     limit: Annotated[int, Field(description="1-1000")] = 50
     cursor: str | None = None
     refresh: Annotated[bool, Field(description="re-read the catalog")] = False
@@ -94,17 +94,20 @@ class SearchArgs(ToolArgs):
 
 
 class FindValuesArgs(ToolArgs):
-    text: Annotated[str, Field(description="the value, e.g. France")]
+    text: str
     tables: Annotated[list[str] | None, Field(description="only these tables")] = None
+    schema_: Annotated[str | None, Field(alias="schema", description="only this schema")] = None
+    context: Annotated[str | None, Field(description="the question, to rank columns")] = None
     limit: Annotated[int, Field(description="1-100")] = 10
-    refresh: Annotated[bool, Field(description="rebuild the value index")] = False
+    refresh: Annotated[bool, Field(description="rebuild the index")] = False
     source: Source = None
 
 
 def _find_values(ctx, a: FindValuesArgs, env: ToolEnv):  # type: ignore[no-untyped-def]
     if a.refresh:
         values.build_value_index(ctx, a.source, progress=env.progress, refresh=True)
-    return values.find_values(ctx, a.text, a.tables, a.limit, a.source, progress=env.progress)
+    return values.find_values(ctx, a.text, a.tables, a.limit, a.source, progress=env.progress, schema=a.schema_,
+                              context=a.context)
 
 
 class DistinctArgs(ToolArgs):
@@ -185,12 +188,12 @@ def _agent_declarations() -> list[ToolSpec]:
 
 DECLARATIONS: list[ToolSpec] = [
     ToolSpec("list_sources", NoArgs, catalog.SourceList, lambda c, a, e: catalog.list_sources(c),
-             lambda s: "The configured databases: name, SQL dialect, URL (no secrets), description."),
+             lambda s: "The configured databases: name, SQL dialect, URL, description."),
     ToolSpec("list_schemas", SchemaArgs, catalog.SchemaList, lambda c, a, e: catalog.list_schemas(c, a.source),
              lambda s: "Schemas of a source with their table and view counts."),
     ToolSpec("list_tables", ListTablesArgs, catalog.TableList, _list_tables,
              lambda s: "Tables and views with row estimates and comments, 50 per page (next_cursor for more); "
-                       "sharded families (EVENTS_20240101 …) collapsed into one entry. Example: pattern=\"order*\"."),
+                       "sharded families (EVENTS_2024…) are one entry. Example: pattern=\"order*\"."),
     ToolSpec("describe_table", TableArgs, catalog.TableDescription,
              lambda c, a, e: catalog.describe_table(c, a.table, a.source),
              lambda s: "One table's columns: type, nullability, keys, comment, 3 example values each; row "
@@ -213,8 +216,8 @@ DECLARATIONS: list[ToolSpec] = [
              lambda s: "More rows of an earlier result, without running it again. Example: result_id=\"r1\", "
                        "offset=20."),
     ToolSpec("validate_sql", SqlArgs, validate.Validation, lambda c, a, e: validate.validate_sql(c, a.sql, a.source),
-             lambda s: "Check SQL without running it: syntax, the read-only guard, names against the catalog "
-                       "(did-you-mean), the engine's EXPLAIN."),
+             lambda s: "Check SQL without running it: syntax, the read-only guard, names (did-you-mean), the "
+                       "engine's EXPLAIN."),
     ToolSpec("search_schema", SearchArgs, search.SchemaSearchResult,
              lambda c, a, e: search.search_schema(c, a.query, a.limit, a.source),
              lambda s: "Rank tables and columns for a question or keywords; each hit says why it matched. "
