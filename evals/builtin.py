@@ -22,6 +22,7 @@ from flexsql.evals.tasks import DatabaseLocator, Task, find_external_knowledge
 from flexsql.tools.context import ToolContext
 from flexsql.tools.results import ResultStore
 from flexsql.tools.sources import SourceRegistry, open_source
+from flexsql.tools.sources.base import set_engine_limits
 
 
 class BuiltinRunner(Runner):
@@ -35,6 +36,7 @@ class BuiltinRunner(Runner):
             raise ModelUnavailable()
         self.settings = settings.model_copy(update={"agent": settings.agent.model_copy(
             update={"max_seconds": min(settings.agent.max_seconds, timeout_s)})})
+        set_engine_limits(settings.limits.engine_memory_mb, settings.limits.engine_temp_mb)
         self.locator = locator
         self.out_dir = Path(out_dir)
         self.external_knowledge = external_knowledge

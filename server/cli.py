@@ -14,6 +14,7 @@ from flexsql.agent.flags import model_options
 from flexsql.config import Settings, SourceConfig, load_settings
 from flexsql.errors import ConfigError, FlexSQLError
 from flexsql.tools.sources import SourceRegistry, open_source
+from flexsql.tools.sources.base import set_engine_limits
 
 DB_HELP = ("source URL, repeatable; NAME=URL names it. Forms: duckdb:///path/to.duckdb, sqlite:///path/to.sqlite, "
            "postgresql://user@host:port/db, snowflake://user@account/DB/SCHEMA?warehouse=…&role=…. "
@@ -36,6 +37,7 @@ def parse_db_option(value: str) -> SourceConfig:
 
 def make_sources(settings: Settings, db: tuple[str, ...] = (), demo_fallback: bool = True) -> SourceRegistry:
     configs = [parse_db_option(v) for v in db] if db else list(settings.sources)
+    set_engine_limits(settings.limits.engine_memory_mb, settings.limits.engine_temp_mb)
     registry = SourceRegistry()
     if not configs and demo_fallback:
         from flexsql.demo_db import demo_url

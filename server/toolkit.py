@@ -20,6 +20,7 @@ from flexsql.config import Settings
 from flexsql.errors import FlexSQLError, error_text
 from flexsql.tools.context import ToolContext
 from flexsql.tools.registry import ToolEnv, ToolSpec, error_payload, result_text
+from flexsql.tools.render import bounded_structured
 from flexsql.tools.sources.base import CancelHooks, active_cancel_hooks
 
 log = logging.getLogger("flexsql.server")
@@ -29,10 +30,8 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempot
 
 def tool_result(model: BaseModel, settings: Settings) -> CallToolResult:
     structured = model.model_dump(mode="json", by_alias=True)
-    cap = settings.limits.structured_kb * 1024 if hasattr(settings.limits, "structured_kb") else None
-    if cap is not None and len(json.dumps(structured, default=str)) > cap:
-        from flexsql.tools.render import bounded_structured
-
+    cap = settings.limits.structured_kb * 1024
+    if len(json.dumps(structured, default=str)) > cap:  # over HTTP a big event breaks clients (SSE 1 MiB limit)
         structured, _ = bounded_structured(structured, cap)
     return CallToolResult(content=[TextContent(type="text", text=result_text(model, settings))],
                           structured_content=structured)
