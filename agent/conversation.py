@@ -302,8 +302,15 @@ def history_text(conv: Conversation, max_chars: int = 4000) -> str:
         return ""
     tail: list[str] = []
     last_sql = conv.last_sql_turn()
+    sql_index = conv.turns.index(last_sql) if last_sql is not None else -1
+    # A follow-up edits the last SQL, so it stays in the prompt even when later turns (chit-chat,
+    # clarifications) push its own block out; dropped again below when its block is shown.
+    sql_line = (f"Last SQL (turn {conv.dropped + sql_index + 1}): {_cut_middle(' '.join(last_sql.sql.split()), 1500)}"
+                if last_sql is not None and last_sql.sql and sql_index < len(conv.turns) - 1 else None)
+    if sql_line:
+        tail.append(sql_line)
     if last_sql is not None and last_sql.role_state is not None and not last_sql.role_state.error:
-        n = conv.dropped + conv.turns.index(last_sql) + 1
+        n = conv.dropped + sql_index + 1
         tail.append(f"Role-state of the last SQL (turn {n}):\n{last_sql.role_state.to_text(max_chars=600)}")
     pending = pending_clarification(conv)
     if pending is not None:
@@ -328,6 +335,8 @@ def history_text(conv: Conversation, max_chars: int = 4000) -> str:
         budget -= len(block) + 1
     shown_from = len(conv.turns) - len(blocks)
     earlier = conv.dropped + shown_from
+    if sql_line and sql_index >= shown_from:
+        tail_text = "\n".join(t for t in tail if t is not sql_line)
 
     def assemble(with_summary: bool) -> str:
         parts = ["Earlier turns of this conversation (oldest first):"]
