@@ -106,6 +106,7 @@ class StageOutputError(ValueError):
 
 
 _VERDICT_LINE = re.compile(r"VERDICT:\s*(correct|implementation_issue|plan_issue)\b(.*)$", re.MULTILINE)
+_STATUS_LINE = re.compile(r"STATUS:\s*(answerable|needs_clarification|unanswerable)\b(.*)$", re.MULTILINE)
 _FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[ \t]*\n(.*?)```", re.DOTALL)
 
 
@@ -180,6 +181,14 @@ def parse_output(stage: str, text: str | None, plans: int = 4) -> BaseModel:
             problems.append("code: empty")
             continue
         return parsed
+    if stage == "classify":
+        status = _STATUS_LINE.search(text)  # the clarify prompt's own format: `STATUS: unanswerable — …`
+        if status:
+            kind, detail = status.group(1), status.group(2).strip(" —-:") or None
+            return Classification(type={"answerable": "answerable", "needs_clarification": "ambiguous",
+                                        "unanswerable": "unanswerable"}[kind],  # type: ignore[arg-type]
+                                  clarifying_question=detail if kind == "needs_clarification" else None,
+                                  reason=detail if kind == "unanswerable" else None)
     if stage == "evaluate":
         verdict = _VERDICT_LINE.search(text)  # the verify prompt's own format: `VERDICT: plan_issue — …`
         if verdict:
