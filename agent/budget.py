@@ -28,28 +28,45 @@ class Budget:
         self._lock = threading.Lock()
         self.spent = Spent()
         self.exhausted: str | None = None  # what ran out first
+        self._in_flight = 0  # model calls started (start_call) and not yet charged
 
     @property
     def seconds_left(self) -> float:
         return self.max_seconds - (time.monotonic() - self._start)
 
     def check(self) -> None:
-        """Raise BudgetExceeded if anything ran out; called before each model call."""
+        """Raise BudgetExceeded if anything ran out."""
         with self._lock:
-            why = None
-            if self.spent.model_calls >= self.max_model_calls:
-                why = f"{self.max_model_calls} model calls"
-            elif self.spent.prompt_tokens + self.spent.completion_tokens >= self.max_tokens:
-                why = f"{self.max_tokens:,} tokens"
-            elif self.seconds_left <= 0:
-                why = f"{self.max_seconds:g} s"
-            if why:
-                self.exhausted = self.exhausted or why
-                raise BudgetExceeded(f"the question's budget of {why} is spent; raise [agent] max_model_calls / "
-                                     "max_tokens / max_seconds for more")
+            self._check_locked()
+
+    def start_call(self) -> None:
+        """Check, then reserve one model call until charge() or release(): plans run
+        concurrently, and a check alone would let every plan waiting on it through at once."""
+        with self._lock:
+            self._check_locked()
+            self._in_flight += 1
+
+    def release(self) -> None:
+        """Give back the reservation of a call that did not complete (failed or cancelled)."""
+        with self._lock:
+            self._in_flight = max(0, self._in_flight - 1)
+
+    def _check_locked(self) -> None:
+        why = None
+        if self.spent.model_calls + self._in_flight >= self.max_model_calls:
+            why = f"{self.max_model_calls} model calls"
+        elif self.spent.prompt_tokens + self.spent.completion_tokens >= self.max_tokens:
+            why = f"{self.max_tokens:,} tokens"
+        elif self.seconds_left <= 0:
+            why = f"{self.max_seconds:g} s"
+        if why:
+            self.exhausted = self.exhausted or why
+            raise BudgetExceeded(f"the question's budget of {why} is spent; raise [agent] max_model_calls / "
+                                 "max_tokens / max_seconds for more")
 
     def charge(self, prompt_tokens: int, completion_tokens: int) -> None:
         with self._lock:
+            self._in_flight = max(0, self._in_flight - 1)
             self.spent.model_calls += 1
             self.spent.prompt_tokens += prompt_tokens
             self.spent.completion_tokens += completion_tokens

@@ -39,6 +39,7 @@ from flexsql.config import Settings
 from flexsql.errors import BudgetExceeded, FlexSQLError, error_text
 from flexsql.tools import registry
 from flexsql.tools.context import ToolContext
+from flexsql.tools.sources.base import CancelHooks, active_cancel_hooks
 
 _RESULT_REF = re.compile(r"""dfs\[\s*['"]([A-Za-z0-9_-]+)['"]\s*\]""")
 
@@ -60,7 +61,20 @@ class _State:
 
 
 async def _execute(run: Run, program: Program) -> tuple[str | None, int | None, str | None, str]:
-    """Run a program once: (result_id, rows, error, preview text for the evaluator)."""
+    """Run a program once: (result_id, rows, error, preview text for the evaluator). A cancelled
+    run interrupts the query on the engine (the worker thread inherits the hooks), not just the wait."""
+    hooks = CancelHooks()
+    token = active_cancel_hooks.set(hooks)
+    try:
+        return await _run_program(run, program)
+    except BaseException:
+        hooks.cancel()
+        raise
+    finally:
+        active_cancel_hooks.reset(token)
+
+
+async def _run_program(run: Run, program: Program) -> tuple[str | None, int | None, str | None, str]:
     env = registry.ToolEnv(settings=run.settings, python_enabled=run.python)
     try:
         if program.language == "sql":

@@ -135,7 +135,7 @@ async def converse(run: Run, stage: str, system: dict[str, Any], user: str, tool
     demand_answer = False
     sent = 0
     while True:
-        run.budget.check()
+        run.budget.start_call()
         use_tools = bool(offered) and not demand_answer and rounds < cfg.tool_rounds and tool_chars < cfg.stage_tool_chars
         if offered and not use_tools and not demand_answer:
             demand_answer = True
@@ -146,7 +146,11 @@ async def converse(run: Run, stage: str, system: dict[str, Any], user: str, tool
         run.trace.event("request", stage=stage, model=model.name, new_messages=messages[sent:],
                         tools=allowed if use_tools else [], schema=not use_tools)
         sent = len(messages)
-        reply = await model.complete(request)
+        try:
+            reply = await model.complete(request)
+        except BaseException:
+            run.budget.release()
+            raise
         run.budget.charge(reply.usage.prompt_tokens, reply.usage.completion_tokens)
         run.trace.event("reply", stage=stage, content=reply.content, reasoning=reply.reasoning,
                         tool_calls=[c.model_dump() for c in reply.tool_calls], usage=reply.usage.model_dump(),
