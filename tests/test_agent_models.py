@@ -258,6 +258,28 @@ async def test_concurrency_limit_is_shared_per_endpoint():
     assert len(stub.requests) == 6 and stub.max_in_flight == 2
 
 
+def test_concurrency_limit_holds_across_threads_and_event_loops():
+    """`flexsql eval --jobs N` runs one event loop per worker thread: the endpoint's limit is the process's."""
+    import threading
+
+    with OpenAIStub(lambda req: Hang(0.15, Reply(content="ok"))) as stub:
+        shared = model(stub, concurrency=2)
+
+        def worker(i: int) -> None:
+            async def go() -> None:
+                async with anyio.create_task_group() as tg:
+                    for j in range(2):
+                        tg.start_soon(shared.complete, request(run_id=f"t{i}-{j}"))
+            anyio.run(go)
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+    assert len(stub.requests) == 8 and stub.max_in_flight == 2
+
+
 async def test_cancellation_aborts_the_request_promptly():
     with OpenAIStub(lambda req: Hang(5)) as stub:
         m = model(stub)

@@ -12,6 +12,7 @@ import email.utils
 import os
 import random
 import re
+import threading
 import time
 import weakref
 from typing import Any
@@ -35,13 +36,33 @@ MAX_BACKOFF_S = 20.0
 MAX_ERROR_TEXT = 400
 RETRYABLE_STATUS = {408, 409, 429} | set(range(500, 600))
 
-# Process-wide state per event loop (anyio tests run one loop each; primitives bind to their loop).
-_LIMITERS: weakref.WeakKeyDictionary[Any, dict[str, anyio.CapacityLimiter]] = weakref.WeakKeyDictionary()
 # Endpoints that answered 400 to response_format json_schema under `auto`: not sent again this process.
 _NO_JSON_SCHEMA: set[str] = set()
+# One slot count per endpoint for the whole process. Evaluations run one event loop per worker thread,
+# and anyio's primitives bind to one loop, so the limit is a thread-safe semaphore taken cooperatively.
+_SLOTS: dict[str, threading.BoundedSemaphore] = {}
+_SLOTS_LOCK = threading.Lock()
+
+
+class _EndpointSlot:
+    """`async with` one of the endpoint's `size` slots, shared by every loop and thread of the process;
+    waiting is a cancellable poll (a few ms), never a blocked thread."""
+
+    def __init__(self, semaphore: threading.BoundedSemaphore) -> None:
+        self._semaphore = semaphore
+
+    async def __aenter__(self) -> None:
+        delay = 0.001
+        while not self._semaphore.acquire(blocking=False):
+            await anyio.sleep(delay)
+            delay = min(delay * 2, 0.02)
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._semaphore.release()
 
 
 def _loop_key() -> Any:
+    """The running event loop: SDK clients (their connection pools) are per loop."""
     try:
         return asyncio.get_running_loop()
     except RuntimeError:  # trio: one loop per process in practice
@@ -52,13 +73,13 @@ class _TrioKey:
     pass
 
 
-def endpoint_limiter(base_url: str, size: int) -> anyio.CapacityLimiter:
-    """The limiter shared by every model object of `base_url` (the first one's size wins)."""
-    per_loop = _LIMITERS.setdefault(_loop_key(), {})
-    limiter = per_loop.get(base_url)
-    if limiter is None:
-        limiter = per_loop[base_url] = anyio.CapacityLimiter(size)
-    return limiter
+def endpoint_limiter(base_url: str, size: int) -> _EndpointSlot:
+    """The limit shared by every model object of `base_url` in this process (the first one's size wins)."""
+    with _SLOTS_LOCK:
+        semaphore = _SLOTS.get(base_url)
+        if semaphore is None:
+            semaphore = _SLOTS[base_url] = threading.BoundedSemaphore(size)
+    return _EndpointSlot(semaphore)
 
 
 def display_url(url: str) -> str:
