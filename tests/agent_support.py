@@ -99,10 +99,11 @@ def tool_context(shop: Shop, settings: Settings) -> ToolContext:
 
 async def ask(shop: Shop, stub: OpenAIStub, question: str, *, model: dict[str, Any] | None = None,
               agent: dict[str, Any] | None = None, limits: dict[str, Any] | None = None,
-              **kwargs: Any) -> Answer:
-    """One question through `ask_question` with the real OpenAI-compatible backend against `stub`."""
+              tools: ToolContext | None = None, **kwargs: Any) -> Answer:
+    """One question through `ask_question` with the real OpenAI-compatible backend against `stub`;
+    a fresh session unless `tools` (one client's session, e.g. for a conversation) is given."""
     settings = settings_for(stub, model=model, agent=agent, limits=limits)
-    return await ask_question(tool_context(shop, settings), settings, question, **kwargs)
+    return await ask_question(tools or tool_context(shop, settings), settings, question, **kwargs)
 
 
 # -- the scripted model ---------------------------------------------------------------------------

@@ -26,7 +26,9 @@ from agent_support import (
     program,
     requests_for,
     response_schema,
+    settings_for,
     system_schema,
+    tool_context,
     tool_reply,
 )
 from openai_stub import Fail, Hang, OpenAIStub, Reply, StubRequest
@@ -183,6 +185,19 @@ async def test_sql_error_is_repaired_and_both_programs_stay_candidates(shop):
     assert [g.members for g in result.groups] == [[repaired.candidate_id], [failed.candidate_id]]
 
 
+async def test_repairs_that_keep_failing_end_in_a_clear_failure(shop):
+    attempts = [f"SELECT count(*) AS n FROM orders WHERE missing_{i} = 1" for i in range(4)]
+    script = StageScript(plans={"count the orders": attempts[0]},
+                         repairs={attempts[i]: attempts[i + 1] for i in range(3)})
+    with OpenAIStub(script) as stub:
+        result = await ask(shop, stub, COUNT_QUESTION, agent={"plans": 1})
+    assert result.status == "failed"
+    assert [c.code for c in result.candidates] == attempts  # the first try and code_repairs=3 repairs
+    assert all(c.error for c in result.candidates)
+    assert "missing_3" in result.reason  # the last error, so the user sees why
+    assert len(requests_for(stub, "repair")) == 3 and not requests_for(stub, "evaluate")
+
+
 # -- 4. plan-level revision ------------------------------------------------------------------------
 
 async def test_plan_verdict_revises_the_plan_and_adds_a_candidate(shop):
@@ -313,6 +328,23 @@ async def test_broken_json_is_corrected_with_the_schema(shop):
     assert plans_schema["minItems"] == plans_schema["maxItems"] == 2
 
 
+async def test_tool_rounds_are_bounded_then_the_answer_is_demanded_with_the_schema(shop):
+    def link(req: StubRequest):
+        return tool_reply(("describe_table", {"table": "orders"})) if req.tools else None
+
+    script = StageScript(plans={"count every order": "SELECT count(*) AS n FROM orders"}, on={"link": link})
+    with OpenAIStub(script) as stub:
+        result = await ask(shop, stub, COUNT_QUESTION, agent={"plans": 1, "tool_rounds": 2})
+    assert result.status == "answered", result.reason
+    links = requests_for(stub, "link")
+    assert [bool(r.tools) for r in links] == [True, True, False]
+    first, repeated = links[2].tool_results
+    assert "customer_id" in first and repeated.startswith("(the same call as before")
+    assert "tool budget of this step is spent" in links[2].last_user_text
+    assert response_schema(links[2])["required"] == ["tables", "notes"]
+    assert result.usage.tool_calls == 1  # the repeated call was not run again
+
+
 async def test_unknown_tool_gets_a_clear_tool_message_and_the_stage_goes_on(shop):
     def link(req: StubRequest):
         return None if req.has_tool_results else tool_reply(("query_database", {"sql": "SELECT 1"}))
@@ -427,6 +459,24 @@ async def test_budget_spent_before_any_candidate_fails(shop):
     assert [r.stage for r in stub.requests] == ["classify", "link"]
 
 
+async def test_time_budget_answers_with_the_candidate_that_finished(shop):
+    slow_plan = "count every order id, slowly"
+    script = StageScript(plans={"count every order": "SELECT count(*) AS n FROM orders",
+                                slow_plan: "SELECT count(order_id) AS n FROM orders"},
+                         on={"implement": lambda req: Hang(30) if slow_plan in first_user_text(req) else None})
+    with OpenAIStub(script) as stub:
+        started = time.monotonic()
+        result = await ask(shop, stub, COUNT_QUESTION, agent={"plans": 2, "max_seconds": 2.0})
+        elapsed = time.monotonic() - started
+        sent = len(stub.requests)
+        await anyio.sleep(0.5)
+        assert len(stub.requests) == sent
+    assert result.status == "answered", result.reason
+    assert result.budget_exhausted == "2 s" and result.rows == [[shop.orders]]
+    assert [c.code for c in result.candidates] == ["SELECT count(*) AS n FROM orders"]
+    assert elapsed < 5
+
+
 # -- 10. cancellation ----------------------------------------------------------------------------
 
 async def _cancel_after(seconds: float, coro_fn) -> float:
@@ -503,3 +553,42 @@ async def test_api_key_echoed_in_an_error_stays_out_of_the_answer(shop, tmp_path
     assert SECRET not in result.model_dump_json()
     assert SECRET not in trace.read_text() and "HTTP 401" in trace.read_text()
     assert stub.requests and all(r.headers.get("authorization") == f"Bearer {SECRET}" for r in stub.requests)
+
+
+# -- questions that are not answered with SQL, and conversations --------------------------------
+
+@pytest.mark.parametrize("kind, expected", [
+    ({"type": "ambiguous", "clarifying_question": "Shipped or ordered in 2024?", "reason": None, "reply": None,
+      "readings": ["shipped in 2024", "ordered in 2024"]},
+     {"status": "needs_clarification", "clarifying_question": "Shipped or ordered in 2024?",
+      "readings": ["shipped in 2024", "ordered in 2024"]}),
+    ({"type": "unanswerable", "clarifying_question": None, "reason": "there are no delivery dates", "reply": None},
+     {"status": "unanswerable", "reason": "there are no delivery dates"}),
+    ({"type": "improper", "clarifying_question": None, "reason": None, "reply": "Hello! Ask me about orders."},
+     {"status": "reply", "reply": "Hello! Ask me about orders."}),
+])
+async def test_classify_outcomes_end_the_run_after_one_request(shop, kind, expected):
+    script = StageScript(plans={}, on={"classify": lambda req: kind})
+    with OpenAIStub(script) as stub:
+        result = await ask(shop, stub, "How many orders in 2024?")
+    assert result.model_dump(include=set(expected)) == expected
+    assert [r.stage for r in stub.requests] == ["classify"] and result.candidates == []
+
+
+async def test_follow_up_turn_sees_the_earlier_question_and_sql_in_every_stage(shop):
+    first_sql = "SELECT count(*) AS n FROM orders"
+    script = StageScript(plans={"count every order": first_sql})
+    with OpenAIStub(script) as stub:
+        session = tool_context(shop, settings_for(stub))  # one client: its conversations live with it
+        one = await ask(shop, stub, COUNT_QUESTION, agent={"plans": 1}, tools=session, conversation_id="c1")
+        sent = len(stub.requests)
+        script.plans = {"count the shipped orders": D_SHIPPED}
+        two = await ask(shop, stub, "And how many of them were shipped?", agent={"plans": 1}, tools=session,
+                        conversation_id="c1")
+    assert (one.status, two.status) == ("answered", "answered")
+    assert two.sql == D_SHIPPED and two.rows == [[shop.shipped]] and two.conversation_id == "c1"
+    assert not any("Earlier turns" in first_user_text(r) for r in stub.requests[:sent])
+    later = stub.requests[sent:]
+    assert {r.stage for r in later} == {"classify", "link", "plan", "implement", "evaluate"}
+    for req in later:
+        assert COUNT_QUESTION in first_user_text(req) and first_sql in first_user_text(req), req.stage
