@@ -33,8 +33,10 @@ def tool_result(model: BaseModel, settings: Settings) -> CallToolResult:
     cap = settings.limits.structured_kb * 1024
     if len(json.dumps(structured, default=str)) > cap:  # over HTTP a big event breaks clients (SSE 1 MiB limit)
         structured, _ = bounded_structured(structured, cap)
+    # a result that reports its own failure (run_python's traceback, a limit hit) is an error result too
+    failed = getattr(model, "ok", True) is False
     return CallToolResult(content=[TextContent(type="text", text=result_text(model, settings))],
-                          structured_content=structured)
+                          structured_content=structured, is_error=failed)
 
 
 def error_result(exc: BaseException) -> CallToolResult:

@@ -43,6 +43,8 @@ async def test_flexsql_sql_inside_the_sandbox_reads_and_is_refused_for_writes(du
         refused = await client.call_tool("run_python", {"code": "flexsql.sql('DELETE FROM orders')"})
         text = text_of(refused)
         assert "refused" in text.lower() and "DELETE" in text
+        assert refused.is_error  # a failed program is an error result, with its traceback as the text
+        assert refused.structured_content["ok"] is False
         still = await client.call_tool("run_query", {"sql": "SELECT count(*) FROM orders"})
         assert still.structured_content["rows"] == [[7]]
 
