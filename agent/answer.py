@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from flexsql.agent.budget import Spent as Usage
 from flexsql.agent.select import GroupScore
 from flexsql.tools.render import table_text
 
@@ -31,14 +32,6 @@ class CandidateOut(BaseModel):
     verdicts: list[str] = []
     feedback: list[str] = []
     repaired_from: str | None = None
-
-
-class Usage(BaseModel):
-    model_calls: int = 0
-    tool_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    seconds: float = 0.0
 
 
 class Answer(BaseModel):

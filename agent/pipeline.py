@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel
 
-from flexsql.agent.answer import Answer, CandidateOut, PlanOut, Usage
+from flexsql.agent.answer import Answer, CandidateOut, PlanOut
 from flexsql.agent.budget import Budget
 from flexsql.agent.contract import Plan, Program
 from flexsql.agent.models.base import ChatModel
@@ -153,7 +153,7 @@ async def _guarded_plan(run: Run, index: int, plan: Plan, state: _State, limiter
 def _answer_for(run: Run, status: str, **fields: Any) -> Answer:
     spent = run.budget.snapshot()
     return Answer(status=status, question=run.question, run_id=run.run_id,  # type: ignore[arg-type]
-                  usage=Usage(**spent.model_dump()), budget_exhausted=run.budget.exhausted,
+                  usage=spent, budget_exhausted=run.budget.exhausted,
                   trace=str(run.trace.path) if run.trace.path else None, **fields)
 
 

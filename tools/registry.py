@@ -195,13 +195,17 @@ def _checked(spec: ToolSpec, env: ToolEnv) -> None:
                                "use run_query instead, or start the server with --python")
 
 
-def call(ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None = None,
-         env: ToolEnv | None = None) -> BaseModel:
-    """Call a synchronous tool in-process: validate, check it is enabled, run. Raises FlexSQLError."""
+def _prepared(name: str, arguments: Mapping[str, Any] | None, env: ToolEnv | None) -> tuple[ToolSpec, ToolArgs, ToolEnv]:
     spec = get(name)
     env = env or ToolEnv()
     _checked(spec, env)
-    args = spec.parse(arguments)
+    return spec, spec.parse(arguments), env
+
+
+def call(ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None = None,
+         env: ToolEnv | None = None) -> BaseModel:
+    """Call a synchronous tool in-process: validate, check it is enabled, run. Raises FlexSQLError."""
+    spec, args, env = _prepared(name, arguments, env)
     if spec.is_async:
         raise InvalidArgument(f"{name} is asynchronous: use acall")
     return spec.run(ctx, args, env)  # type: ignore[return-value]
@@ -212,10 +216,7 @@ async def acall(ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None
     """Call any tool from async code; synchronous tools run in a worker thread."""
     import anyio
 
-    spec = get(name)
-    env = env or ToolEnv()
-    _checked(spec, env)
-    args = spec.parse(arguments)
+    spec, args, env = _prepared(name, arguments, env)
     if spec.is_async:
         return await spec.run(ctx, args, env)  # type: ignore[misc]
     return await anyio.to_thread.run_sync(lambda: spec.run(ctx, args, env), abandon_on_cancel=True)  # type: ignore[arg-type, return-value]
