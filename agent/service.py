@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from flexsql.agent.answer import Answer
+from flexsql.agent.answer import Answer, Usage
 from flexsql.agent.conversation import ConversationStore, Turn, history_text, pending_clarification
 from flexsql.agent.models.base import ChatModel, ModelUnavailable
 from flexsql.agent.models.factory import configured, model_for_stage
@@ -126,9 +126,12 @@ async def ask_question(tools: ToolContext, settings: Settings, question: str, *,
                 trace.event("elicitation", question=result.clarifying_question, answer=reply)
                 clarified = (f"{question}\n(The user clarified, when asked \"{result.clarifying_question}\": {reply}. "
                              "Treat the question as answerable with this reading.)")
+                asked = result.usage
                 result = await answer(tools, settings, model_for, q.model_copy(update={"question": clarified}),
                                       trace=trace, on_stage=on_stage, python=python)
                 result.question = question
+                # the answer's cost includes the run that asked the question
+                result.usage = Usage(**{k: v + getattr(asked, k) for k, v in result.usage.model_dump().items()})
         if store is not None and conv is not None and conversation_id:
             dialect = tools.source(source).dialect
             previous = conv.last_sql_turn()

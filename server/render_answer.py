@@ -37,7 +37,9 @@ def print_answer(answer: Answer, console: Console | None = None) -> None:
         considered = Table(title="candidates", title_justify="left")
         for column in ("id", "plan", "lang", "rows", "verdicts", "outcome"):
             considered.add_column(column)
-        chosen = next((g.members[0] for g in answer.groups[:1] if g.members), None)
+        # only an answered question has a chosen candidate: a failed one's first group holds failures
+        chosen = next((c.candidate_id for c in answer.candidates
+                       if answer.status == "answered" and answer.result_id and c.result_id == answer.result_id), None)
         for c in answer.candidates:
             outcome = "chosen" if c.candidate_id == chosen else (c.error.splitlines()[0][:60] if c.error else "")
             considered.add_row(c.candidate_id, str(c.plan_index + 1), c.language, "" if c.rows is None else str(c.rows),

@@ -19,6 +19,7 @@ from typing import Any
 
 import duckdb
 import pytest
+from click.testing import CliRunner
 from mcp import Client, types
 from mcp_support import server_env, stdio_params, text_of
 from openai_stub import OpenAIStub, StubRequest
@@ -28,6 +29,7 @@ from flexsql.agent.conversation import ConversationStore
 from flexsql.agent.service import ask_question
 from flexsql.config import AgentConfig, ModelConfig, Settings
 from flexsql.server.app import build_server
+from flexsql.server.cli import main as flexsql_main
 from flexsql.server.sessions import SessionState
 from flexsql.tools.sources import SourceRegistry, open_source
 
@@ -80,6 +82,7 @@ BEST_BY = {  # the readings of "which store is the best?" and the SQL of each
     "most sales transactions": "SELECT st.name, count(*) AS sales FROM sales AS s JOIN stores AS st "
                                "ON st.store_id = s.store_id GROUP BY st.name ORDER BY sales DESC, st.name LIMIT 1",
 }
+RETURNS_SQL = "SELECT store_id, count(*) AS n FROM returns GROUP BY store_id"  # there is no returns table
 AMBIGUOUS = "Which store is the best?"
 CLARIFYING = "Best by total sales amount or by number of sales?"
 MISSING = "the database has no column for a store's floor area (stores: store_id, name, channel)"
@@ -122,6 +125,8 @@ class StoreModel:
                                "tables": ["sales", "stores"]}]}
         if stage == "implement":
             return {"language": "sql", "code": self.implement(question, prompt)}
+        if stage == "repair":  # a model that cannot fix it: the same query again
+            return {"language": "sql", "code": RETURNS_SQL}
         if stage == "evaluate":
             return {"verdict": "ok", "feedback": "the result answers the question"}
         raise AssertionError(f"unexpected stage {stage}")
@@ -142,6 +147,8 @@ class StoreModel:
             return TOP_2024
         if question.startswith("list sales"):
             return LONG_SQL
+        if "returns" in question:
+            return RETURNS_SQL
         if question == "only the online ones":
             assert previous is not None, f"a follow-up without the previous SQL:\n{prompt}"
             return previous.replace(" GROUP BY", " AND st.channel = 'online' GROUP BY")
@@ -271,6 +278,7 @@ async def test_ambiguous_turn_is_clarified_through_elicitation(db_url):
     assert out["status"] == "answered" and out["question"] == AMBIGUOUS
     assert out["sql"] == BEST_BY["most sales transactions"]
     assert out["rows"] == best_store("most sales transactions")
+    assert out["usage"]["model_calls"] == len(stub.requests) == 6  # the classify that asked counts too
     assert len(asked) == 1 and asked[0].message == CLARIFYING
     assert asked[0].mode in (None, "form")
     choice = asked[0].requested_schema["properties"]["answer"]
@@ -405,7 +413,6 @@ async def test_a_200_turn_conversation_keeps_prompt_and_file_bounded(db_url, tmp
     assert max(file_sizes[40:]) <= max(file_sizes[:40]) * 1.1 and max(file_sizes) < 64_000
     conv = store.get("long")
     assert len(conv.turns) <= store.max_turns and conv.dropped == 200 - len(conv.turns)
-    print(prompt_sizes[::10], file_sizes[::10])
     # the last SQL (turn 190) stays in the prompt although nine long turns came after it
     assert "thanks for turn 198!" in last_classify and f"Last SQL (turn 190): {LONG_SQL[:60]}" in last_classify
     assert "earlier turns not shown" in last_classify
@@ -535,3 +542,19 @@ def test_flexsql_ask_prints_the_answer_and_never_the_key(db_url, tmp_path):
     assert [[r[0], int(r[1])] for r in answer.rows] == expected_rows() and answer.total_rows == 3
     assert {e["kind"] for e in map(json.loads, trace.read_text().splitlines())} >= {"question", "request", "reply",
                                                                                    "candidate", "answer"}
+
+
+def test_flexsql_ask_on_a_failed_question_exits_1_and_shows_each_candidates_error(db_url):
+    """Every candidate fails (the model keeps querying a table that does not exist): status failed,
+    exit 1, the reason names the error, and no failed candidate is shown as chosen."""
+    with OpenAIStub(StoreModel()) as stub:
+        result = CliRunner().invoke(flexsql_main, ["ask", "which store has the most returns?", "--db", db_url,
+                                                   "--base-url", stub.base_url, "--model", "stub", "--plans", "1"],
+                                    env={"COLUMNS": "250"})
+    assert result.exit_code == 1, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == "failed" and "reason: none of the 4 candidate(s) ran" in result.output
+    assert "returns" in result.output and "does not exist" in result.output.lower()
+    rows = [line for line in lines if re.match(r"^│ c\d ", line)]
+    assert len(rows) == 4 and all("engine_error" in row for row in rows) and "chosen" not in result.output
+    assert [r.stage for r in stub.requests] == ["classify", "link", "plan", "implement", "repair", "repair", "repair"]
