@@ -24,6 +24,17 @@ def search_hits(run: Run, limit: int = 10) -> str:
         return f"(search_schema failed: {exc})"
 
 
+def schema_overview(run: Run) -> str | None:
+    """On a multi-schema warehouse, the schemas with their sizes (FlexSQL links schemas first)."""
+    try:
+        listing = registry.call(run.tools, "list_schemas", {"source": run.source})
+    except FlexSQLError:
+        return None
+    if len(listing.schemas) < 2:  # type: ignore[attr-defined]
+        return None
+    return registry.result_text(listing, run.settings)
+
+
 def known_tables(run: Run, names: list[str]) -> tuple[list[str], list[str]]:
     """Split the model's table names into ones the catalog resolves (canonical names) and unknown ones."""
     catalog = run.tools.source(run.source).catalog()
@@ -38,8 +49,10 @@ def known_tables(run: Run, names: list[str]) -> tuple[list[str], list[str]]:
 
 async def link(run: Run) -> Linking:
     hits = search_hits(run)
+    schemas = schema_overview(run)
     user = (f"Question: {run.question}\n\n"
             + (f"External knowledge (summary):\n{run.knowledge}\n\n" if run.knowledge else "")
+            + (f"Schemas (decide which matter first, then list_tables(schema=…)):\n{schemas}\n\n" if schemas else "")
             + f"search_schema found (ranked):\n{hits}\n\n"
             "Check the candidates with describe_table / find_join_path, then answer with the tables and notes.")
     out = await converse(run, "link", system_message("link", ROLE, run), user, TOOLS)
