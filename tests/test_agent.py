@@ -108,8 +108,9 @@ async def test_happy_path_k4_reaches_the_right_rows_and_keeps_the_contract(shop)
         assert req.stage in STAGES and req.run_id == result.run_id, req.headers
 
     plan_req = requests_for(stub, "plan")[0]
-    plans_schema = system_schema(plan_req)["properties"]["plans"]
+    plans_schema = system_schema(plan_req)["properties"]["plans"]  # auto: stated, not enforced, with tools
     assert plans_schema["minItems"] == plans_schema["maxItems"] == 4
+    assert all(response_schema(r) is None for r in stub.requests if r.tools)  # vLLM would drop tool calls
 
     plan_texts = [PLAN_A, PLAN_B, PLAN_C, PLAN_D, PLAN_D2]
     for stage in ("implement", "repair", "evaluate", "revise_plan"):
@@ -124,6 +125,22 @@ async def test_happy_path_k4_reaches_the_right_rows_and_keeps_the_contract(shop)
     revise_req = requests_for(stub, "revise_plan")[0]
     assert PLAN_D in first_user_text(revise_req) and D_FEEDBACK in first_user_text(revise_req)
     assert PLAN_D2 in first_user_text(requests_for(stub, "implement")[-1])
+
+
+async def test_json_schema_mode_sends_each_stage_schema_with_the_tools(shop):
+    """response_format = "json_schema" (endpoints that combine structured outputs and tools):
+    the plan request itself asks for exactly K plans; under "auto" only tool-less requests do."""
+    script = StageScript(plans={"count every order": "SELECT count(*) AS n FROM orders",
+                                "count every order id": "SELECT count(order_id) AS n FROM orders"})
+    with OpenAIStub(script) as stub:
+        result = await ask(shop, stub, COUNT_QUESTION, agent={"plans": 2}, model={"response_format": "json_schema"})
+    assert result.status == "answered", result.reason
+    (plan_req,) = requests_for(stub, "plan")
+    assert plan_req.tools
+    plans_schema = response_schema(plan_req)["properties"]["plans"]
+    assert plans_schema["minItems"] == plans_schema["maxItems"] == 2
+    for req in stub.requests:
+        assert response_schema(req) is not None and req.tools, req.stage
 
 
 # -- 2. tool calls inside a stage ------------------------------------------------------------------
@@ -345,17 +362,23 @@ async def test_tool_rounds_are_bounded_then_the_answer_is_demanded_with_the_sche
     assert result.usage.tool_calls == 1  # the repeated call was not run again
 
 
-async def test_unknown_tool_gets_a_clear_tool_message_and_the_stage_goes_on(shop):
+async def test_unknown_tool_and_bad_arguments_get_clear_tool_messages_and_the_stage_goes_on(shop):
     def link(req: StubRequest):
-        return None if req.has_tool_results else tool_reply(("query_database", {"sql": "SELECT 1"}))
+        if req.has_tool_results:
+            return None
+        return tool_reply(("query_database", {"sql": "SELECT 1"}), ("describe_table", '{"table": '),
+                          ("describe_table", {"tabel": "orders"}), ("run_query", {"sql": "SELECT 1"}))
 
     script = StageScript(plans={"count every order": "SELECT count(*) AS n FROM orders"}, on={"link": link})
     with OpenAIStub(script) as stub:
         result = await ask(shop, stub, COUNT_QUESTION, agent={"plans": 1})
     assert result.status == "answered", result.reason
-    (message,) = requests_for(stub, "link")[1].tool_results
-    assert message.startswith("not_found:") and "'query_database'" in message
-    assert "describe_table" in message and "search_schema" in message  # what it may call instead
+    unknown, broken, misnamed, elsewhere = requests_for(stub, "link")[1].tool_results
+    assert unknown.startswith("not_found:") and "'query_database'" in unknown
+    assert "describe_table" in unknown and "search_schema" in unknown  # what it may call instead
+    assert broken.startswith("invalid_argument:") and "not a JSON object" in broken
+    assert misnamed.startswith("invalid_argument:") and "'tabel'" in misnamed and "table (str, required)" in misnamed
+    assert elsewhere.startswith("unavailable: run_query is not offered in this step")
 
 
 async def test_hallucinated_tables_are_dropped_and_reported(shop):
@@ -409,6 +432,15 @@ async def test_429_then_500_are_retried_and_answered(shop):
     assert [r.stage for r in stub.requests[:4]] == ["classify"] * 3 + ["link"]
     assert stub.requests[0].body == stub.requests[2].body  # the same request, sent again
     assert result.usage.model_calls == len(stub.requests) - 2  # failed attempts are not answers
+
+
+async def test_a_timeout_is_retried_and_answered(shop):
+    script = StageScript(plans={"count every order": "SELECT count(*) AS n FROM orders"})
+    with OpenAIStub(Sequence([Hang(3)], script)) as stub:
+        result = await ask(shop, stub, COUNT_QUESTION, agent={"plans": 1},
+                           model={"max_retries": 1, "timeout_s": 0.5})
+    assert result.status == "answered", result.reason
+    assert [r.stage for r in stub.requests[:3]] == ["classify", "classify", "link"]
 
 
 async def test_persistent_500_fails_with_a_model_error(shop):

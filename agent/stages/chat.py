@@ -3,10 +3,11 @@ registry (the same functions and argument schemas as the MCP tools), bounded in 
 characters, and a reply parsed into the stage's contract object — with up to two corrections for
 a reply that cannot be used, then a clear ModelError.
 
-Guided decoding and tools do not mix on OpenAI-compatible servers (a json_schema constrains the
-whole output, tool calls included), so the stage's schema rides only on requests without tools:
-stages without tools, and the request that demands the answer once the tool budget is spent or a
-reply could not be parsed.
+Every request carries the stage's schema; the backend decides whether to send it. Guided decoding
+and tools do not mix on vLLM (a json_schema constrains the whole output, tool calls included), so
+under `response_format = "auto"` the schema rides only on requests without tools — the request
+that demands the answer once the tool budget is spent or a reply could not be parsed — while
+`"json_schema"` (endpoints that combine both, like OpenAI) sends it with the tools too.
 """
 
 from __future__ import annotations
@@ -142,7 +143,7 @@ async def converse(run: Run, stage: str, system: dict[str, Any], user: str, tool
             messages.append({"role": "user", "content": "The tool budget of this step is spent: answer now with "
                                                         "the JSON object."})
         request = ChatRequest(stage=stage, run_id=run.run_id, messages=messages, tools=offered if use_tools else None,
-                              response_schema=None if use_tools else schema, schema_name=stage)
+                              response_schema=schema, schema_name=stage)
         run.trace.event("request", stage=stage, model=model.name, new_messages=messages[sent:],
                         tools=allowed if use_tools else [], schema=not use_tools)
         sent = len(messages)
