@@ -288,6 +288,21 @@ async def test_ambiguous_turn_is_clarified_through_elicitation(db_url):
     assert len(classify) == 2 and "most sales transactions" in classify[1]
 
 
+async def test_a_declined_elicitation_returns_the_question_instead(db_url):
+    async def decline(context: Any, params: types.ElicitRequestFormParams) -> types.ElicitResult:
+        return types.ElicitResult(action="decline")
+
+    with OpenAIStub(StoreModel()) as stub:
+        sources = sources_for(db_url)
+        server = build_server(settings_for(stub.base_url), sources)
+        async with Client(server, mode="legacy", elicitation_callback=decline) as client:
+            result = await client.call_tool("ask", {"question": AMBIGUOUS})
+        sources.close()
+    out = result.structured_content
+    assert out["status"] == "needs_clarification" and out["clarifying_question"] == CLARIFYING
+    assert [r.stage for r in stub.requests] == ["classify"]
+
+
 async def test_ambiguous_turn_without_elicitation_asks_and_the_next_turn_answers(db_url):
     """Without elicitation: needs_clarification with the question and the readings; the user's
     next turn ("by the number of sales") is read as the answer and resolved."""
