@@ -144,6 +144,7 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)
     auth_token: str | None = None
+    allowed_hosts: list[str] = []  # extra Host names HTTP clients may use (a proxy's, a DNS alias), `name[:port]`
 
     @classmethod
     def settings_customise_sources(

@@ -68,15 +68,19 @@ def main() -> None:
 @click.option("--port", type=int, default=None, help="HTTP port (default 8000)")
 @click.option("--auth-token", default=None, envvar="FLEXSQL_AUTH_TOKEN",
               help="bearer token HTTP clients must send (env FLEXSQL_AUTH_TOKEN)")
+@click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME[:PORT]",
+              help="another Host name HTTP clients use (a proxy's, a DNS alias); may repeat. The bind "
+                   "address's own names are always allowed (for 0.0.0.0: this machine's names and addresses)")
 @click.option("--python/--no-python", "python_flag", default=None,
               help="enable or disable run_python (default: on for stdio and loopback HTTP)")
 def serve(db: tuple[str, ...], config_file: str | None, http: bool, host: str | None, port: int | None,
-          auth_token: str | None, python_flag: bool | None) -> None:
+          auth_token: str | None, allowed_hosts: tuple[str, ...], python_flag: bool | None) -> None:
     """Run the MCP server (stdio by default)."""
     from flexsql.server.transport import serve_http, serve_stdio
 
     try:
-        settings = load_settings(config_file, host=host, port=port, auth_token=auth_token)
+        settings = load_settings(config_file, host=host, port=port, auth_token=auth_token,
+                                 allowed_hosts=list(allowed_hosts) or None)
         if python_flag is not None:
             settings.sandbox.enabled = python_flag
         sources = make_sources(settings, db)

@@ -1,10 +1,9 @@
 """Transports: stdio, and streamable HTTP (loopback by default; a bearer token is required to
-bind any other address; DNS-rebinding protection on)."""
+bind any other address; DNS-rebinding protection on every bind, wildcard ones included)."""
 
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import logging
 
 from mcp.server.auth.provider import AccessToken
@@ -14,18 +13,10 @@ from mcp.server.transport_security import TransportSecuritySettings
 from flexsql.config import Settings
 from flexsql.errors import ConfigError
 from flexsql.server.app import build_server
+from flexsql.server.host_check import AllowedHosts, HostCheck, is_loopback
 from flexsql.tools.sources import SourceRegistry
 
 log = logging.getLogger("flexsql.server")
-
-
-def is_loopback(host: str) -> bool:
-    if host in ("localhost", "localhost.localdomain"):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 class StaticTokenVerifier:
@@ -70,15 +61,11 @@ def http_app(settings: Settings, sources: SourceRegistry):
         verifier = StaticTokenVerifier(token)
         auth = AuthSettings(issuer_url=base, resource_server_url=f"{base}/mcp")
     server = build_server(settings, sources, allow_python=loopback, token_verifier=verifier, auth=auth)
-    if loopback:
-        hosts = [f"{h}:{port}" for h in ("127.0.0.1", "localhost", "[::1]")] + ["127.0.0.1", "localhost", "[::1]"]
-        origins = [f"http://{h}:{port}" for h in ("127.0.0.1", "localhost", "[::1]")]
-    else:
-        hosts = [f"{host}:{port}", host]
-        origins = [f"http://{host}:{port}", f"https://{host}:{port}", f"https://{host}"]
-    security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
-                                         allowed_origins=origins)
+    # Host/Origin checks are ours (HostCheck): the SDK's take an exact list, which cannot name every
+    # address of a wildcard bind, so its own check is off
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = server.streamable_http_app(transport_security=security, host=host)
+    app = HostCheck(app, AllowedHosts.for_bind(host, port, settings.allowed_hosts))
     return server, app
 
 

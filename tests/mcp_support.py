@@ -36,8 +36,10 @@ def free_port() -> int:
 @contextlib.contextmanager
 def http_server(*db: str, token: str | None = None, extra_args: list[str] | None = None,
                 host: str = "127.0.0.1") -> Iterator[tuple[str, subprocess.Popen[Any]]]:
-    """`flexsql serve --http` in a subprocess; yields (url, process) once it accepts connections."""
+    """`flexsql serve --http` in a subprocess; yields (url, process) once it accepts connections.
+    A wildcard bind (0.0.0.0, ::) is reached through 127.0.0.1, any other host through itself."""
     port = free_port()
+    reach = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     args = [sys.executable, "-P", "-m", "flexsql.server", "serve", "--http", "--host", host, "--port", str(port)]
     for url in db:
         args += ["--db", url]
@@ -50,12 +52,12 @@ def http_server(*db: str, token: str | None = None, extra_args: list[str] | None
             if proc.poll() is not None:
                 raise RuntimeError("server exited: " + proc.stderr.read().decode(errors="replace")[-2000:])
             with contextlib.closing(socket.socket()) as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                if sock.connect_ex((reach, port)) == 0:
                     break
             time.sleep(0.1)
         else:
             raise RuntimeError("server did not start listening within 30 s")
-        yield f"http://127.0.0.1:{port}/mcp", proc
+        yield f"http://{reach}:{port}/mcp", proc
     finally:
         proc.terminate()
         try:
