@@ -51,6 +51,7 @@ from flexsql.evals.scoring import (
 from flexsql.evals.sqltext import orders_result
 from flexsql.evals.tasks import DatabaseLocator, Task, extract_sql, load_tasks
 from flexsql.paths import write_private
+from flexsql.tools.sources.traits import traits_for_url
 from flexsql.tools.sources.urls import redact
 
 RESULTS = "results.jsonl"
@@ -236,7 +237,7 @@ class Evaluation:
                 text = csv_text(result.columns, result.rows)
                 (sub / f"{name}.csv").write_text(text, encoding="utf-8")
                 pred_cols, pred_rows = result.columns, result.rows
-                empty_cloud = not result.rows and _dialect(url) == "snowflake"
+                empty_cloud = not result.rows and _cloud(url)
                 pred_frame = frame_from_result(result.columns, result.rows) if result.columns else None
             else:
                 assert prediction.csv_path is not None
@@ -418,5 +419,10 @@ class _Gold:
 
 
 def _dialect(url: str) -> str:
-    scheme = url.split("://", 1)[0].lower()
-    return {"sqlite3": "sqlite", "postgresql": "postgres", "postgres": "postgres"}.get(scheme, scheme)
+    traits = traits_for_url(url)
+    return traits.dialect if traits else url.split("://", 1)[0].lower()
+
+
+def _cloud(url: str) -> bool:
+    traits = traits_for_url(url)
+    return traits is not None and traits.cloud

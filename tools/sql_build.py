@@ -8,15 +8,16 @@ from sqlglot.errors import SqlglotError
 
 from flexsql.errors import InvalidArgument
 from flexsql.tools.sources import TableInfo
+from flexsql.tools.sources.traits import traits_for
 
 
 def quote_ident(name: str, dialect: str) -> str:
-    return exp.to_identifier(name, quoted=True).sql(dialect=dialect)
+    return traits_for(dialect).quote(name)
 
 
 def quote_table(table: TableInfo, dialect: str) -> str:
     parts = [p for p in (table.database, table.schema_name, table.name) if p]
-    if dialect == "sqlite":  # one database per file: the schema is always main
+    if not traits_for(dialect).schema_in_names:  # one database per file: the schema is always main
         parts = [table.name]
     elif table.sql_catalog and not table.database:  # a schema named like a catalog: say which catalog
         parts = [table.sql_catalog, *parts]
@@ -29,7 +30,7 @@ def quote_literal(value: str, dialect: str) -> str:
 
 def as_text(column_sql: str, dialect: str) -> str:
     """A column cast to text, whatever its type (for value matching)."""
-    return f"CAST({column_sql} AS {'VARCHAR' if dialect in ('duckdb', 'snowflake') else 'TEXT'})"
+    return traits_for(dialect).as_text(column_sql)
 
 
 def parse_condition(where: str, dialect: str) -> str:

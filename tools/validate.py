@@ -121,9 +121,8 @@ def validate_sql(ctx: ToolContext, sql: str, source: str | None = None) -> Valid
         return result
     if not isinstance(tree, exp.Query):
         return result
-    explain = "EXPLAIN QUERY PLAN " if src.dialect == "sqlite" else "EXPLAIN "
     try:
-        src.execute(explain + sql.strip().rstrip(";"), timeout_s=min(ctx.limits.query_timeout_s, 15.0),
+        src.execute(src.traits.explain(sql.strip().rstrip(";")), timeout_s=min(ctx.limits.query_timeout_s, 15.0),
                     limits=FetchLimits(max_rows=1, count_limit=1))
         result.checked_by.append("engine EXPLAIN")
     except FlexSQLError as exc:
@@ -136,7 +135,7 @@ def validate_sql(ctx: ToolContext, sql: str, source: str | None = None) -> Valid
             if m:
                 issue.kind = "unknown_column"
                 issue.suggestions = _column_suggestions(m.group(1), tables, catalog)
-                if f'"{m.group(1)}"' in sql and src.dialect in ("duckdb", "postgres", "snowflake"):
+                if f'"{m.group(1)}"' in sql and not src.traits.double_quoted_strings:
                     result.hints.append(f'"{m.group(1)}" is read as a column name in {src.dialect}: '
                                         f"write string literals in single quotes ('{m.group(1)}')")
                 break

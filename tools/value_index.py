@@ -35,6 +35,7 @@ from pydantic import BaseModel
 
 from flexsql.errors import QueryError, QueryTimeout
 from flexsql.tools.sources.base import FetchLimits, Source, TableInfo
+from flexsql.tools.sources.traits import all_traits, traits_for
 from flexsql.tools.sql_build import as_text, quote_ident, quote_table
 
 INDEX_VERSION = "1"
@@ -43,9 +44,9 @@ FREE_TEXT_CHARS = 60  # average length above which a column is free text, not a 
 MAX_VALUE_CHARS = 200  # longer single values are not indexed
 SMALL_TABLE_ROWS = 20_000  # at most this many rows: one query for all columns, no pre-pass
 STATS_ROWS = 10_000  # rows read by the pre-pass that spots free-text and id-like columns
-# Above these row estimates a table is sampled instead of scanned (scans cost money on warehouses;
-# DuckDB scans tens of millions of rows a second).
-SAMPLE_ABOVE = {"duckdb": 50_000_000, "sqlite": 2_000_000, "postgres": 2_000_000, "snowflake": 2_000_000}
+# Above these row estimates a table is sampled instead of scanned: each engine's scan_above_rows,
+# kept in one dict so that a test or a benchmark can lower an engine's threshold.
+SAMPLE_ABOVE = {d: t.scan_above_rows for d, t in all_traits().items()}
 SAMPLE_ROWS = 1_000_000
 
 Progress = Callable[[float, float, str], None]
@@ -94,29 +95,26 @@ def split_identifier(name: str) -> list[str]:
 def sample_from(table: TableInfo, dialect: str, rows: int, columns: Iterable[str] | None = None) -> tuple[str, str]:
     """A FROM item reading about `rows` rows of a big table, and how it samples (for the user).
 
-    Engine sampling where it exists (block-level, so it does not read the whole table); SQLite has
-    none, so it reads the first rows."""
+    The engine's sampling clause where it has one (block-level where it can, so it does not read
+    the whole table) and the table's size is estimated; otherwise the first rows."""
+    traits = traits_for(dialect)
     tsql = quote_table(table, dialect)
     estimate = table.row_estimate or 0
     pct = 100.0 if estimate <= 0 else min(100.0, max(0.001, 100.0 * rows / estimate))
     pct_text = f"{pct:.4f}".rstrip("0").rstrip(".")
-    if dialect == "duckdb" and estimate:
-        return f"{tsql} TABLESAMPLE SYSTEM ({pct_text} PERCENT)", f"~{pct_text}% block sample"
-    if dialect == "postgres" and estimate and table.kind == "table":
-        return f"{tsql} TABLESAMPLE SYSTEM ({pct_text})", f"~{pct_text}% block sample"
-    if dialect == "snowflake" and estimate:
-        method = "SYSTEM" if table.kind == "table" else "BERNOULLI"
-        return f"{tsql} SAMPLE {method} ({pct_text})", f"~{pct_text}% sample"
+    clause = traits.sample_clause(tsql, table.kind, pct_text) if estimate else None
+    if clause:
+        return clause, f"~{pct_text}% {traits.sample_label}"
     cols = ", ".join(quote_ident(c, dialect) for c in columns) if columns else "*"
     return f"(SELECT {cols} FROM {tsql} LIMIT {int(rows)}) AS sampled", f"first {int(rows):,} rows"
 
 
 def needs_sample(table: TableInfo, dialect: str) -> bool:
-    return (table.row_estimate or 0) > SAMPLE_ABOVE.get(dialect, 2_000_000)
+    return (table.row_estimate or 0) > SAMPLE_ABOVE.get(dialect, traits_for(dialect).scan_above_rows)
 
 
 def is_text_type(type_name: str, dialect: str) -> bool:
-    if dialect == "sqlite":
+    if traits_for(dialect).dynamic_types:
         # SQLite affinity: no declared type holds anything; TEXT-like names hold text
         return not type_name.strip() or bool(_TEXT_TYPE.search(type_name)) or not _NON_TEXT_SQLITE.search(type_name)
     if re.search(r"UUID|VARIANT|OBJECT", type_name, re.IGNORECASE):
@@ -232,35 +230,12 @@ def table_signature(table: TableInfo, data_version: str = "") -> str:
 
 INDEX_TTL_S = 24 * 3600.0  # entries older than this are rebuilt where the engine gives no change signal
 
-_PG_CHANGES_SQL = ("SELECT schemaname, relname, n_tup_ins + n_tup_upd + n_tup_del, n_live_tup, "
-                   "coalesce(extract(epoch FROM greatest(last_vacuum, last_autovacuum, last_analyze, "
-                   "last_autoanalyze)), 0) FROM pg_stat_user_tables")
-
 
 def data_versions(source: Source, tables: list[TableInfo]) -> dict[str, str] | None:
-    """A token per table that changes when its rows may have changed, from what the engine offers
-    cheaply: a file's size and modification time (DuckDB, SQLite and its WAL file), PostgreSQL's
-    per-table counters of inserted, updated and deleted rows. None when the engine has no such
-    signal (Snowflake): then only the age limit (INDEX_TTL_S) invalidates."""
-    path = getattr(source, "path", None)
-    if source.dialect in ("duckdb", "sqlite") and path and path != ":memory:":
-        stamps = []
-        for candidate in (Path(path), Path(f"{path}-wal"), Path(f"{path}.wal")):
-            try:
-                st = candidate.stat()
-            except OSError:
-                continue
-            stamps.append(f"{st.st_size}:{st.st_mtime_ns}")
-        token = ",".join(stamps)
-        return {t.qualified: token for t in tables}
-    if source.dialect == "postgres":
-        try:
-            rows = source.execute(_PG_CHANGES_SQL, timeout_s=10.0, limits=FetchLimits(max_rows=1_000_000)).rows
-        except QueryError:
-            return None
-        counters = {f"{schema}.{name}": f"{changes}:{live}:{stamp}" for schema, name, changes, live, stamp in rows}
-        return {t.qualified: counters.get(t.qualified, "") for t in tables}
-    return None
+    """A token per table that changes when its rows may have changed (Source.data_versions: a
+    file's size and modification time, PostgreSQL's per-table change counters). None when the
+    engine has no such signal (Snowflake): then only the age limit (INDEX_TTL_S) invalidates."""
+    return source.data_versions(tables)
 
 
 class ValueIndex:

@@ -27,16 +27,17 @@ from flexsql.tools.args import check_limit
 from flexsql.tools.context import ToolContext
 from flexsql.tools.render import cell_text, jsonable
 from flexsql.tools.sources.base import Catalog, FetchLimits, Source, TableInfo
+from flexsql.tools.sources.traits import traits_for
 from flexsql.tools.sql_build import as_text, quote_ident, quote_literal, quote_table
 from flexsql.tools.value_index import (
     INDEX_TTL_S,
-    SAMPLE_ABOVE,
     SAMPLE_ROWS,
     ColumnState,
     IndexedValue,
     ValueIndex,
     ValueIndexStats,
     is_text_type,
+    needs_sample,
     normalize,
     sample_from,
     sorted_key,
@@ -66,7 +67,7 @@ _NESTED_TYPE = re.compile(r"JSON|ARRAY|\[\]|VARIANT|OBJECT|STRUCT|MAP|GEO", re.I
 def _value_sql(column_sql: str, ctype: str, dialect: str) -> str:
     """The column as something every engine can compare, group and take min/max of: itself when
     ordered (numbers, text, dates), else its text (booleans, JSON, arrays, UUIDs…)."""
-    if dialect == "sqlite" or (_ORDERED_TYPE.search(ctype) and not _NESTED_TYPE.search(ctype)
+    if traits_for(dialect).dynamic_types or (_ORDERED_TYPE.search(ctype) and not _NESTED_TYPE.search(ctype)
                                and not _UNORDERED_TYPE.search(ctype)):
         return column_sql
     return as_text(column_sql, dialect)
@@ -139,7 +140,7 @@ def _like_pattern(text: str) -> str:
 
 
 def _large(table: TableInfo, dialect: str) -> bool:
-    return (table.row_estimate or 0) > SAMPLE_ABOVE.get(dialect, 2_000_000)
+    return needs_sample(table, dialect)
 
 
 # -- find_values ------------------------------------------------------------------------------------
@@ -398,8 +399,7 @@ def _live_check(ctx: ToolContext, src: Source, scope: list[TableInfo], states: l
     deadline = time.monotonic() + min(LIVE_BUDGET_S, ctx.limits.query_timeout_s)
     exact_sql = quote_literal(text.lower(), dialect)
     like_sql = quote_literal(_like_pattern(text), dialect)
-    # ILIKE skips lowering every long text first; SQLite's LIKE ignores ASCII case already
-    like_op = "LIKE" if dialect == "sqlite" else "ILIKE"
+    like_op = src.traits.like_operator
     matches: list[ValueMatch] = []
     checked: list[str] = []
     for table, columns in work:
@@ -495,7 +495,7 @@ def _group_counts(src: Source, table: TableInfo, column: str, ctype: str, contai
         else:
             from_sql, how = quote_table(table, dialect), None
         shown = csql
-        if is_text_type(ctype, dialect) or csql != quote_ident(column, dialect) or dialect == "sqlite":
+        if is_text_type(ctype, dialect) or csql != quote_ident(column, dialect) or src.traits.dynamic_types:
             shown = _cut_sql(csql, ctype, dialect)
         sql = (f"SELECT v, n, count(*) OVER () AS groups FROM (SELECT {shown} AS v, count(*) AS n FROM {from_sql}"
                f"{where} GROUP BY {csql}) AS g ORDER BY n DESC, v LIMIT {int(limit)}")
@@ -514,11 +514,7 @@ def _group_counts(src: Source, table: TableInfo, column: str, ctype: str, contai
 def _cut_sql(csql: str, ctype: str, dialect: str) -> str:
     """The first TEXT_VALUE_CHARS + 1 characters of a value (text, or the text of a BLOB/other type),
     so one huge cell cannot push a result past the fetch's byte cap."""
-    if dialect == "sqlite":
-        # SQLite's substr counts bytes of BLOBs and characters of text; numbers pass through untouched
-        return (f"CASE WHEN typeof({csql}) IN ('text', 'blob') THEN substr({csql}, 1, {TEXT_VALUE_CHARS + 1}) "
-                f"ELSE {csql} END")
-    return f"substr({as_text(csql, dialect)}, 1, {TEXT_VALUE_CHARS + 1})"
+    return traits_for(dialect).prefix(csql, TEXT_VALUE_CHARS + 1)
 
 
 def _cut_value(value: Any) -> Any:
@@ -608,13 +604,12 @@ def profile_column(ctx: ToolContext, table: str, column: str, source: str | None
                and not _NESTED_TYPE.search(ctype) and not _NOT_SCALAR.search(ctype))
     textual = is_text_type(ctype, dialect)
     # min/max of the first characters: the same order, and a 10 MB cell stays under the byte cap
-    extreme = _cut_sql(csql, ctype, dialect) if textual or dialect == "sqlite" else csql
-    approx = (info.row_estimate or 0) > APPROX_ABOVE and dialect in ("duckdb", "snowflake")
-    distinct_sql = f"approx_count_distinct({csql})" if approx else f"count(DISTINCT {csql})"
+    extreme = _cut_sql(csql, ctype, dialect) if textual or src.traits.dynamic_types else csql
+    approx = (info.row_estimate or 0) > APPROX_ABOVE and src.traits.approx_distinct is not None
+    distinct_sql = src.traits.distinct_count(csql, approx)
     aggs = ["count(*)", f"count({raw})", distinct_sql, f"min({extreme})", f"max({extreme})"]
     if numeric:  # as a double: avg over DECIMAL(38,10) overflows the engine's exact sum
-        aggs.append(f"avg(CAST({csql} AS {'DOUBLE PRECISION' if dialect == 'postgres' else 'DOUBLE'}))"
-                    if dialect in ("duckdb", "postgres") else f"avg({csql})")
+        aggs.append(src.traits.average(csql))
     if textual:
         length = f"length({as_text(csql, dialect)})"
         aggs += [f"min({length})", f"max({length})", f"avg({length})"]

@@ -15,11 +15,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
 
 from flexsql.errors import NotFoundError, QueryError, QueryTimeout
+
+if TYPE_CHECKING:
+    from flexsql.tools.sources.traits import EngineTraits
 
 DEFAULT_MAX_ROWS = 1_000
 DEFAULT_MAX_BYTES = 8_000_000
@@ -166,23 +170,24 @@ def _name_matches(table: TableInfo, wanted: list[str]) -> bool:
     return len(wanted) <= len(parts) and parts[-len(wanted):] == wanted
 
 
-_FOLD = {"postgres": str.lower, "snowflake": str.upper}
-
-
 def _name_matches_exactly(table: TableInfo, wanted: list[tuple[str, bool]], dialect: str | None) -> bool:
     """Each part spelled exactly: quoted parts as written; unquoted ones as written (a tool
     argument) or folded the engine's way (a name from SQL, `dialect` given)."""
     parts = [p for p in (table.database, table.schema_name, table.name) if p]
     if len(wanted) > len(parts):
         return False
-    fold = _FOLD.get(dialect or "")
+    if dialect is not None:
+        from flexsql.tools.sources.traits import traits_for
+
+        traits = traits_for(dialect)
     for have, (want, quoted) in zip(parts[-len(wanted):], wanted, strict=True):
         if not quoted and dialect is not None:
-            if fold is None:  # DuckDB and SQLite: names are case-insensitive, every spelling is exact
+            folded = traits.fold(want)
+            if folded is None:  # names are case-insensitive (DuckDB, SQLite): every spelling is exact
                 if have.lower() != want.lower():
                     return False
                 continue
-            want = fold(want)
+            want = folded
         if have != want:
             return False
     return True
@@ -382,6 +387,7 @@ class Source(ABC):
 
     dialect: str = ""
     engine: str = ""
+    traits: ClassVar[EngineTraits]  # what tools need to know about the engine's SQL (traits.py)
 
     def __init__(self, name: str, url: str, description: str = "") -> None:
         self.name = name
@@ -452,6 +458,12 @@ class Source(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections; the source reopens lazily on next use."""
 
+    def data_versions(self, tables: list[TableInfo]) -> dict[str, str] | None:
+        """A token per table (by qualified name) that changes when its rows may have changed, from
+        what the engine offers cheaply; None when it offers nothing (then only an age limit tells
+        the value index to rebuild)."""
+        return None
+
     # -- engine hooks ---------------------------------------------------------------------------
     @abstractmethod
     def _load_catalog(self) -> Catalog: ...
@@ -468,6 +480,22 @@ class Source(ABC):
 
         text = str(exc).strip() or type(exc).__name__
         return scrub_secrets(text, self._url)
+
+
+def file_data_versions(path: str | None, tables: list[TableInfo]) -> dict[str, str] | None:
+    """Data versions of a one-file database: the size and modification time of the file and its
+    write-ahead log (DuckDB's `.wal`, SQLite's `-wal`), the same for every table."""
+    if not path or path == ":memory:":
+        return None
+    stamps = []
+    for candidate in (Path(path), Path(f"{path}-wal"), Path(f"{path}.wal")):
+        try:
+            st = candidate.stat()
+        except OSError:
+            continue
+        stamps.append(f"{st.st_size}:{st.st_mtime_ns}")
+    token = ",".join(stamps)
+    return {t.qualified: token for t in tables}
 
 
 class CancelHooks:

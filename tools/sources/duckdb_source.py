@@ -24,14 +24,28 @@ from flexsql.tools.sources.base import (
     TableInfo,
     collect,
     fetch_batches,
+    file_data_versions,
     timeout_error,
 )
+from flexsql.tools.sources.traits import EngineTraits
 from flexsql.tools.sources.urls import file_path_of
+
+TRAITS = EngineTraits(
+    dialect="duckdb", url_schemes=("duckdb",), text_type="VARCHAR", double_type="DOUBLE",
+    approx_distinct="approx_count_distinct({expr})", explain_prefix="EXPLAIN ",
+    sample_table="{table} TABLESAMPLE SYSTEM ({pct} PERCENT)", sample_view="{table} TABLESAMPLE SYSTEM ({pct} PERCENT)",
+    sample_label="block sample", scan_above_rows=50_000_000, unquoted_case="insensitive", schema_in_names=True,
+    dynamic_types=False, ilike=True, regex_match="regexp_matches({expr}, {pattern})", double_quoted_strings=False,
+    cloud=False,
+    notes="DuckDB: double quotes are identifiers, single quotes are strings; ILIKE, regexp_matches, "
+          "strftime(date, '%Y'), date_trunc('month', d), list/struct columns (unnest, s.field), QUALIFY.",
+)
 
 
 class DuckDBSource(Source):
     dialect = "duckdb"
     engine = "duckdb"
+    traits = TRAITS
 
     # A read-only handle still takes DuckDB's file lock, which keeps every writer (a loader, dbt, a
     # notebook) out. So the handle is released once no statement has used it for this long, and
@@ -203,6 +217,9 @@ class DuckDBSource(Source):
                         raise timeout_error(timeout_s) from None
                     raise QueryError(self._clean_error(exc)) from None
             return columns, types, rows, counted, more, reason
+
+    def data_versions(self, tables: list[TableInfo]) -> dict[str, str] | None:
+        return file_data_versions(self.path, tables)
 
     def safety(self) -> SafetyReport:
         in_memory = self.path == ":memory:"

@@ -39,6 +39,7 @@ from flexsql.tools.sources.base import (
     fetch_batches,
     timeout_error,
 )
+from flexsql.tools.sources.traits import EngineTraits
 
 # Per-schema grants, not pg_read_all_data: that role can also read pg_authid (password hashes),
 # pg_user_mapping and pg_subscription (connection passwords).
@@ -116,9 +117,26 @@ def engine_refusal(sql: str) -> str | None:
             "guard never saw, or have effects a rollback does not undo; this server is read-only")
 
 
+_CHANGES_SQL = ("SELECT schemaname, relname, n_tup_ins + n_tup_upd + n_tup_del, n_live_tup, "
+                "coalesce(extract(epoch FROM greatest(last_vacuum, last_autovacuum, last_analyze, "
+                "last_autoanalyze)), 0) FROM pg_stat_user_tables")
+
+TRAITS = EngineTraits(
+    dialect="postgres", url_schemes=("postgresql", "postgres", "postgresql+psycopg"), text_type="TEXT",
+    double_type="DOUBLE PRECISION", approx_distinct=None, explain_prefix="EXPLAIN ",
+    # TABLESAMPLE takes no view: views are read by their first rows
+    sample_table="{table} TABLESAMPLE SYSTEM ({pct})", sample_view=None, sample_label="block sample",
+    scan_above_rows=2_000_000, unquoted_case="lower", schema_in_names=True, dynamic_types=False, ilike=True,
+    regex_match="{expr} ~ {pattern}", double_quoted_strings=False, cloud=False,
+    notes="PostgreSQL: identifiers fold to lower case unless quoted; ILIKE; date_trunc, EXTRACT; "
+          "::type casts; integer division truncates.",
+)
+
+
 class PostgresSource(Source):
     dialect = "postgres"
     engine = "postgresql"
+    traits = TRAITS
 
     def __init__(self, name: str, url: str, description: str = "") -> None:
         super().__init__(name, url, description)
@@ -323,6 +341,16 @@ class PostgresSource(Source):
         if "read-only transaction" in lowered or "permission denied" in lowered or "must be superuser" in lowered:
             return f"refused by the engine: {text.splitlines()[0]} — this server is read-only"
         return text
+
+    def data_versions(self, tables: list[TableInfo]) -> dict[str, str] | None:
+        """Per-table counters of inserted, updated and deleted rows, live rows and the last
+        vacuum/analyze time; None when the statistics view cannot be read."""
+        try:
+            rows = self.execute(_CHANGES_SQL, timeout_s=10.0, limits=FetchLimits(max_rows=1_000_000)).rows
+        except QueryError:
+            return None
+        counters = {f"{schema}.{name}": f"{changes}:{live}:{stamp}" for schema, name, changes, live, stamp in rows}
+        return {t.qualified: counters.get(t.qualified, "") for t in tables}
 
     def safety(self) -> SafetyReport:
         measures = ["sqlglot guard (one read statement, dangerous functions refused)",

@@ -28,6 +28,7 @@ from flexsql.tools.sources.base import (
     fetch_batches,
     timeout_error,
 )
+from flexsql.tools.sources.traits import EngineTraits
 
 
 def _engine_refusal(what: str) -> QueryError:
@@ -156,9 +157,23 @@ def connect_kwargs(url: str) -> dict[str, Any]:
     return kwargs
 
 
+TRAITS = EngineTraits(
+    dialect="snowflake", url_schemes=("snowflake",), text_type="VARCHAR", double_type=None,
+    approx_distinct="approx_count_distinct({expr})", explain_prefix="EXPLAIN ",
+    # block sampling exists for tables only; views are sampled row by row
+    sample_table="{table} SAMPLE SYSTEM ({pct})", sample_view="{table} SAMPLE BERNOULLI ({pct})", sample_label="sample",
+    scan_above_rows=2_000_000, unquoted_case="upper", schema_in_names=True, dynamic_types=False, ilike=True,
+    # REGEXP_LIKE matches the whole value; REGEXP_INSTR finds a match anywhere, like the other engines
+    regex_match="REGEXP_INSTR({expr}, {pattern}) > 0", double_quoted_strings=False, cloud=True,
+    notes="Snowflake: unquoted identifiers are UPPER case; VARIANT paths col:field::string, "
+          "LATERAL FLATTEN(input => col); ILIKE; DATE_TRUNC; QUALIFY; sharded tables → UNION ALL or wildcards.",
+)
+
+
 class SnowflakeSource(Source):
     dialect = "snowflake"
     engine = "snowflake"
+    traits = TRAITS
 
     def __init__(self, name: str, url: str, description: str = "", timeout_s: int = 300) -> None:
         super().__init__(name, url, description)

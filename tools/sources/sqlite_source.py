@@ -21,8 +21,10 @@ from flexsql.tools.sources.base import (
     TableInfo,
     collect,
     fetch_batches,
+    file_data_versions,
     timeout_error,
 )
+from flexsql.tools.sources.traits import EngineTraits
 from flexsql.tools.sources.urls import file_path_of
 
 # Pragmas whose argument names a table or index (they only read).
@@ -55,9 +57,20 @@ def _authorizer(action: int, arg1: str | None, arg2: str | None, _db: str | None
     return sqlite3.SQLITE_DENY
 
 
+TRAITS = EngineTraits(
+    dialect="sqlite", url_schemes=("sqlite", "sqlite3"), text_type="TEXT", double_type=None, approx_distinct=None,
+    explain_prefix="EXPLAIN QUERY PLAN ", sample_table=None, sample_view=None, sample_label="sample",
+    scan_above_rows=2_000_000, unquoted_case="insensitive", schema_in_names=False, dynamic_types=True, ilike=False,
+    regex_match=None, double_quoted_strings=True, cloud=False,
+    notes="SQLite: dates are TEXT (strftime('%Y', d), date(d)); no ILIKE (LIKE is case-insensitive for ASCII); "
+          "|| concatenates; integer division truncates (CAST(x AS REAL)).",
+)
+
+
 class SQLiteSource(Source):
     dialect = "sqlite"
     engine = "sqlite"
+    traits = TRAITS
 
     def __init__(self, name: str, url: str, description: str = "") -> None:
         super().__init__(name, url, description)
@@ -208,6 +221,9 @@ class SQLiteSource(Source):
             return (f"{text}: a value (or an intermediate one) would exceed {SQLITE_MAX_VALUE_BYTES:,} bytes, the "
                     "largest flexsql lets SQLite build — select substr(col, 1, n) or length(col) instead")
         return text
+
+    def data_versions(self, tables: list[TableInfo]) -> dict[str, str] | None:
+        return file_data_versions(self.path, tables)
 
     def safety(self) -> SafetyReport:
         return SafetyReport(read_only_engine=True, measures=[
