@@ -14,6 +14,7 @@ function returning None falls back to the default.
 from __future__ import annotations
 
 import json
+import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -225,6 +226,29 @@ def system_schema(req: StubRequest) -> dict[str, Any]:
     marker = "Its JSON schema: "
     assert marker in system, f"the system message states no schema:\n{system[:600]}"
     return json.loads(system.split(marker, 1)[1].split("\n\n", 1)[0])
+
+
+def descendants_cpu_s() -> float:
+    """CPU seconds used so far by this process's live descendants (run_python's sandbox processes),
+    from /proc: what a program left running after a cancellation would keep adding to."""
+    parents: dict[int, int] = {}
+    ticks: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        pid = int(entry.name)
+        parents[pid], ticks[pid] = int(fields[1]), int(fields[11]) + int(fields[12])  # ppid, utime + stime
+    mine, frontier = set(), [os.getpid()]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent and pid not in mine]
+        mine.update(children)
+        frontier += children
+    return sum(ticks[pid] for pid in mine) / os.sysconf("SC_CLK_TCK")
 
 
 def tool_reply(*calls: tuple[str, dict[str, Any] | str]) -> Reply:

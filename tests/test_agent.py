@@ -21,6 +21,7 @@ from agent_support import (
     StageScript,
     ask,
     build_shop,
+    descendants_cpu_s,
     first_user_text,
     plan,
     program,
@@ -547,6 +548,21 @@ async def test_cancelling_while_a_slow_query_runs_stops_the_query(shop):
     assert elapsed < 5
     assert [r.stage for r in stub.requests] == ["classify", "link", "plan", "implement"]
     assert burnt < 0.3, f"the query went on after the cancellation ({burnt:.2f} s of CPU in 1 s)"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process CPU times from /proc")
+async def test_cancelling_while_a_python_program_runs_kills_it(shop):
+    spin = "n = 0\nwhile True:\n    n += 1\n"
+    script = StageScript(plans={"count forever in pandas": program(spin, "python")})
+    with OpenAIStub(script) as stub:
+        elapsed = await _cancel_after(3.0, lambda: ask(shop, stub, COUNT_QUESTION, agent={"plans": 1}))
+        await anyio.sleep(0.3)  # the kill goes through the sandbox's template process
+        cpu = descendants_cpu_s()
+        await anyio.sleep(1.0)
+        burnt = descendants_cpu_s() - cpu
+    assert elapsed < 6
+    assert [r.stage for r in stub.requests] == ["classify", "link", "plan", "implement"]
+    assert burnt < 0.3, f"the Python program went on after the cancellation ({burnt:.2f} s of CPU in 1 s)"
 
 
 # -- 11. the API key -----------------------------------------------------------------------------

@@ -64,6 +64,7 @@ from pydantic import BaseModel, ConfigDict
 
 from flexsql.config import SandboxConfig
 from flexsql.errors import FlexSQLError, RefusedError
+from flexsql.tools.sources.base import active_cancel_hooks
 
 MB = 1024 * 1024
 WORKER = Path(__file__).with_name("sandbox_worker.py")
@@ -493,6 +494,10 @@ class Sandbox:
         hard_deadline = time.monotonic() + limits.timeout_s + 30
         next_quota = time.monotonic() + QUOTA_CHECK_S
         extra_limits: list[str] = []
+        # the calling tool call's hooks (this worker thread inherits the context): when it is
+        # cancelled, the program is killed rather than left running to its wall-clock limit
+        cancel = active_cancel_hooks.get()
+        cancel_sent = False
         try:
             while True:
                 now = time.monotonic()
@@ -550,6 +555,10 @@ class Sandbox:
                             elif event.get("event") in ("exit", "error"):
                                 exit_event = event
                                 exited_at = time.monotonic()
+                if call.pid is not None and exit_event is None and cancel is not None and cancel.cancelled \
+                        and not cancel_sent:
+                    cancel_sent = True
+                    self._kill(call, "cancelled")
                 if call.pid is not None and exit_event is None and time.monotonic() >= next_quota:
                     next_quota = time.monotonic() + QUOTA_CHECK_S
                     if _disk_used(call) > limits.file_mb * MB:
