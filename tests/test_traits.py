@@ -14,7 +14,14 @@ import sqlglot
 
 from flexsql.errors import ConfigError
 from flexsql.tools.sources import Source, TableInfo, open_source
-from flexsql.tools.sources.traits import EngineTraits, all_traits, engine_modules, traits_for, traits_for_url
+from flexsql.tools.sources.traits import (
+    EngineTraits,
+    all_traits,
+    engine_modules,
+    source_class,
+    traits_for,
+    traits_for_url,
+)
 from flexsql.tools.sql_build import quote_literal, quote_table
 from flexsql.tools.value_index import sample_from
 
@@ -156,7 +163,7 @@ def test_every_engine_module_provides_complete_traits(module_name: str) -> None:
                if isinstance(c, type) and issubclass(c, Source) and c.__module__ == module_name]
     assert len(classes) == 1, f"{module_name} defines {len(classes)} Source subclasses"
     cls = classes[0]
-    assert cls.traits is traits and cls.dialect == traits.dialect
+    assert cls.traits is traits and cls.dialect == traits.dialect and source_class(traits) is cls
     for scheme in traits.url_schemes:
         url = f"{scheme}://reader@account/DB/SCHEMA"
         assert type(open_source(url)) is cls, f"{url} does not open {cls.__name__}"

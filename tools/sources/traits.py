@@ -16,11 +16,14 @@ import importlib
 import pkgutil
 import threading
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from sqlglot import exp
 
 from flexsql.errors import ConfigError
+
+if TYPE_CHECKING:
+    from flexsql.tools.sources.base import Source
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,7 @@ class EngineTraits:
 
 _lock = threading.Lock()
 _by_dialect: dict[str, EngineTraits] | None = None
+_module_of: dict[str, str] = {}  # dialect -> the engine module that defines its traits
 
 
 def engine_modules() -> list[str]:
@@ -150,6 +154,7 @@ def all_traits() -> dict[str, EngineTraits]:
                     raise ConfigError(f"engine module {name} defines no TRAITS = EngineTraits(...); every "
                                       "engine module must (see flexsql.tools.sources.traits)")
                 found[traits.dialect] = traits
+                _module_of[traits.dialect] = name
             _by_dialect = found
         return _by_dialect
 
@@ -166,3 +171,15 @@ def traits_for_url(url: str) -> EngineTraits | None:
     """The traits of the engine a source URL opens, or None for a scheme no engine takes."""
     scheme = url.split("://", 1)[0].lower()
     return next((t for t in all_traits().values() if scheme in t.url_schemes), None)
+
+
+def source_class(traits: EngineTraits) -> type[Source]:
+    """The Source subclass of the engine module that defines `traits`."""
+    from flexsql.tools.sources.base import Source
+
+    all_traits()
+    module = importlib.import_module(_module_of[traits.dialect])
+    for value in vars(module).values():
+        if isinstance(value, type) and issubclass(value, Source) and getattr(value, "traits", None) is traits:
+            return value
+    raise ConfigError(f"engine module {module.__name__} has no Source subclass with traits = TRAITS")

@@ -109,22 +109,11 @@ def open_source(url: str, name: str | None = None, description: str = ""):  # ->
     """Open a source from its URL (lazily: nothing connects until first use)."""
     if "://" not in url:
         raise ConfigError(f"not a source URL: {redact(url)!r}; use one of: {URL_FORMS}")
+    from flexsql.tools.sources.traits import source_class, traits_for_url
+
     scheme = url.split("://", 1)[0].lower()
     name = name or source_name_for(url)
-    if scheme == "duckdb":
-        from flexsql.tools.sources.duckdb_source import DuckDBSource
-
-        return DuckDBSource(name, url, description)
-    if scheme in ("sqlite", "sqlite3"):
-        from flexsql.tools.sources.sqlite_source import SQLiteSource
-
-        return SQLiteSource(name, url, description)
-    if scheme in ("postgresql", "postgres", "postgresql+psycopg"):
-        from flexsql.tools.sources.postgres_source import PostgresSource
-
-        return PostgresSource(name, url, description)
-    if scheme == "snowflake":
-        from flexsql.tools.sources.snowflake_source import SnowflakeSource
-
-        return SnowflakeSource(name, url, description)
+    traits = traits_for_url(url)  # each engine module's traits name the URL schemes it opens
+    if traits is not None:
+        return source_class(traits)(name, url, description)
     raise ConfigError(f"unsupported source scheme {scheme!r} in {redact(url)!r}; use one of: {URL_FORMS}")
