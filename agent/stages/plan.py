@@ -20,7 +20,7 @@ def _checked(run: Run, plan: Plan) -> Plan:
     tables, unknown = known_tables(run, plan.tables)
     if unknown:
         run.trace.event("unknown_tables", stage="plan", tables=unknown)
-    return plan.model_copy(update={"tables": tables or plan.tables})
+    return plan.model_copy(update={"tables": tables})  # names the catalog lacks are traced, not kept
 
 
 async def make_plans(run: Run, k: int) -> list[Plan]:
