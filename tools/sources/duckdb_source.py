@@ -138,8 +138,12 @@ class DuckDBSource(Source):
                 self._idle_timer.cancel()
                 self._idle_timer = None
             if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+                conn, self._conn = self._conn, None
+                try:
+                    conn.interrupt()  # a query cancelled a moment ago may still be unwinding
+                    conn.close()
+                except duckdb.Error:  # "connection is busy": the handle goes with the process; nothing to save
+                    pass
 
     # -- catalog --------------------------------------------------------------------------------
     def _load_catalog(self) -> Catalog:
