@@ -142,7 +142,7 @@ class DuckDBSource(Source):
                 try:
                     conn.interrupt()  # a query cancelled a moment ago may still be unwinding
                     conn.close()
-                except duckdb.Error:  # "connection is busy": the handle goes with the process; nothing to save
+                except Exception:  # duckdb "connection is busy": the handle goes with the process; nothing to save
                     pass
 
     # -- catalog --------------------------------------------------------------------------------
