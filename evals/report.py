@@ -85,7 +85,16 @@ def summarize(records: list[dict[str, Any]], tasks: list[Task], scorer: str, *, 
         for k, v in (r.get("tokens") or {}).items():
             tokens[k] += v
         cost += r.get("cost_usd") or 0.0
+    by_benchmark: dict[str, dict[str, int]] = defaultdict(lambda: {"tasks": 0, "evaluated": 0, "passed": 0})
+    for t in scored_tasks:
+        row = by_benchmark[t.benchmark]
+        row["tasks"] += 1
+        r = by_id.get(t.instance_id)
+        if r and r.get("evaluated"):
+            row["evaluated"] += 1
+            row["passed"] += int(r.get("scores", {}).get(scorer, r.get("score", 0)))
     return {
+        "by_benchmark": dict(sorted(by_benchmark.items())), "agent": agent_usage(records),
         "runner": runner, "executor": executor, "scorer": scorer, "interrupted": interrupted,
         "tasks": len(tasks), "scored_tasks": all_n, "recorded": len(scored_records), "evaluated": len(evaluated),
         "passed": primary["passed"], "accuracy_evaluated": primary["accuracy_evaluated"],
@@ -101,6 +110,20 @@ def summarize(records: list[dict[str, Any]], tasks: list[Task], scorer: str, *, 
         "median_task_s": round(statistics.median(times), 4) if times else None,
         "tokens": dict(tokens) or None, "cost_usd": round(cost, 4) if cost else None,
     }
+
+
+def agent_usage(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Model calls, tool calls and tokens per task, for runners that report them (the builtin agent)."""
+    rows = [{"instance_id": r["instance_id"], "status": r.get("status"), "score": r.get("score", 0),
+             "model_calls": r.get("model_calls") or 0, "tool_calls": r.get("tool_calls") or 0,
+             "prompt_tokens": (r.get("tokens") or {}).get("prompt", 0),
+             "completion_tokens": (r.get("tokens") or {}).get("completion", 0)}
+            for r in records if r.get("model_calls") is not None]
+    if not rows:
+        return None
+    mean = {k: round(statistics.mean(row[k] for row in rows), 1)
+            for k in ("model_calls", "tool_calls", "prompt_tokens", "completion_tokens")}
+    return {"tasks": len(rows), "mean": mean, "per_task": rows}
 
 
 def _category(record: dict[str, Any], scorer: str) -> str:
@@ -144,6 +167,22 @@ def markdown(s: dict[str, Any]) -> str:
         lines.append(f"| {name} | {v['passed']} | {v['evaluated']} | {v['all']} | {_fmt(v['accuracy_evaluated'])} "
                      f"| {_fmt(v['accuracy_all'])} |")
     lines += [""] + [f"- **{k}**: {v}" for k, v in SCORER_NOTES.items() if k in s["scorers"]]
+    if len(s.get("by_benchmark") or {}) > 1 or s.get("agent"):
+        lines += ["", "## By benchmark", "", "| benchmark | tasks | evaluated | passed | accuracy (all) |",
+                  "| --- | ---: | ---: | ---: | ---: |"]
+        for name, v in s["by_benchmark"].items():
+            lines.append(f"| {name} | {v['tasks']} | {v['evaluated']} | {v['passed']} "
+                         f"| {_fmt(_pct(v['passed'], v['tasks']))} |")
+    if s.get("agent"):
+        a = s["agent"]
+        m = a["mean"]
+        lines += ["", "## Agent usage", "", f"Per task on average: {m['model_calls']} model calls, {m['tool_calls']} "
+                  f"tool calls, {m['prompt_tokens']:,} prompt + {m['completion_tokens']:,} completion tokens.", "",
+                  "| task | status | score | model calls | tool calls | prompt tokens | completion tokens |",
+                  "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+        for row in a["per_task"]:
+            lines.append(f"| {row['instance_id']} | {row['status']} | {row['score']} | {row['model_calls']} "
+                         f"| {row['tool_calls']} | {row['prompt_tokens']} | {row['completion_tokens']} |")
     lines += ["", "## By database", "", "| database | tasks | evaluated | passed | accuracy (all) |",
               "| --- | ---: | ---: | ---: | ---: |"]
     for db, v in s["by_db"].items():
@@ -232,6 +271,22 @@ def html_report(s: dict[str, Any]) -> str:
                    f"<td class=n>{_fmt(v['accuracy_all'])}</td><td class=muted>{e(SCORER_NOTES.get(name, ''))}</td></tr>")
     out.append("</table>")
 
+    if s.get("agent"):
+        a, m = s["agent"], s["agent"]["mean"]
+        out.append(f"<h2>Agent usage</h2><p>Per task on average: {m['model_calls']} model calls, {m['tool_calls']} tool "
+                   f"calls, {m['prompt_tokens']:,} prompt + {m['completion_tokens']:,} completion tokens.</p>")
+        out.append("<table><tr><th>task</th><th>status</th><th class=n>score</th><th class=n>model calls</th>"
+                   "<th class=n>tool calls</th><th class=n>prompt tokens</th><th class=n>completion tokens</th></tr>")
+        for row in a["per_task"]:
+            out.append(f"<tr><td>{e(str(row['instance_id']))}</td><td>{e(str(row['status']))}</td>"
+                       f"<td class=n>{row['score']}</td><td class=n>{row['model_calls']}</td>"
+                       f"<td class=n>{row['tool_calls']}</td><td class=n>{row['prompt_tokens']:,}</td>"
+                       f"<td class=n>{row['completion_tokens']:,}</td></tr>")
+        out.append("</table>")
+    if len(s.get("by_benchmark") or {}) > 1:
+        out.append("<h2>Accuracy by benchmark</h2>")
+        out.append(_bar_chart([(k, _pct(v["passed"], v["tasks"]) or 0.0, f"{v['passed']}/{v['tasks']}")
+                               for k, v in s["by_benchmark"].items()], 100.0, "#3b7dd8", "accuracy by benchmark"))
     out.append("<h2>Accuracy by database</h2>")
     rows = [(db, _pct(v["passed"], v["tasks"]) or 0.0, f"{_fmt(_pct(v['passed'], v['tasks']))} ({v['passed']}/{v['tasks']})")
             for db, v in s["by_db"].items()]

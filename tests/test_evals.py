@@ -216,6 +216,10 @@ def test_builtin_runner_answers_through_a_real_endpoint(spider, tmp_path: Path) 
         assert record["model_calls"] >= 7 and record["tokens"]["prompt"] > 0
         assert Path(record["trace"]).is_file()
     assert {"classify", "link", "plan", "implement", "evaluate"} <= stages
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "## Agent usage" in report and "| spider |" in report  # calls and tokens per task, accuracy per benchmark
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "Agent usage" in html and "model calls" in html
 
 
 def test_help_documents_every_option_with_examples() -> None:
