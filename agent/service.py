@@ -58,8 +58,15 @@ def conversation_store(tools: ToolContext, settings: Settings) -> ConversationSt
         return store
 
 
+MAX_TRACES = 500  # traces the MCP `ask` tool keeps in the user cache; the oldest go first
+
+
 def default_trace_path(run_id: str) -> Path:
-    return private_dir(cache_dir() / "traces") / f"{run_id}.jsonl"
+    folder = private_dir(cache_dir() / "traces")
+    traces = sorted(folder.glob("*.jsonl"), key=lambda p: p.stat().st_mtime)
+    for old in traces[: max(0, len(traces) - MAX_TRACES + 1)]:
+        old.unlink(missing_ok=True)
+    return folder / f"{run_id}.jsonl"
 
 
 def _summary(result: Answer) -> str | None:
