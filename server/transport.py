@@ -13,6 +13,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from flexsql.config import Settings
 from flexsql.errors import ConfigError
 from flexsql.server.app import build_server
+from flexsql.server.disconnect import CancelOnDisconnect
 from flexsql.server.host_check import AllowedHosts, HostCheck, is_loopback
 from flexsql.tools.sources import SourceRegistry
 
@@ -65,7 +66,7 @@ def http_app(settings: Settings, sources: SourceRegistry):
     # address of a wildcard bind, so its own check is off
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = server.streamable_http_app(transport_security=security, host=host)
-    app = HostCheck(app, AllowedHosts.for_bind(host, port, settings.allowed_hosts))
+    app = HostCheck(CancelOnDisconnect(app), AllowedHosts.for_bind(host, port, settings.allowed_hosts))
     return server, app
 
 

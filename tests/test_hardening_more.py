@@ -4,14 +4,21 @@ and polish (config errors, search padding, emoji values, BLOB rendering, fetch_r
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import socket
+import subprocess
+import sys
+from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 from engines import make_duckdb
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_support import http_server
+from mcp_support import http_server, server_env, text_of
 
 TOKEN = "hardening-token-" + "x" * 24
 MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}
@@ -97,3 +104,66 @@ async def test_loopback_without_token_still_refuses_rebinding(tmp_path):
             # a wildcard bind's extra names never apply to a loopback bind
             by_name = await http.post(endpoint, json=LIST_TOOLS, headers={"Host": socket.gethostname()})
             assert by_name.status_code == 421 or socket.gethostname() in ("localhost",)
+
+
+# -- 2. a client that goes away cancels its call ----------------------------------------------------------
+
+CLIENT = """
+import sys, anyio
+from mcp import Client
+async def main(endpoint, mode, tool, arguments):
+    async with Client(endpoint, mode=mode) as client:
+        print("connected", flush=True)
+        await client.call_tool(tool, json.loads(arguments))
+import json
+anyio.run(main, *sys.argv[1:5])
+"""
+SLOW = {"run_query": {"sql": "SELECT count(*) FROM range(1000000000000)", "timeout_s": 600},
+        "run_python": {"code": "x = 0\nwhile True:\n    x += 1", "timeout_s": 600}}
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds used so far by `pid` and every process under it (the sandbox's workers)."""
+    def stat(p: int | str) -> list[str]:
+        return Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                children.setdefault(int(stat(entry)[1]), []).append(int(entry))
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        todo += children.get(current, [])
+        with contextlib.suppress(OSError):
+            fields = stat(current)
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode,tool", [("legacy", "run_query"), ("legacy", "run_python"), ("auto", "run_query")])
+async def test_a_client_that_goes_away_cancels_its_call(tmp_path, mode, tool):
+    """Was (2025-era clients, `mode=legacy`): the query or program ran on to its 600 s timeout after
+    the client was killed, using a core; the 2026 wire (`auto`) already cancelled."""
+    with http_server(make_duckdb(tmp_path)) as (endpoint, proc):
+        client = subprocess.Popen([sys.executable, "-c", CLIENT, endpoint, mode, tool, json.dumps(SLOW[tool])],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=server_env())
+        try:
+            assert client.stdout.readline() == b"connected\n", client.stderr.read().decode()[-2000:]
+            await anyio.sleep(3)
+            busy = tree_cpu_s(proc.pid)
+            await anyio.sleep(1)
+            assert tree_cpu_s(proc.pid) - busy > 0.3  # the slow call is running
+        finally:
+            client.kill()
+            client.wait()
+        await anyio.sleep(2)  # the disconnect reaches the server, the engine interrupts the query
+        before = tree_cpu_s(proc.pid)
+        await anyio.sleep(2)
+        assert tree_cpu_s(proc.pid) - before < 0.3, "the server is still working on the departed client's call"
+        assert await count_orders(endpoint, token=None) == [[7]]
+        async with Client(endpoint, mode=mode) as other:
+            answer = await other.call_tool("run_python", {"code": "print(6 * 7)", "timeout_s": 20})
+            assert "42" in text_of(answer)
