@@ -5,6 +5,7 @@ clarification through MCP elicitation, progress, traces. `ask` (MCP), `flexsql a
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import uuid
 import weakref
@@ -63,9 +64,12 @@ MAX_TRACES = 500  # traces the MCP `ask` tool keeps in the user cache; the oldes
 
 def default_trace_path(run_id: str) -> Path:
     folder = private_dir(cache_dir() / "traces")
-    traces = sorted(folder.glob("*.jsonl"), key=lambda p: p.stat().st_mtime)
-    for old in traces[: max(0, len(traces) - MAX_TRACES + 1)]:
-        old.unlink(missing_ok=True)
+    traces = list(folder.glob("*.jsonl"))
+    if len(traces) >= MAX_TRACES:
+        with contextlib.suppress(OSError):  # another process may prune at the same time
+            traces.sort(key=lambda p: p.stat().st_mtime)
+            for old in traces[: len(traces) - MAX_TRACES + 1]:
+                old.unlink(missing_ok=True)
     return folder / f"{run_id}.jsonl"
 
 
