@@ -222,12 +222,127 @@ def gold_links(sql: str, schema: dict[str, dict[str, str]]) -> tuple[set[str], s
     return tables, columns
 
 
+# -- Spider-Syn-style paraphrases: schema words in the questions replaced by synonyms ----------------
+#
+# Written for this benchmark only (never imported by flexsql): a word is replaced when it names a table
+# or column of the question's database (so the question no longer says the schema's word), as the
+# Spider-Syn annotators did by hand. Keys are singular; a plural word gets the plural synonym.
+PARAPHRASES: dict[str, str] = {
+    "student": "pupil", "customer": "client", "employee": "worker", "department": "division",
+    "city": "town", "player": "athlete", "member": "participant", "staff": "personnel", "document": "file",
+    "course": "class", "age": "years of age", "price": "cost", "company": "firm", "product": "item",
+    "phone": "telephone", "status": "state", "people": "persons", "description": "summary",
+    "faculty": "teaching staff", "project": "undertaking", "account": "profile", "title": "heading",
+    "track": "recording", "location": "place", "country": "nation", "club": "society", "party": "faction",
+    "grade": "mark", "claim": "demand", "address": "residence", "card": "pass", "position": "post",
+    "room": "chamber", "report": "account statement", "wine": "vintage", "email": "e-mail address",
+    "apartment": "flat", "professor": "lecturer", "market": "marketplace", "population": "inhabitants",
+    "hour": "hr", "artist": "performer", "rating": "evaluation", "point": "score",
+    "instructor": "teacher", "team": "squad", "salary": "pay", "station": "depot", "role": "function",
+    "school": "academy", "aircraft": "plane", "airport": "airfield", "branch": "office location",
+    "organization": "organisation", "level": "tier", "balance": "funds", "sale": "selling", "vote": "ballot",
+    "game": "match", "problem": "issue", "building": "edifice", "order": "purchase", "college": "university",
+    "song": "tune", "shop": "store", "job": "occupation", "budget": "allocation", "catalog": "catalogue",
+    "model": "version", "sex": "gender", "saving": "deposit", "payment": "remittance", "bank": "lender",
+    "office": "bureau", "enzyme": "catalyst", "credit": "loan credit", "flight": "air trip",
+    "gymnast": "tumbler", "category": "class type", "mountain": "peak", "competition": "contest",
+    "host": "organizer", "policy": "insurance plan", "duration": "length", "route": "path", "book": "volume",
+    "manager": "supervisor", "movie": "film", "film": "motion picture", "president": "head of state",
+    "height": "stature", "author": "writer", "trip": "journey", "user": "account holder",
+    "capacity": "maximum occupancy", "director": "filmmaker", "booking": "reservation", "race": "contest run",
+    "record": "entry", "device": "gadget", "hotel": "inn", "music": "tunes", "result": "outcome",
+    "institution": "establishment", "county": "shire", "election": "poll", "procedure": "operation",
+    "color": "colour", "genre": "style", "follower": "fan", "bike": "bicycle", "musical": "stage show",
+    "attraction": "sight", "invoice": "bill", "scientist": "researcher", "event": "occasion",
+    "channel": "network", "pilot": "aviator", "singer": "vocalist", "concert": "gig", "stadium": "arena",
+    "teacher": "educator", "driver": "motorist", "car": "automobile", "maker": "manufacturer",
+    "dog": "canine", "owner": "proprietor", "treatment": "therapy", "battle": "fight", "ship": "vessel",
+    "death": "fatality", "template": "blueprint", "paragraph": "passage", "museum": "gallery",
+    "visitor": "guest", "visit": "trip to", "church": "chapel", "wedding": "marriage", "poker": "card game",
+    "perpetrator": "offender", "election_result": "poll outcome", "conductor": "maestro", "orchestra": "ensemble",
+    "performance": "show", "festival": "fair", "architect": "designer", "bridge": "span", "mill": "factory",
+    "match": "fixture", "airline": "carrier", "employment": "work contract", "storm": "hurricane",
+    "region": "area", "church_name": "chapel name", "tv": "television", "cartoon": "animated show",
+    "series": "show", "episode": "installment", "guest": "visitor", "candidate": "nominee",
+    "representative": "delegate", "actor": "performer", "cinema": "movie theater", "club_name": "society name",
+    "restaurant": "eatery", "dorm": "dormitory", "transaction": "deal", "shipment": "consignment",
+    "supplier": "vendor", "appointment": "meeting", "patient": "sick person", "physician": "doctor",
+    "nurse": "caregiver", "medication": "drug", "department_name": "division name", "musician": "player",
+    "band": "group", "album": "record", "instrument": "device for music", "venue": "site",
+    "tourist": "traveller", "injury": "harm", "browser": "web client", "accelerator": "booster",
+    "product_name": "item name", "course_name": "class name", "first": "given", "last": "family",
+    "gpa": "grade point average", "allergy": "sensitivity", "dept": "division",
+}
+
+
+def _plural(word: str) -> str:
+    if word.endswith("y") and word[-2:-1] not in ("a", "e", "o", "u"):
+        return word[:-1] + "ies"
+    if word.endswith(("s", "x", "ch", "sh")):
+        return word + "es"
+    return word + "s"
+
+
+def schema_words(schema: dict[str, dict[str, str]]) -> set[str]:
+    """Lower-case words of a database's table and column names (split on case and underscores)."""
+    out: set[str] = set()
+    for table, cols in schema.items():
+        out.update(_split_identifier(table))
+        for col in cols:
+            out.update(_split_identifier(col))
+    return out
+
+
+def paraphrase(question: str, words: set[str]) -> str | None:
+    """The question with each word that names part of the schema (singular or plural) replaced by its
+    synonym; None when no word was replaced."""
+    changed = False
+
+    def swap(m: re.Match[str]) -> str:
+        nonlocal changed
+        word = m.group(0)
+        low = word.lower()
+        singular, plural = low, False
+        if low not in PARAPHRASES:
+            for cut, add in (("ies", "y"), ("es", ""), ("s", "")):
+                if low.endswith(cut) and low[: len(low) - len(cut)] + add in PARAPHRASES:
+                    singular, plural = low[: len(low) - len(cut)] + add, True
+                    break
+        if singular not in PARAPHRASES or not ({singular, low} & words):
+            return word
+        changed = True
+        synonym = PARAPHRASES[singular]
+        if plural:
+            head, _, tail = synonym.rpartition(" ")
+            synonym = (head + " " if head else "") + _plural(tail)
+        return synonym.capitalize() if word[0].isupper() else synonym
+
+    out = re.sub(r"[A-Za-z]+", swap, question)
+    return out if changed else None
+
+
+def paraphrase_set(sample: list[dict[str, Any]], databases: Path) -> list[dict[str, Any]]:
+    """The sample's questions that mention a schema word with a synonym, rewritten with the synonym."""
+    words: dict[str, set[str]] = {}
+    out = []
+    for q in sample:
+        db = q["db_id"]
+        if db not in words:
+            words[db] = schema_words(sqlite_schema(databases, db))
+        text = paraphrase(q["question"], words[db])
+        if text is not None:
+            out.append({**q, "question": text, "original": q["question"]})
+    return out
+
+
 def load_questions(data: Path) -> dict[str, list[dict[str, Any]]]:
     train = json.loads((data / "train.json").read_text())
     rng = random.Random(SAMPLE_SEED)
     sample = rng.sample(train, SAMPLE_SIZE)
     dev = json.loads((data / "dev_open.json").read_text())
-    return {"train-1000": sample, "dev_open": dev}
+    syn = paraphrase_set(sample, data / "databases")
+    originals = [{**q, "question": q["original"]} for q in syn]
+    return {"train-1000": sample, "dev_open": dev, "syn-train": syn, "syn-orig": originals}
 
 
 # -- the baseline: plain BM25 over identifiers --------------------------------------------------------
@@ -330,12 +445,29 @@ def evaluate(questions: list[dict[str, Any]], searcher: Any, databases: Path, ma
     }
 
 
+def _params(text: str | None) -> Any:
+    import dataclasses
+
+    from flexsql.tools.search import Params
+
+    if not text:
+        return None
+    base = Params()
+    values = {}
+    for kv in text.split(","):
+        key, value = kv.split("=")
+        values[key] = type(getattr(base, key))(float(value))
+    return dataclasses.replace(base, **values)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "flexsql-bench")
     parser.add_argument("--no-values", action="store_true", help="search without the value index")
-    parser.add_argument("--sets", default="train-1000,dev_open")
+    parser.add_argument("--sets", default="train-1000,dev_open,syn-orig,syn-train",
+                        help="syn-train: the paraphrased questions; syn-orig: the same questions unchanged")
+    parser.add_argument("--params", help="search_schema weight overrides, e.g. prefix_weight=0,inferred_share=0")
     parser.add_argument("--failures", type=Path, help="write the misses (top-10) of search_schema here")
     parser.add_argument("--ablations", action="store_true", help="also rank without value hits, schema boost, FKs")
     args = parser.parse_args(argv)
@@ -372,7 +504,7 @@ def main(argv: list[str] | None = None) -> int:
     rankers: dict[str, Any] = {
         "bm25 plain": PlainBM25(catalog).search,
         "bm25 +schema,stop": PlainBM25(catalog, schema_names=True, stopwords=True).search,
-        "search_schema": ranker(),
+        "search_schema": ranker(_params(args.params)),
     }
     if args.ablations:
         rankers["- value hits"] = ranker(Params(value_weight=0.0, column_value_weight=0.0))
@@ -405,6 +537,12 @@ def main(argv: list[str] | None = None) -> int:
             t, c = r["tables"], r["columns"]
             print(f"{name:<11} {ranker:<18} {r['questions']:>5} |       {t['top5']:.3f} {t['top10']:.3f} "
                   f"{t['top20']:.3f} |        {c['top5']:.3f} {c['top10']:.3f} {c['top20']:.3f} | {r['median_ms']}")
+    syn = questions.get("syn-train", [])
+    print(f"syn-train: {len(syn)} of the {SAMPLE_SIZE} sampled train questions name a schema word that has a "
+          "synonym; syn-orig is the same questions unchanged. Examples:")
+    for q in syn[:3]:
+        print(f"  {q['original']!r} -> {q['question']!r}")
+    report["paraphrase_examples"] = [{"original": q["original"], "paraphrase": q["question"]} for q in syn[:20]]
     out = HERE / "results" / "schema_linking.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2))

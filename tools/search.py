@@ -25,6 +25,7 @@ from pydantic import BaseModel
 from flexsql.errors import InvalidArgument
 from flexsql.tools.context import ToolContext
 from flexsql.tools.search_families import date_members, families, question_dates
+from flexsql.tools.search_keys import inferred_links
 from flexsql.tools.sources.base import Catalog, Source, TableInfo
 from flexsql.tools.value_index import ValueIndex, fold, normalize, split_identifier
 
@@ -298,6 +299,10 @@ class Params:
     coverage_decay: float = 1.0  # <1: a word's weight decays per returned table already matching it (off:
     # on Spider 1.0 whole-catalog it cost 0.04 all-gold@10, on Spider 2.0-Snow it gained only 0.006)
     coverage_pool: int = 3  # re-rank the first limit * this many tables for coverage
+    prefix_weight: float = 0.6  # a question word the catalog lacks matches catalog words it begins
+    inferred_share: float = 0.25  # like fk_share, for links inferred from `<entity>_id` column names
+    inferred_sources: int = 5  # how many top tables pass it on
+    inferred_with_declared: bool = False  # infer links in schemas that declare foreign keys too
 
 
 @dataclass
@@ -404,6 +409,7 @@ class SearchIndex:
         self.table_name_terms = frozenset(t for terms in t_name.terms for t in terms)
         self.t_post = _bm25f_postings([t_name, t_cols, t_comment, t_schema], len(self.tables))
         self.t_idf = _idf(self.t_post, len(self.tables))
+        self.vocab = sorted(self.t_post)
         self.c_post = _bm25f_postings([c_name, c_table, c_comment], len(self.columns))
         self.c_idf = _idf(self.c_post, len(self.columns))
         s_name, s_tables, s_cols = _Field(*p.s_name), _Field(*p.s_tables), _Field(*p.s_columns)
@@ -438,6 +444,15 @@ class SearchIndex:
                     theirs = [self.column_by_name.get((ref, c.lower())) for c in fk.ref_columns]
                     self.joins[ti].append(([c for c in mine if c is not None], ref,
                                            [c for c in theirs if c is not None]))
+        # links inferred from key-like column names (race_id -> races), for schemas without foreign keys
+        declared = {self.table_schema[ti] for ti in range(len(self.tables)) if self.neighbours[ti]}
+        self.inferred: list[dict[int, str]] = [{} for _ in self.tables]  # neighbour -> column
+        for a, b, col in inferred_links(self.tables, self.table_schema,
+                                     [f[0] if f else t.name for t, f in zip(self.tables, self.family, strict=True)]):
+            if b in self.neighbours[a] or (self.table_schema[a] in declared and not p.inferred_with_declared):
+                continue
+            self.inferred[a].setdefault(b, col)
+            self.inferred[b].setdefault(a, col)
 
     @staticmethod
     def bm25(post: dict[str, dict[int, float]], idf: dict[str, float], terms: dict[str, float],
@@ -608,6 +623,11 @@ def search_schema(ctx: ToolContext, query: str, limit: int = 10, source: str | N
     for t in qterms:
         weights[t.term] = 1.0
         words.setdefault(t.term, t.word)
+    if p.prefix_weight:
+        acronyms = {t: w for t, w in weights.items() if words.get(t, "").isupper()}
+        for term, word in _prefix_terms(engine, acronyms):
+            weights.setdefault(term, p.prefix_weight)
+            words.setdefault(term, word)
 
     table_lex = engine.bm25(engine.t_post, engine.t_idf, weights, p.k1)
     column_lex = engine.bm25(engine.c_post, engine.c_idf, weights, p.k1)
@@ -659,6 +679,14 @@ def search_schema(ctx: ToolContext, query: str, limit: int = 10, source: str | N
             share = p.fk_share * base[ti]
             total, via = fk_part.get(nb, (0.0, ti))
             fk_part[nb] = (total + share, via if total >= share else ti)
+    if p.inferred_share:
+        for ti in sorted(base, key=lambda ti: -base[ti])[: p.inferred_sources]:
+            if base[ti] <= 0:
+                continue
+            for nb in engine.inferred[ti]:
+                share = p.inferred_share * base[ti]
+                total, via = fk_part.get(nb, (0.0, ti))
+                fk_part[nb] = (total + share, via if total >= share else ti)
     for nb, (share, _) in fk_part.items():
         scores[nb] = scores.get(nb, 0.0) + share
 
@@ -751,6 +779,25 @@ def search_schema(ctx: ToolContext, query: str, limit: int = 10, source: str | N
                               elapsed_ms=round((time.perf_counter() - started) * 1000, 2))
 
 
+def _prefix_terms(engine: SearchIndex, weights: dict[str, float]) -> list[tuple[str, str]]:
+    """Catalog words that an acronym of the question the catalog lacks begins ('GHCN' -> ghcnd_stations):
+    neither stemming nor the abbreviation list can see them (lower-case words cost Spider 1.0 dev)."""
+    import bisect
+
+    out: list[tuple[str, str]] = []
+    for term in list(weights):
+        if len(term) < 3 or term in engine.t_post or not term.isalpha():
+            continue
+        i = bisect.bisect_left(engine.vocab, term)
+        found = 0
+        while i < len(engine.vocab) and engine.vocab[i].startswith(term) and found < 3:
+            if len(engine.vocab[i]) <= len(term) + 3:
+                out.append((engine.vocab[i], term))
+                found += 1
+            i += 1
+    return out
+
+
 def _cover_concepts(engine: SearchIndex, ranked: list[int], scores: dict[int, float], weights: dict[str, float],
                     limit: int, p: Params) -> list[int]:
     """Greedy re-rank so the returned set covers the question's distinct words: a table's lexical
@@ -819,7 +866,11 @@ def _explain_table(engine: SearchIndex, ti: int, weights: dict[str, float], word
     elif schema_boost > 0.3 * score and not why:
         why.append(f"in schema {table.schema_name}, whose tables match the query")
     if fk is not None and fk[0] > 0.2 * score:
-        why.append(f"FK neighbour of {engine.tables[fk[1]].name}")
+        col = engine.inferred[ti].get(fk[1])
+        if col is not None:
+            why.append(f"joins {engine.tables[fk[1]].name} by {col} (inferred from the name)")
+        else:
+            why.append(f"FK neighbour of {engine.tables[fk[1]].name}")
     return why or ["weak match"]
 
 
