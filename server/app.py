@@ -16,24 +16,13 @@ from flexsql.tools import catalog as catalog_tools
 from flexsql.tools import registry
 from flexsql.tools.sources import SourceRegistry
 
-DIALECT_NOTES = {
-    "duckdb": "DuckDB: double quotes are identifiers, single quotes are strings; ILIKE, regexp_matches, "
-              "strftime(date, '%Y'), date_trunc('month', d), list/struct columns (unnest, s.field), QUALIFY.",
-    "sqlite": "SQLite: dates are TEXT (strftime('%Y', d), date(d)); no ILIKE (LIKE is case-insensitive for ASCII); "
-              "|| concatenates; integer division truncates (CAST(x AS REAL)).",
-    "postgres": "PostgreSQL: identifiers fold to lower case unless quoted; ILIKE; date_trunc, EXTRACT; "
-                "::type casts; integer division truncates.",
-    "snowflake": "Snowflake: unquoted identifiers are UPPER case; VARIANT paths col:field::string, "
-                 "LATERAL FLATTEN(input => col); ILIKE; DATE_TRUNC; QUALIFY; sharded tables → UNION ALL or wildcards.",
-}
-
 
 def build_server(settings: Settings, sources: SourceRegistry, allow_python: bool = True,
                  token_verifier: Any = None, auth: Any = None) -> MCPServer:
     """`allow_python` is the transport's default for run_python (on for stdio and loopback HTTP);
     `settings.sandbox.enabled` overrides it either way."""
     state = SessionState(sources, settings)
-    notes = sorted({s.dialect for s in sources})
+    engines = {s.dialect: s.traits for s in sources}
     instructions = (
         "flexsql gives read-only, token-frugal access to databases for answering questions with SQL. "
         "Work FlexSQL-style: search_schema / list_tables / describe_table to find tables; distinct_values / "
@@ -41,7 +30,7 @@ def build_server(settings: Settings, sources: SourceRegistry, allow_python: bool
         "run_python for logic easier in pandas; compare_results to check candidate answers agree.\n"
         "Sources (every tool takes source=NAME; default: the first): "
         + ", ".join(f"{s.name} ({s.dialect})" for s in sources) + "\n"
-        + "\n".join(DIALECT_NOTES[d] for d in notes if d in DIALECT_NOTES)
+        + "\n".join(engines[d].notes for d in sorted(engines))
     )
     server = MCPServer(name="flexsql", version=__version__, instructions=instructions, token_verifier=token_verifier,
                        auth=auth)
