@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -19,6 +20,11 @@ from engines import make_duckdb
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_support import http_server, server_env, text_of
+
+from flexsql.config import LimitsConfig, SandboxConfig
+from flexsql.tools.context import ToolContext
+from flexsql.tools.python_tool import run_python
+from flexsql.tools.sources import SourceRegistry, open_source
 
 TOKEN = "hardening-token-" + "x" * 24
 MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}
@@ -167,3 +173,26 @@ async def test_a_client_that_goes_away_cancels_its_call(tmp_path, mode, tool):
         async with Client(endpoint, mode=mode) as other:
             answer = await other.call_tool("run_python", {"code": "print(6 * 7)", "timeout_s": 20})
             assert "42" in text_of(answer)
+
+
+# -- 3. run_python's timeout bounds the queries it makes ------------------------------------------------
+
+def test_run_python_timeout_bounds_its_flexsql_sql_queries(tmp_path):
+    """Was: timeout_s=2 returned after 31 s — the inner query had the full 30 s query timeout."""
+    source = open_source(make_duckdb(tmp_path), name="shop")
+    try:
+        ctx = ToolContext(sources=SourceRegistry([source]), limits=LimitsConfig(query_timeout_s=30),
+                          sandbox=SandboxConfig(timeout_s=20, cpu_s=20, memory_mb=512))
+        started = time.monotonic()
+        result = run_python(ctx, "flexsql.sql('SELECT count(*) FROM range(1000000000000)')", timeout_s=2)
+        took = time.monotonic() - started
+        assert result.ok is False and "timeout" in result.limits_hit, result.to_text()
+        assert "2 s wall-clock limit" in result.to_text()
+        assert took < 12, f"run_python(timeout_s=2) took {took:.1f} s"
+        # the engine was interrupted, not left running: the source answers at once
+        assert source.execute("SELECT count(*) FROM orders").rows == [(7,)]
+        # a query that fits in the time left still runs
+        fits = run_python(ctx, "len(flexsql.sql('SELECT * FROM orders'))", timeout_s=10)
+        assert fits.ok and fits.value_repr == "7", fits.to_text()
+    finally:
+        source.close()

@@ -10,6 +10,7 @@ and the source's limits apply). The process, its limits and its isolation are in
 from __future__ import annotations
 
 import ast
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -144,22 +145,31 @@ def _arrow_of(ctx: ToolContext, stored: StoredResult) -> pa.Table:
     return ctx.results.arrow(stored, lambda: table_from_rows(stored.columns, stored.rows))
 
 
-SqlRunner = Callable[..., Any]  # runner(sql) or runner(sql, source): a QueryResult-like object
+SqlRunner = Callable[..., Any]  # runner(sql) or runner(sql, source), maybe timeout_s=: a QueryResult-like object
 
 
 def _default_sql_runner(ctx: ToolContext, default_source: str | None) -> SqlRunner:
-    def run(sql: str, source: str | None = None) -> Any:
+    def run(sql: str, source: str | None = None, timeout_s: float | None = None) -> Any:
         src = ctx.source(source or default_source)
         store_rows = ctx.limits.store_rows
-        return src.execute(sql, timeout_s=ctx.limits.query_timeout_s,
+        timeout = ctx.limits.query_timeout_s if timeout_s is None else min(timeout_s, ctx.limits.query_timeout_s)
+        return src.execute(sql, timeout_s=timeout,
                            limits=FetchLimits(max_rows=store_rows, max_bytes=ctx.limits.store_mb * 1024 * 1024,
                                               count_limit=store_rows + 1))
     return run
 
 
 def _sql_handler(runner: SqlRunner) -> Callable[..., tuple[pa.Table, dict[str, Any]]]:
-    def handle(sql: str, source: str | None = None) -> tuple[pa.Table, dict[str, Any]]:
-        result = runner(sql) if source is None else runner(sql, source)
+    """`handle(sql, source, timeout_s=time the program has left)` for the sandbox; a runner that takes no
+    timeout_s gets none (its own limits apply)."""
+    try:
+        takes_timeout = "timeout_s" in inspect.signature(runner).parameters
+    except (TypeError, ValueError):
+        takes_timeout = False
+
+    def handle(sql: str, source: str | None = None, timeout_s: float | None = None) -> tuple[pa.Table, dict[str, Any]]:
+        args = (sql,) if source is None else (sql, source)
+        result = runner(*args, timeout_s=timeout_s) if takes_timeout else runner(*args)
         table = table_from_rows(list(result.columns), result.rows)
         meta = {"total_rows": int(getattr(result, "total_rows", len(result.rows))),
                 "total_is_lower_bound": bool(getattr(result, "total_is_lower_bound", False)),

@@ -283,6 +283,7 @@ class _Call:
     parent_files: set[str] = field(default_factory=set)
     pid: int | None = None
     sql_calls: int = 0
+    deadline: float | None = None  # monotonic time the template kills the program at
 
 
 class Sandbox:
@@ -552,6 +553,7 @@ class Sandbox:
                             event = _json_or_none(line) or {}
                             if event.get("event") == "started":
                                 call.pid = int(event["pid"])
+                                call.deadline = time.monotonic() + limits.timeout_s
                             elif event.get("event") in ("exit", "error"):
                                 exit_event = event
                                 exited_at = time.monotonic()
@@ -590,8 +592,14 @@ class Sandbox:
         source = message.get("source")
         if source is not None and (not isinstance(source, str) or len(source) > 200):
             return {"ok": False, "error": "flexsql.sql(source=…) takes the name of a configured source"}
+        # the query gets only the time the program has left: it is killed at its deadline anyway, and a
+        # query left running would hold this call (and the engine) for the full query timeout
+        left = (call.deadline or time.monotonic() + call.limits.timeout_s) - time.monotonic()
+        if left <= 0.05:
+            return {"ok": False, "error": f"no time left for flexsql.sql(): the program has used its "
+                                          f"{call.limits.timeout_s:g} s wall-clock limit"}
         try:
-            table, meta = call.sql_handler(sql) if source is None else call.sql_handler(sql, source)
+            table, meta = call.sql_handler(sql, source, timeout_s=left)
         except FlexSQLError as exc:
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:4000]}
         except Exception as exc:  # a driver error: the message is what the model needs to fix the query
