@@ -242,7 +242,7 @@ def _structured(result: Any) -> dict[str, Any]:
     text = " ".join(getattr(c, "text", "") for c in (result.content or []))
     if result.is_error:
         # the server's error results carry the error's code (flexsql/errors.py): categorise by it, not by wording
-        error = (result.structured_content or {}).get("error") if isinstance(result.structured_content, dict) else None
+        error = (result.meta or {}).get("flexsql/error")
         code = error.get("code") if isinstance(error, dict) else None
         category = {"timeout": "timeout", "refused": "refused"}.get(code or "", "execution_error")
         raise ExecutionFailure(category, text or "the tool call failed without a message")

@@ -2,7 +2,7 @@
 happened, why, and what to do.
 
 Each class carries one stable `code`. MCP clients see it as the first word of a tool error's text
-(`not_found: table 'ordrs' does not exist …`) and as `structured_content["error"]["code"]`; the
+(`not_found: table 'ordrs' does not exist …`) and as `_meta["flexsql/error"]["code"]`; the
 evaluation harness categorises failures by it instead of by matching words in messages.
 
     FlexSQLError                 internal     (base; a bare FlexSQLError is a flexsql bug)

@@ -1,6 +1,6 @@
 """How the MCP server runs a registry tool: off the event loop with engine-level cancellation, the
 result model as compact text plus structured content, errors as `is_error` results that carry the
-error's code (in the text's first word and in `structured_content.error`), and progress from
+error's code (in the text's first word and in `_meta["flexsql/error"]`), and progress from
 worker threads as notifications."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from flexsql.config import Settings
 from flexsql.errors import FlexSQLError, error_text
 from flexsql.tools.context import ToolContext
-from flexsql.tools.registry import ToolEnv, ToolSpec, error_payload, result_text
+from flexsql.tools.registry import ERROR_META, ToolEnv, ToolSpec, error_payload, result_text
 from flexsql.tools.render import bounded_structured
 from flexsql.tools.sources.base import CancelHooks, active_cancel_hooks
 
@@ -42,8 +42,10 @@ def tool_result(model: BaseModel, settings: Settings) -> CallToolResult:
 def error_result(exc: BaseException) -> CallToolResult:
     if not isinstance(exc, FlexSQLError):
         log.error("tool failed", exc_info=exc)
-    return CallToolResult(content=[TextContent(type="text", text=error_text(exc))], structured_content=error_payload(exc),
-                          is_error=True)
+    # The code rides in `_meta`, not structured_content: clients validate structured content against the
+    # tool's output schema even on errors (the TypeScript SDK, so Claude Code and the MCP Inspector do).
+    return CallToolResult(content=[TextContent(type="text", text=error_text(exc))], is_error=True,
+                          _meta={ERROR_META: error_payload(exc)})
 
 
 async def run_spec(spec: ToolSpec, tc: ToolContext, arguments: dict[str, Any], env: ToolEnv) -> CallToolResult:

@@ -506,7 +506,7 @@ async def test_ask_tool_without_endpoint_or_sampling_says_what_to_configure(db_u
         result = await client.call_tool("ask", {"question": TOP_QUESTION})
     sources.close()
     assert result.is_error
-    error = result.structured_content["error"]
+    error = result.meta["flexsql/error"]
     assert error["code"] == "config"
     for setting in ("[model]", "FLEXSQL_MODEL__BASE_URL", "FLEXSQL_MODEL__MODEL", "--base-url"):
         assert setting in error["message"] and setting in text_of(result)

@@ -108,7 +108,9 @@ async def test_error_results_carry_their_code(db: str, tool: str, arguments: dic
     assert result.is_error
     text = result.content[0].text
     assert text.startswith(f"{code}: "), text
-    assert result.structured_content == {"error": {"code": code, "message": text}}
+    # in _meta, not structured_content: clients check structured content against the output schema
+    assert result.meta["flexsql/error"] == {"code": code, "message": text}
+    assert result.structured_content is None
 
 
 async def test_run_python_disabled_is_unavailable_in_process(db: str) -> None:

@@ -239,8 +239,11 @@ def result_text(model: BaseModel, settings: Settings) -> str:
     return text
 
 
+ERROR_META = "flexsql/error"  # the `_meta` key of an MCP error result that carries the code
+
+
 def error_payload(exc: BaseException) -> dict[str, Any]:
-    return {"error": {"code": error_code(exc), "message": error_text(exc)}}
+    return {"code": error_code(exc), "message": error_text(exc)}
 
 
 # -- exports for model endpoints ----------------------------------------------------------------
