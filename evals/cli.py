@@ -10,7 +10,7 @@ import click
 
 from flexsql.agent.flags import apply_model_flags, model_options
 from flexsql.config import load_settings
-from flexsql.errors import FlexSQLError
+from flexsql.errors import FlexSQLError, NotFoundError
 
 EPILOG = """
 \b
@@ -128,6 +128,8 @@ def eval_command(tasks: Path, runner: str, dbs: Path | None, db_url: str | None,
         if runner == "builtin":
             options.settings = apply_model_flags(load_settings(config_file), base_url, model_name, api_key_env, plans)
         evaluation = Evaluation(options)
+    except NotFoundError as exc:  # --ids naming no task: a usage error (exit 2)
+        raise click.BadParameter(str(exc).removeprefix("--ids: "), param_hint="'--ids'") from None
     except FlexSQLError as exc:
         raise click.ClickException(str(exc)) from None
     try:

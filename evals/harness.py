@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from flexsql.errors import ConfigError, FlexSQLError
+from flexsql.errors import ConfigError, FlexSQLError, NotFoundError
 from flexsql.evals.dialogue import expected_status, is_status_turn, returned_status, status_record, work_units
 from flexsql.evals.execution import (
     DEFAULT_MAX_ROWS,
@@ -106,6 +106,11 @@ class Evaluation:
         tasks = load_tasks(options.tasks)
         if options.ids:
             wanted = set(options.ids)
+            unknown = [i for i in dict.fromkeys(options.ids) if i not in {t.instance_id for t in tasks}]
+            if unknown:
+                sample = ", ".join(t.instance_id for t in tasks[:3]) + (" …" if len(tasks) > 3 else "")
+                raise NotFoundError(f"--ids: no task in {options.tasks} has the id {', '.join(unknown)} "
+                                    f"(its {len(tasks)} ids look like {sample or 'nothing: the file has no tasks'})")
             tasks = [t for t in tasks if t.instance_id in wanted]
         if options.limit is not None:
             tasks = tasks[: options.limit]
@@ -216,12 +221,13 @@ class Evaluation:
             timings["gold_s"] = round(time.perf_counter() - t0, 4)
 
     def _url(self, task: Task) -> str:
+        # "no_database" is an infrastructure failure: a resume runs the task again (INFRASTRUCTURE)
         if self.locator is None:
-            raise ExecutionFailure("execution_error", "no database to run SQL on: pass --dbs DIR or --db URL")
+            raise ExecutionFailure("no_database", "no database to run SQL on: pass --dbs DIR or --db URL")
         try:
             return self.locator.url_for(task.db)
         except FlexSQLError as exc:
-            raise ExecutionFailure("execution_error", str(exc)) from None
+            raise ExecutionFailure("no_database", str(exc)) from None
 
     def _score(self, task: Task, prediction: Prediction, gold: _Gold, timings: dict[str, float]) -> dict[str, Verdict]:
         flavor = self.options.flavor or task.flavor
@@ -296,8 +302,12 @@ class Evaluation:
 
     # -- the whole run -----------------------------------------------------------------------------
     def run(self, on_progress: Callable[[dict[str, Any], int, int], None] | None = None) -> RunOutcome:
-        self.out.mkdir(parents=True, exist_ok=True)
-        (self.out / SUBMISSION).mkdir(exist_ok=True)
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+            (self.out / SUBMISSION).mkdir(exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"cannot write the results to {self.out}: {exc.strerror or exc}; "
+                              "pass --out a folder you can create and write") from None
         results_path = self.out / RESULTS
         previous = self._previous(results_path)
         # A dialogue is one unit, its turns in order (evals/dialogue.py); any other task is its own.
@@ -385,7 +395,8 @@ class Evaluation:
                     record = json.loads(line)
                 except ValueError:
                     continue  # a line cut short by a crash: that task runs again
-                records[str(record.get("instance_id"))] = record
+                if not infrastructure_failure(record):  # e.g. a wrong --dbs last time: run it again
+                    records[str(record.get("instance_id"))] = record
         return records
 
     def _merge(self, previous: dict[str, dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -408,6 +419,17 @@ class Evaluation:
         if info["options"].get("db"):
             info["options"]["db"] = redact(info["options"]["db"])
         write_private(self.out / "run.json", json.dumps(info, indent=2))
+
+
+# Failures of the setup, not of the answer (database not found, gold SQL failed, runner crashed): a
+# resumed run does these tasks again instead of keeping their 0.
+INFRASTRUCTURE = {"no_database", "runner_error"}
+
+
+def infrastructure_failure(record: dict[str, Any]) -> bool:
+    if record.get("outcome") == "gold_error" or record.get("category") in INFRASTRUCTURE:
+        return True
+    return any(c in INFRASTRUCTURE for c in (record.get("categories") or {}).values())
 
 
 @dataclass

@@ -60,6 +60,7 @@ CATEGORY_TEXT = {
     "no_prediction": "no prediction",
     "no_gold": "no gold",
     "runner_error": "runner failed",
+    "no_database": "database not found",
     "not_scored": "not scored (no gold SQL for this turn)",
 }
 

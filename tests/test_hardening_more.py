@@ -196,3 +196,66 @@ def test_run_python_timeout_bounds_its_flexsql_sql_queries(tmp_path):
         assert fits.ok and fits.value_repr == "7", fits.to_text()
     finally:
         source.close()
+
+
+# -- 4. eval: resume re-runs infrastructure failures; unknown ids and unwritable --out explained ----------
+
+@pytest.fixture
+def spider_tasks(tmp_path: Path) -> tuple[Path, Path]:
+    from test_evals import QUESTIONS, make_db
+
+    make_db(tmp_path / "dbs" / "concert_singer" / "concert_singer.sqlite")
+    tasks = tmp_path / "dev.json"
+    tasks.write_text(json.dumps([{"db_id": "concert_singer", "question": q, "query": s} for q, s in QUESTIONS]))
+    return tasks, tmp_path / "dbs"
+
+
+def run_eval(*args: str | Path) -> tuple[int, str]:
+    from click.testing import CliRunner
+
+    from flexsql.evals.cli import eval_command
+
+    result = CliRunner().invoke(eval_command, [str(a) for a in args])
+    return result.exit_code, result.output + (f"\n{result.exception!r}" if result.exception and
+                                              not isinstance(result.exception, SystemExit) else "")
+
+
+def eval_results(out: Path) -> dict[str, dict]:
+    return {r["instance_id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+
+
+def test_resume_runs_again_the_tasks_a_wrong_dbs_failed(spider_tasks, tmp_path):
+    """Was: the second run (right --dbs) skipped all 5 tasks and kept their 0 scores."""
+    tasks, dbs = spider_tasks
+    empty, out = tmp_path / "empty", tmp_path / "out"
+    empty.mkdir()
+    code, output = run_eval(tasks, "--runner", "gold", "--dbs", empty, "--out", out, "-q")
+    assert code == 0, output
+    first = eval_results(out)
+    assert all(r["score"] == 0 and "not found" in r["reason"] for r in first.values()), first
+    code, output = run_eval(tasks, "--runner", "gold", "--dbs", dbs, "--out", out, "-q")
+    assert code == 0, output
+    assert "already in" not in output  # nothing was kept from the failed run
+    again = eval_results(out)
+    assert sorted(again) == ["0", "1", "2", "3", "4"] and all(r["score"] == 1 for r in again.values()), again
+    # a task that really ran keeps its result on the next resume
+    code, output = run_eval(tasks, "--runner", "gold", "--dbs", dbs, "--out", out, "-q")
+    assert code == 0 and "5 task(s) already in" in output
+
+
+def test_eval_unknown_ids_is_an_error_naming_them(spider_tasks, tmp_path):
+    """Was: 0/0 and exit 0."""
+    tasks, dbs = spider_tasks
+    code, output = run_eval(tasks, "--runner", "gold", "--dbs", dbs, "--out", tmp_path / "out", "--ids", "1,nosuch,zz")
+    assert code == 2, output
+    assert "nosuch" in output and "zz" in output and "'1'" not in output
+    assert not (tmp_path / "out").exists()
+
+
+def test_eval_unwritable_out_is_a_clear_error(spider_tasks, tmp_path):
+    """Was: a PermissionError/FileNotFoundError traceback."""
+    tasks, dbs = spider_tasks
+    code, output = run_eval(tasks, "--runner", "gold", "--dbs", dbs, "--out", "/proc/x", "-q")
+    assert code != 0
+    assert "/proc/x" in output and "--out" in output, output
+    assert "OSError" not in output and "PermissionError" not in output and "FileNotFoundError" not in output, output
