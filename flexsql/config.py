@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -172,5 +173,12 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"invalid configuration: {problems}") from None
-    except Exception as exc:  # a TOML syntax error
+    except Exception as exc:  # a TOML syntax error, or an environment variable that is not JSON
+        env_field = re.search(r'field "(\w+)" from source "EnvSettingsSource"', str(exc))
+        if env_field:
+            name = f"FLEXSQL_{env_field.group(1).upper()}"
+            example = (f"{name}='[{{\"name\": \"sales\", \"url\": \"duckdb:///data/sales.duckdb\"}}]'"
+                       if name == "FLEXSQL_SOURCES" else f"{name}__<KEY>=<value> for one setting")
+            raise ConfigError(f"the environment variable {name} is not valid JSON (flexsql reads it as the "
+                              f"`{env_field.group(1)}` setting): give JSON, e.g. {example}, or unset it") from None
         raise ConfigError(f"cannot read the configuration {path}: {exc}") from None

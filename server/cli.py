@@ -12,7 +12,7 @@ import click
 from flexsql import __version__
 from flexsql.agent.flags import model_options
 from flexsql.config import Settings, SourceConfig, load_settings
-from flexsql.errors import ConfigError, FlexSQLError
+from flexsql.errors import ConfigError, FlexSQLError, NotFoundError
 from flexsql.tools.sources import SourceRegistry, open_source
 from flexsql.tools.sources.base import set_engine_limits
 
@@ -185,7 +185,14 @@ def call(tool: str, args: tuple[str, ...], db: tuple[str, ...], config_file: str
     try:
         model = anyio.run(registry.acall, context, tool, arguments, env)
     except Exception as exc:  # FlexSQLError or a bug: printed the way an MCP client would show it
-        click.echo(error_text(exc), err=True)
+        text = error_text(exc)
+        if isinstance(exc, NotFoundError) and "result_id" in str(exc) and not len(context.results):
+            # this process has just started: nothing was evicted, the id is from another session
+            text = (f"not_found: {str(exc).split(' is unknown', 1)[0]} does not exist here: result ids live in one "
+                    "server session, and each `flexsql call` is a new one. Run the query in the same call "
+                    "(run_query max_rows=…, or run_python with flexsql.sql()), or use `flexsql serve` with an "
+                    "MCP client to keep results between calls")
+        click.echo(text, err=True)
         sys.exit(1)
     finally:
         sources.close()

@@ -259,3 +259,25 @@ def test_eval_unwritable_out_is_a_clear_error(spider_tasks, tmp_path):
     assert code != 0
     assert "/proc/x" in output and "--out" in output, output
     assert "OSError" not in output and "PermissionError" not in output and "FileNotFoundError" not in output, output
+
+
+# -- 6. polish ------------------------------------------------------------------------------------------
+
+def flexsql_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-P", "-m", "flexsql.server", *args], capture_output=True, text=True,
+                          timeout=120, env=server_env(env), cwd=cwd)
+
+
+def test_a_bad_flexsql_sources_variable_is_named_as_the_environment_variable(tmp_path):
+    """Was: 'cannot read the configuration flexsql.toml: error parsing value for field "sources"…'."""
+    proc = flexsql_cli("sources", env={"FLEXSQL_SOURCES": "duckdb:///x.duckdb"}, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "environment variable FLEXSQL_SOURCES" in proc.stderr and "JSON" in proc.stderr, proc.stderr
+    assert "flexsql.toml" not in proc.stderr
+
+
+def test_fetch_rows_in_a_fresh_flexsql_call_explains_sessions(tmp_path):
+    """Was: 'unknown or was evicted to save memory (kept now: none yet)' in a process that just started."""
+    proc = flexsql_cli("call", "fetch_rows", "result_id=r1", "--db", make_duckdb(tmp_path))
+    assert proc.returncode == 1
+    assert "evicted" not in proc.stderr and "flexsql serve" in proc.stderr and "same call" in proc.stderr, proc.stderr
