@@ -88,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "flexsql-bench")
     parser.add_argument("--misses", type=Path, help="write the misses here (JSON)")
+    parser.add_argument("--scopes", default="database,catalog+context,catalog")
+    parser.add_argument("--part", choices=("all", "tune", "held-out"), default="all",
+                        help="tune: the cases at even positions (ranking weights were set on these); held-out: odd")
     args = parser.parse_args(argv)
 
     from flexsql.tools.context import ToolContext
@@ -121,11 +124,16 @@ def main(argv: list[str] | None = None) -> int:
                     cases.append({"set": set_name, "db": db, "table": table, "column": column, "literal": literal,
                                   "question": q["question"]})
 
-    report: dict[str, Any] = {"cases": len(cases), "scopes": {}}
+    for i, case in enumerate(cases):
+        case["part"] = "tune" if i % 2 == 0 else "held-out"
+    if args.part != "all":
+        cases = [c for c in cases if c["part"] == args.part]
+    report: dict[str, Any] = {"cases": len(cases), "part": args.part, "scopes": {}}
     misses: dict[str, list[dict[str, Any]]] = {}
     # the question's database (schema=), the whole catalog with the question as context, the bare literal
-    for scope in ("database", "catalog+context", "catalog"):
+    for scope in args.scopes.split(","):
         hits = {"train": [0, 0], "dev_open": [0, 0]}
+        part_hits = {"tune": [0, 0], "held-out": [0, 0]}
         top1 = 0
         times = []
         misses[scope] = []
@@ -141,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
             top1 += bool(got) and got[0] == want
             hits[case["set"]][0] += ok
             hits[case["set"]][1] += 1
+            part_hits[case["part"]][0] += ok
+            part_hits[case["part"]][1] += 1
             if not ok:
                 misses[scope].append({**case, "got": [f"{m.table}.{m.column}={m.value!r} ({m.match})"
                                                       for m in result.matches]})
@@ -149,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
             f"top{TOP}": round(total_hit / max(len(cases), 1), 4),
             "top1": round(top1 / max(len(cases), 1), 4),
             "by_set": {k: {"cases": v[1], f"top{TOP}": round(v[0] / max(v[1], 1), 4)} for k, v in hits.items()},
+            "by_part": {k: {"cases": v[1], f"top{TOP}": round(v[0] / max(v[1], 1), 4)}
+                        for k, v in part_hits.items()},
             "median_ms": round(statistics.median(times), 2) if times else None,
             "p95_ms": round(sorted(times)[int(0.95 * (len(times) - 1))], 2) if times else None,
         }
@@ -156,13 +168,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(cases)} gold comparisons column = 'literal' with the literal in the question "
           f"(train {sum(1 for c in cases if c['set'] == 'train')}, dev_open "
           f"{sum(1 for c in cases if c['set'] == 'dev_open')})")
-    header = f"{'scope':<16} | top{TOP}   top1  | train top{TOP} | dev_open top{TOP} | median ms | p95 ms"
+    header = (f"{'scope':<16} | top{TOP}   top1  | train top{TOP} | dev_open top{TOP} | tune / held-out top{TOP} "
+              "| median ms | p95 ms")
     print(header)
     print("-" * len(header))
     for scope, r in report["scopes"].items():
         print(f"{scope:<16} | {r[f'top{TOP}']:.3f}  {r['top1']:.3f} | {r['by_set']['train'][f'top{TOP}']:.3f}      "
-              f"| {r['by_set']['dev_open'][f'top{TOP}']:.3f}         | {r['median_ms']:<9} | {r['p95_ms']}")
-    out = HERE / "results" / "value_linking.json"
+              f"| {r['by_set']['dev_open'][f'top{TOP}']:.3f}         "
+              f"| {r['by_part']['tune'][f'top{TOP}']:.3f} / {r['by_part']['held-out'][f'top{TOP}']:.3f}        "
+              f"| {r['median_ms']:<9} | {r['p95_ms']}")
+    out = HERE / "results" / ("value_linking.json" if args.part == "all" else f"value_linking-{args.part}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2))
     if args.misses:

@@ -19,6 +19,10 @@ from flexsql.tools.search import identifier_terms, text_terms
 from flexsql.tools.sources.base import Catalog
 
 CONTEXT_WEIGHT = 0.12  # most a column gains from the context (exact 1.0 vs normalized 0.94)
+# how the context bonus splits: the column's own words, its table's and its schema's relevance to the
+# context as search_schema ranks them (idf-weighted, so 'name' or 'id' says little)
+CONTEXT_SPLIT = (0.4, 0.3, 0.3)
+_ENGINES: dict[int, tuple[object, object]] = {}  # id(catalog) -> (catalog, SearchIndex)
 PLAUSIBLE_WEIGHT = 0.03  # most it gains or loses from its type and name for the bare literal
 _KEYISH = re.compile(r"(?:^|_)(?:id|key|code|uuid|guid|hash)$|Id$|ID$")
 _TEXT = re.compile(r"CHAR|TEXT|STRING|VARCHAR", re.IGNORECASE)
@@ -70,9 +74,46 @@ def plausibility(column: str, ctype: str, literal: str, count: int) -> float:
     return max(-1.0, min(1.0, score))
 
 
+def _engine(catalog: Catalog) -> object:
+    """The search index of a catalog (built once per catalog load)."""
+    from flexsql.tools.search import SearchIndex
+
+    held = _ENGINES.get(id(catalog))
+    if held is None or held[0] is not catalog:
+        if len(_ENGINES) > 8:
+            _ENGINES.clear()
+        held = (catalog, SearchIndex(catalog))
+        _ENGINES[id(catalog)] = held
+    return held[1]
+
+
+def lexical_relevance(catalog: Catalog, tables: set[str], terms: set[str]) -> dict[str, tuple[float, float]]:
+    """qualified table -> (table, schema) relevance to the context terms, each 0..1 relative to the best
+    table and schema of the catalog."""
+    if not terms or not tables:
+        return {}
+    engine = _engine(catalog)
+    weights = {t: 1.0 for t in terms}
+    k1 = engine.params.k1  # type: ignore[attr-defined]
+    t_lex = engine.bm25(engine.t_post, engine.t_idf, weights, k1)  # type: ignore[attr-defined]
+    s_lex = engine.bm25(engine.s_post, engine.s_idf, weights, k1)  # type: ignore[attr-defined]
+    t_best = max(t_lex.values(), default=0.0) or 1.0
+    s_best = max(s_lex.values(), default=0.0) or 1.0
+    out = {}
+    for name in tables:
+        ti = engine.by_key.get(name)  # type: ignore[attr-defined]
+        if ti is None:
+            continue
+        si = engine.table_schema[ti]  # type: ignore[attr-defined]
+        out[name] = (t_lex.get(ti, 0.0) / t_best, s_lex.get(si, 0.0) / s_best)
+    return out
+
+
 def rank_bonus(catalog: Catalog, matches: Sequence[object], literal: str, context: str | None) -> dict[int, float]:
     """id(match) -> bonus to its score for ordering; sets `context_words` on matches the context names."""
     terms = context_terms(context, literal)
+    lexical = lexical_relevance(catalog, {m.table for m in matches}, terms)  # type: ignore[attr-defined]
+    own, of_table, of_schema = CONTEXT_SPLIT
     out: dict[int, float] = {}
     for m in matches:
         ctype = ""
@@ -85,9 +126,31 @@ def rank_bonus(catalog: Catalog, matches: Sequence[object], literal: str, contex
         rel, words = relevance(catalog, m.table, m.column, terms)  # type: ignore[attr-defined]
         if words:
             m.context_words = sorted(set(words))[:4]  # type: ignore[attr-defined]
+        t_rel, s_rel = lexical.get(m.table, (0.0, 0.0))  # type: ignore[attr-defined]
+        if lexical:
+            rel = own * rel + of_table * t_rel + of_schema * s_rel
         out[id(m)] = CONTEXT_WEIGHT * rel + PLAUSIBLE_WEIGHT * plausibility(
             m.column, ctype, literal, m.count)  # type: ignore[attr-defined]
     return out
 
 
-__all__ = ["context_terms", "plausibility", "rank_bonus", "relevance"]
+SPREAD_PENALTY = 0.01  # per better-placed match of the same schema, for a bare literal over many schemas
+SPREAD_CAP = 0.025  # below the gap between an exact and a case-insensitive match
+
+
+def spread_schemas(matches: list, bonus: dict[int, float]) -> list:  # type: ignore[type-arg]
+    """A bare literal over many schemas: among near-equal matches, the first of each schema (database)
+    comes before a third sibling of one schema ('China' in flight_4.airports and flight_4.airlines,
+    then the other databases that hold it), so the top few name several places the value lives."""
+    seen: dict[str, int] = {}
+    keyed = []
+    for pos, m in enumerate(matches):
+        schema = m.table.rsplit(".", 1)[0] if "." in m.table else ""
+        penalty = min(SPREAD_CAP, SPREAD_PENALTY * seen.get(schema, 0))
+        seen[schema] = seen.get(schema, 0) + 1
+        keyed.append((-(m.score + bonus[id(m)] - penalty), pos, m))
+    keyed.sort(key=lambda x: (x[0], x[1]))
+    return [m for _, _, m in keyed]
+
+
+__all__ = ["context_terms", "spread_schemas", "plausibility", "rank_bonus", "relevance"]

@@ -208,7 +208,7 @@ def find_values(ctx: ToolContext, text: str, tables: list[str] | None = None, li
     """Which table.column holds values like `text` (exact, case-insensitive, accents/punctuation,
     word order, partial, typos), with the stored spelling and row count. `schema` keeps one schema;
     `context` (the question, or the words around the literal) ranks the columns by relevance to it."""
-    from flexsql.tools.search_value_context import rank_bonus
+    from flexsql.tools.search_value_context import rank_bonus, spread_schemas
 
     if not isinstance(text, str) or not text.strip():
         raise InvalidArgument("text is required: the value to look for, e.g. 'France' or 'Desk Lamp'")
@@ -263,6 +263,8 @@ def find_values(ctx: ToolContext, text: str, tables: list[str] | None = None, li
             matches = [m for m in matches if (m.table, m.column) not in replaced] + live
     bonus = rank_bonus(catalog, matches, text.strip(), context)
     matches.sort(key=lambda m: (-(m.score + bonus[id(m)]), -m.count, m.table, m.column))
+    if context is None and schema is None:
+        matches = spread_schemas(matches, bonus)
     notes = []
     if built.errors:
         notes.append(f"{len(built.errors)} tables could not be indexed: " + "; ".join(built.errors[:2]))
