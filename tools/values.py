@@ -64,10 +64,17 @@ TEXT_VALUE_CHARS = 1000  # longer values are grouped whole but returned cut (a 1
 _NESTED_TYPE = re.compile(r"JSON|ARRAY|\[\]|VARIANT|OBJECT|STRUCT|MAP|GEO", re.IGNORECASE)
 
 
+_BINARY_TYPE = re.compile(r"BLOB|BYTEA|BINARY|BYTES", re.IGNORECASE)
+
+
 def _value_sql(column_sql: str, ctype: str, dialect: str) -> str:
     """The column as something every engine can compare, group and take min/max of: itself when
-    ordered (numbers, text, dates), else its text (booleans, JSON, arrays, UUIDs…)."""
-    if traits_for(dialect).dynamic_types or (_ORDERED_TYPE.search(ctype) and not _NESTED_TYPE.search(ctype)
+    ordered (numbers, text, dates), `0x…` hex for binary (as every tool shows bytes), else its text
+    (booleans, JSON, arrays, UUIDs…)."""
+    traits = traits_for(dialect)
+    if _BINARY_TYPE.search(ctype) and not traits.dynamic_types:
+        return traits.binary_text(column_sql)
+    if traits.dynamic_types or (_ORDERED_TYPE.search(ctype) and not _NESTED_TYPE.search(ctype)
                                and not _UNORDERED_TYPE.search(ctype)):
         return column_sql
     return as_text(column_sql, dialect)

@@ -130,6 +130,7 @@ TRAITS = EngineTraits(
     regex_match="{expr} ~ {pattern}", double_quoted_strings=False, cloud=False,
     notes="PostgreSQL: identifiers fold to lower case unless quoted; ILIKE; date_trunc, EXTRACT; "
           "::type casts; integer division truncates.",
+    binary_hex="encode({expr}, 'hex')"
 )
 
 

@@ -167,6 +167,7 @@ TRAITS = EngineTraits(
     regex_match="REGEXP_INSTR({expr}, {pattern}) > 0", double_quoted_strings=False, cloud=True,
     notes="Snowflake: unquoted identifiers are UPPER case; VARIANT paths col:field::string, "
           "LATERAL FLATTEN(input => col); ILIKE; DATE_TRUNC; QUALIFY; sharded tables → UNION ALL or wildcards.",
+    binary_hex="lower(hex_encode({expr}))"
 )
 
 

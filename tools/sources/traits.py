@@ -73,6 +73,8 @@ class EngineTraits:
     """A paid warehouse: every scan costs money (Spider 2's evaluator also scores an empty result 0)."""
     notes: str
     """One line for the model: the engine's SQL habits that differ from the others."""
+    binary_hex: str = "lower(hex({expr}))"
+    """Lower-case hex digits of binary `{expr}`: value tools show BLOBs as `0x…`, like every other tool."""
 
     # -- rendering ------------------------------------------------------------------------------
     def quote(self, name: str) -> str:
@@ -89,6 +91,10 @@ class EngineTraits:
 
     def as_text(self, expr: str) -> str:
         return f"CAST({expr} AS {self.text_type})"
+
+    def binary_text(self, expr: str) -> str:
+        """A BLOB as the text `0x<hex>` (what render.cell_text shows for bytes)."""
+        return "'0x' || " + self.binary_hex.format(expr=expr)
 
     def average(self, expr: str) -> str:
         return f"avg(CAST({expr} AS {self.double_type}))" if self.double_type else f"avg({expr})"
