@@ -38,7 +38,7 @@ from flexsql.tools.sources.base import FetchLimits, Source, TableInfo
 from flexsql.tools.sources.traits import all_traits, traits_for
 from flexsql.tools.sql_build import as_text, quote_ident, quote_table
 
-INDEX_VERSION = "1"
+INDEX_VERSION = "2"  # 2: emoji and other symbols are tokens
 CAP_PER_COLUMN = 1000  # distinct values kept per column (the most frequent ones)
 FREE_TEXT_CHARS = 60  # average length above which a column is free text, not a value domain
 MAX_VALUE_CHARS = 200  # longer single values are not indexed
@@ -68,8 +68,14 @@ _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
 
 
 def normalize(text: str) -> str:
-    """The comparison form of a value: folded, punctuation and whitespace runs become one space."""
-    return _NON_WORD.sub(" ", fold(text)).strip()
+    """The comparison form of a value: folded, punctuation and whitespace runs become one space.
+    Emoji and other pictographs (Unicode "So") each become a word of their own, so '🎉' finds
+    '🎉🎉' and 'party 🎉'; currency and math signs stay punctuation ('$100' still matches '100')."""
+    folded = fold(text)
+    if folded.isascii():
+        return _NON_WORD.sub(" ", folded).strip()
+    parts = [ch if ch.isalnum() else (f" {ch} " if unicodedata.category(ch) == "So" else " ") for ch in folded]
+    return " ".join("".join(parts).split())
 
 
 def sorted_key(norm: str) -> str:
