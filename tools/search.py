@@ -720,6 +720,8 @@ def search_schema(ctx: ToolContext, query: str, limit: int = 10, source: str | N
         table = shown.get(ti, engine.tables[ti])
         why = _explain_table(engine, ti, weights, words, value_why.get(ti, []), schema_part.get(ti, 0.0),
                              fk_part.get(ti), scores[ti])
+        if why == [SCHEMA_FILLER.format(schema=engine.tables[ti].schema_name)]:
+            continue  # only its schema's other tables matched: padding, not a hit
         hit = TableHit(table=table.qualified, score=round(scores[ti], 3), why=why, kind=table.kind,
                        row_estimate=table.row_estimate)
         fam = engine.family[ti]
@@ -833,6 +835,9 @@ def _quote_words(terms: list[str], words: dict[str, str]) -> str:
     return ", ".join(f"'{words.get(t, t)}'" for t in terms)
 
 
+SCHEMA_FILLER = "in schema {schema}, whose tables match the query"
+
+
 def _explain_table(engine: SearchIndex, ti: int, weights: dict[str, float], words: dict[str, str],
                    values: list[tuple[float, str, str, int]], schema_boost: float,
                    fk: tuple[float, int] | None, score: float) -> list[str]:
@@ -864,7 +869,7 @@ def _explain_table(engine: SearchIndex, ti: int, weights: dict[str, float], word
     if schema_hits:
         why.append(f"schema {table.schema_name} matches {_quote_words(schema_hits, words)}")
     elif schema_boost > 0.3 * score and not why:
-        why.append(f"in schema {table.schema_name}, whose tables match the query")
+        why.append(SCHEMA_FILLER.format(schema=table.schema_name))
     if fk is not None and fk[0] > 0.2 * score:
         col = engine.inferred[ti].get(fk[1])
         if col is not None:
