@@ -136,7 +136,7 @@ REFUSED: list[tuple[tuple[str, ...], str, str]] = [
     (("duckdb",), "PIVOT 'x' ON a USING count(*)", r"reading 'x' as a table"),
     (EVERY, "SELECT * FROM orders LEFT JOIN 'x' USING (order_id)", r"reading 'x' as a table"),
     (EVERY, "SELECT * FROM orders WHERE order_id IN (SELECT a FROM 'x')", r"reading 'x' as a table"),
-    (("duckdb",), "SHOW 'x.csv'", r"SHOW is not allowed"),
+    (("duckdb",), "SHOW 'x.csv'", r"SHOW 'x.csv' is not allowed — only the catalog forms of SHOW"),
     # what cannot be checked is refused, with a message
     (EVERY, "", r"^refused: the SQL text is empty"),
     (EVERY, "   \n ", r"^refused: the SQL text is empty"),

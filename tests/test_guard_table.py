@@ -170,3 +170,15 @@ def test_importing_the_guard_leaves_sqlglots_logger_alone(caplog):
     with caplog.at_level(logging.WARNING, logger="sqlglot"), pytest.raises(RefusedError):
         check_sql("VACUUM t", "duckdb")  # the guard's own parse stays quiet
     assert not [r for r in caplog.records if r.name == "sqlglot"]
+
+
+def test_a_refused_show_says_which_form_runs() -> None:
+    """`SHOW '/etc/passwd'` used to answer "SHOW is not allowed — only … SHOW … run", contradicting itself."""
+    from flexsql.errors import RefusedError
+    from flexsql.tools.guard import check_sql
+
+    with pytest.raises(RefusedError) as caught:
+        check_sql("SHOW '/etc/passwd'", "duckdb")
+    message = str(caught.value)
+    assert "SHOW TABLES" in message and "file" in message
+    assert "only SELECT / WITH / VALUES / SHOW" not in message

@@ -381,6 +381,12 @@ def _check(sql: str, dialect: str) -> str:
             _check_explain(body, dialect)
         elif keyword == "SHOW" and dialect in ("postgres", "duckdb") and _SIMPLE_SHOW.match(body):
             pass
+        elif keyword == "SHOW":  # the statement is allowed in general: say which form is not
+            forms = "SHOW TABLES, SHOW <table>, SHOW ALL TABLES" if dialect == "duckdb" else "SHOW <setting>"
+            raise refuse(f"SHOW {body.strip()[:60]}".strip(),
+                         f"only the catalog forms of SHOW run here ({forms}); a quoted name or path is "
+                         "refused because DuckDB reads it as a file — query the table with SELECT instead"
+                         if dialect == "duckdb" else f"only the catalog forms of SHOW run here ({forms})")
         else:
             raise refuse(_statement_label(tree, sql), f"{READ_ONLY_HINT}; {_ONLY_READS}")
     elif isinstance(tree, _ALLOWED_ROOTS + _DIALECT_ROOTS.get(dialect, ())):
