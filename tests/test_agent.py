@@ -640,3 +640,14 @@ async def test_follow_up_turn_sees_the_earlier_question_and_sql_in_every_stage(s
     assert {r.stage for r in later} == {"classify", "link", "plan", "implement", "evaluate"}
     for req in later:
         assert COUNT_QUESTION in first_user_text(req) and first_sql in first_user_text(req), req.stage
+
+
+async def test_an_answer_left_in_the_reasoning_with_empty_content_is_used(shop):
+    """Qwen3 behind vLLM's reasoning parser can put the whole answer in `reasoning` and leave the
+    content empty (vllm#53284): the stage reads it from there instead of failing."""
+    improper = '{"type": "improper", "clarifying_question": null, "reason": null, "reply": "Hi there!"}'
+    script = StageScript(plans={}, on={"classify": lambda req: Reply(content=None, reasoning=f"The user greets. {improper}")})
+    with OpenAIStub(script) as stub:
+        result = await ask(shop, stub, "hello!")
+    assert result.status == "reply" and result.reply == "Hi there!"
+    assert [r.stage for r in stub.requests] == ["classify"]  # no correction round was needed

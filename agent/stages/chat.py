@@ -122,6 +122,17 @@ async def call_tool(run: Run, call: ToolCall, allowed: list[str]) -> str:
     return text
 
 
+def _parsed(stage: str, reply: Any, plans: int) -> BaseModel:
+    """The stage's object from the reply's content — or, when the content is empty, from its
+    reasoning: Qwen3 behind vLLM's reasoning parser can leave the whole answer there (vllm#53284)."""
+    try:
+        return parse_output(stage, reply.content, plans)
+    except StageOutputError:
+        if (reply.content or "").strip() or not (reply.reasoning or "").strip():
+            raise
+        return parse_output(stage, reply.reasoning, plans)
+
+
 async def converse(run: Run, stage: str, system: dict[str, Any], user: str, tools: list[str] | None = None,
                    plans: int = 4) -> BaseModel:
     """Talk to the stage's model until it answers with the stage's object."""
@@ -169,7 +180,7 @@ async def converse(run: Run, stage: str, system: dict[str, Any], user: str, tool
             rounds += 1
             continue
         try:
-            return parse_output(stage, reply.content, plans)
+            return _parsed(stage, reply, plans)
         except StageOutputError as exc:
             fixes += 1
             run.trace.event("unusable_reply", stage=stage, problem=str(exc), attempt=fixes)
