@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "spider"
 KS = (5, 10, 20)
 SAMPLE_SIZE = 1000
@@ -470,6 +471,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--params", help="search_schema weight overrides, e.g. prefix_weight=0,inferred_share=0")
     parser.add_argument("--failures", type=Path, help="write the misses (top-10) of search_schema here")
     parser.add_argument("--ablations", action="store_true", help="also rank without value hits, schema boost, FKs")
+    parser.add_argument("--synonyms", choices=("on", "off"), default="on",
+                        help="WordNet expansion of question words (on: where WordNet is installed)")
     args = parser.parse_args(argv)
 
     from flexsql.tools.context import ToolContext
@@ -482,6 +485,8 @@ def main(argv: list[str] | None = None) -> int:
     path = build_spider_catalog(databases, args.workdir / f"spider-{catalog_stamp(databases)}.duckdb")
     build_s = time.perf_counter() - started
     os.environ.setdefault("FLEXSQL_CACHE_DIR", str(args.workdir / "cache"))
+    from warehouse_linking import _synonyms
+    synonyms = _synonyms(args.synonyms)
     source = open_source(f"duckdb:///{path}", name="spider")
     ctx = ToolContext(sources=SourceRegistry([source]))
     catalog = source.catalog()
@@ -515,7 +520,8 @@ def main(argv: list[str] | None = None) -> int:
                                           "columns": sum(len(t.columns) for t in catalog.tables),
                                           "copy_seconds": round(build_s, 1)},
                               "value_index_seconds": round(index_s, 1) if index_s is not None else None,
-                              "sample": {"size": SAMPLE_SIZE, "seed": SAMPLE_SEED}, "sets": {}}
+                              "sample": {"size": SAMPLE_SIZE, "seed": SAMPLE_SEED}, "synonyms": synonyms,
+                              "sets": {}}
     questions = load_questions(args.data)
     all_failures = {}
     for name in args.sets.split(","):

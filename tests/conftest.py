@@ -17,6 +17,9 @@ def pytest_configure(config: pytest.Config) -> None:
     """Never touch the user's real cache directory (demo database, value indexes): set before any
     fixture, module- and session-wide ones included, and inherited by server subprocesses."""
     os.environ["FLEXSQL_CACHE_DIR"] = tempfile.mkdtemp(prefix="flexsql-test-cache-")
+    # rankings must not depend on whether this machine has WordNet (its index builds in the background
+    # mid-session); tests/test_search_synonyms.py switches it on with files of its own
+    os.environ["FLEXSQL_WORDNET_DIR"] = "off"
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -303,6 +303,15 @@ class Params:
     inferred_share: float = 0.25  # like fk_share, for links inferred from `<entity>_id` column names
     inferred_sources: int = 5  # how many top tables pass it on
     inferred_with_declared: bool = False  # infer links in schemas that declare foreign keys too
+    # WordNet expansion of question words (tools/search_synonyms.py; off where WordNet is absent):
+    # weights of a synonym, a broader and a narrower word, times sense_decay per rarer sense
+    synonym_weight: float = 0.4
+    broader_weight: float = 0.25
+    narrower_weight: float = 0.2
+    sense_decay: float = 0.7
+    synonym_unknown_only: bool = False  # expand only question words the catalog lacks
+    unknown_boost: float = 1.0  # times this for a question word the catalog lacks (its only evidence)
+    synonym_verbs: bool = False  # verb senses too ('forward' ~ 'ship'), not only nouns
 
 
 @dataclass
@@ -628,6 +637,10 @@ def search_schema(ctx: ToolContext, query: str, limit: int = 10, source: str | N
         for term, word in _prefix_terms(engine, acronyms):
             weights.setdefault(term, p.prefix_weight)
             words.setdefault(term, word)
+    if p.synonym_weight or p.broader_weight or p.narrower_weight:
+        for term, weight, label in _synonym_terms(engine, query, weights, p):
+            weights[term] = weight
+            words[term] = label
 
     table_lex = engine.bm25(engine.t_post, engine.t_idf, weights, p.k1)
     column_lex = engine.bm25(engine.c_post, engine.c_idf, weights, p.k1)
@@ -781,6 +794,42 @@ def search_schema(ctx: ToolContext, query: str, limit: int = 10, source: str | N
                               elapsed_ms=round((time.perf_counter() - started) * 1000, 2))
 
 
+def _synonym_terms(engine: SearchIndex, query: str, weights: dict[str, float], p: Params) -> list[tuple[str, float, str]]:
+    """(catalog term, weight, why) for catalog words WordNet relates to a question word or phrase
+    ('medications' -> drug): low weights, so a word the question itself uses always counts more."""
+    from flexsql.tools.search_synonyms import BROADER, NARROWER, SYNONYM, question_phrases, wordnet
+
+    wn = wordnet()
+    if wn is None:
+        return []
+    base = {SYNONYM: p.synonym_weight, BROADER: p.broader_weight, NARROWER: p.narrower_weight}
+    best: dict[str, tuple[float, str]] = {}
+    covered: set[int] = set()  # words inside a phrase WordNet knows are not expanded one by one
+    for phrase, first, n in question_phrases(_RESULT_PHRASES.sub(" ", query) if p.drop_result_phrases else query):
+        if n == 1 and (phrase in STOPWORDS or len(phrase) < 3 or first in covered):
+            continue
+        if p.synonym_unknown_only and n == 1 and stem(phrase) in engine.t_post:
+            continue
+        related = wn.related(phrase)
+        if not related:
+            continue
+        boost = p.unknown_boost if n > 1 or stem(phrase) not in engine.t_post else 1.0
+        if n > 1:
+            covered.update(range(first, first + n))
+        for r in related:
+            if " " in r.word or "-" in r.word:
+                continue
+            term = stem(IRREGULAR.get(r.word, r.word))
+            if r.pos == "v" and not p.synonym_verbs:
+                continue
+            weight = base[r.relation] * p.sense_decay ** r.sense * boost
+            if weight <= 0 or term in weights or term not in engine.t_post or term in STOPWORDS:
+                continue
+            if weight > best.get(term, (0.0, ""))[0]:
+                best[term] = (weight, f"'{phrase}' ~ '{r.word}' (WordNet)")
+    return [(term, w, label) for term, (w, label) in best.items()]
+
+
 def _prefix_terms(engine: SearchIndex, weights: dict[str, float]) -> list[tuple[str, str]]:
     """Catalog words that an acronym of the question the catalog lacks begins ('GHCN' -> ghcnd_stations):
     neither stemming nor the abbreviation list can see them (lower-case words cost Spider 1.0 dev)."""
@@ -832,7 +881,9 @@ def _cover_concepts(engine: SearchIndex, ranked: list[int], scores: dict[int, fl
 
 
 def _quote_words(terms: list[str], words: dict[str, str]) -> str:
-    return ", ".join(f"'{words.get(t, t)}'" for t in terms)
+    # a WordNet expansion's label is already quoted: "'medication' ~ 'drug' (WordNet)"
+    shown = (words.get(t, t) for t in terms)
+    return ", ".join(w if w.startswith("'") else f"'{w}'" for w in shown)
 
 
 SCHEMA_FILLER = "in schema {schema}, whose tables match the query"
