@@ -1,5 +1,6 @@
-"""search_schema returns only tables with evidence of their own: a table whose only link to the
-query is that other tables of its schema matched is padding, not a hit (issue 13)."""
+"""search_schema ranks tables with evidence of their own first, and a table whose only link to the
+query is its schema says so plainly (keeping such tables is measured: dropping them cost 0.04
+all-gold@10 on Spider 2.0-Snow, where the tables a question needs sit together in one schema)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from flexsql.tools.search import SCHEMA_FILLER, search_schema
 from flexsql.tools.sources import SourceRegistry, open_source
 
 
-def test_no_hit_is_padding(tmp_path: Path) -> None:
+def test_schema_only_hits_rank_last_and_say_so(tmp_path: Path) -> None:
     import duckdb
 
     path = tmp_path / "w.duckdb"
@@ -29,7 +30,9 @@ def test_no_hit_is_padding(tmp_path: Path) -> None:
     finally:
         source.close()
     names = [hit.table.split(".")[-1] for hit in result.tables]
-    assert names[:2] == ["invoices", "invoice_lines"] or set(names[:2]) == {"invoices", "invoice_lines"}
-    filler = {SCHEMA_FILLER.format(schema="sales")}
-    assert all(set(hit.why) != filler for hit in result.tables), [(h.table, h.why) for h in result.tables]
-    assert "warehouses" not in names and "calendar" not in names
+    assert set(names[:2]) == {"invoices", "invoice_lines"}
+    filler = [SCHEMA_FILLER.format(schema="sales")]
+    weak = [i for i, hit in enumerate(result.tables) if hit.why == filler]
+    strong = [i for i, hit in enumerate(result.tables) if hit.why != filler]
+    assert not weak or min(weak) > max(strong)  # never ahead of a table with evidence of its own
+    assert "employees" not in names  # another schema: no evidence at all

@@ -733,8 +733,6 @@ def search_schema(ctx: ToolContext, query: str, limit: int = 10, source: str | N
         table = shown.get(ti, engine.tables[ti])
         why = _explain_table(engine, ti, weights, words, value_why.get(ti, []), schema_part.get(ti, 0.0),
                              fk_part.get(ti), scores[ti])
-        if why == [SCHEMA_FILLER.format(schema=engine.tables[ti].schema_name)]:
-            continue  # only its schema's other tables matched: padding, not a hit
         hit = TableHit(table=table.qualified, score=round(scores[ti], 3), why=why, kind=table.kind,
                        row_estimate=table.row_estimate)
         fam = engine.family[ti]
@@ -886,7 +884,10 @@ def _quote_words(terms: list[str], words: dict[str, str]) -> str:
     return ", ".join(w if w.startswith("'") else f"'{w}'" for w in shown)
 
 
-SCHEMA_FILLER = "in schema {schema}, whose tables match the query"
+# A table whose only evidence is that other tables of its schema matched. Kept, and said so: dropping
+# them cost all-gold@10 0.869 -> 0.829 on Spider 2.0-Snow and 0.978 -> 0.970 on Spider 1.0 dev, because
+# on warehouses the tables a question needs sit together in one schema.
+SCHEMA_FILLER = "only its schema matches: other tables of {schema} match the query"
 
 
 def _explain_table(engine: SearchIndex, ti: int, weights: dict[str, float], words: dict[str, str],
