@@ -212,10 +212,11 @@ def call(tool: str, args: tuple[str, ...], db: tuple[str, ...], config_file: str
 @click.option("--external-knowledge", type=click.Path(exists=True, dir_okay=False), default=None,
               help="a document defining the question's terms")
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None, help="write the JSONL trace here")
+@click.option("--source", "source_name", default=None, metavar="NAME", help="which --db to ask (default: the first)")
 @click.option("--json", "as_json", is_flag=True, help="print the whole answer as JSON")
 def ask(question: str, db: tuple[str, ...], config_file: str | None, base_url: str | None, model_name: str | None,
         api_key_env: str | None, plans: int | None, conversation_id: str | None, external_knowledge: str | None,
-        trace_path: str | None, as_json: bool) -> None:
+        trace_path: str | None, source_name: str | None, as_json: bool) -> None:
     """Answer QUESTION with the FlexSQL agent (needs a model endpoint: --base-url and --model, or [model]).
 
     Example: flexsql ask "How many orders shipped to France?" --base-url http://127.0.0.1:8000/v1
@@ -236,8 +237,9 @@ def ask(question: str, db: tuple[str, ...], config_file: str | None, base_url: s
         document = open(external_knowledge, encoding="utf-8").read() if external_knowledge else None
         sources = make_sources(settings, db)
         context = SessionState(sources, settings).new_context()
-        result = anyio.run(lambda: ask_question(context, settings, question, conversation_id=conversation_id,
-                                                external_knowledge=document, trace_path=trace_path))
+        result = anyio.run(lambda: ask_question(context, settings, question, source=source_name,
+                                                conversation_id=conversation_id, external_knowledge=document,
+                                                trace_path=trace_path))
     except FlexSQLError as exc:
         fail(error_text(exc))
         return
