@@ -27,7 +27,8 @@ def print_answer(answer: Answer, console: Console | None = None) -> None:
     if answer.code:
         console.print(Syntax(answer.code, "sql" if answer.language == "sql" else "python", word_wrap=True))
     if answer.columns:
-        table = Table(title=f"{answer.result_id}: {answer.total_rows} rows", title_justify="left")
+        console.print(f"{answer.result_id}: {answer.total_rows} rows", markup=False)
+        table = Table()
         for column in answer.columns:
             table.add_column(column, overflow="fold")
         for row in answer.rows:
