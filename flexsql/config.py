@@ -66,6 +66,8 @@ class LimitsConfig(StrictModel):
     # the engine's own memory and spill budget (DuckDB memory_limit, max_temp_directory_size)
     engine_memory_mb: int = Field(2048, ge=64, le=1_048_576)
     engine_temp_mb: int = Field(10240, ge=0, le=10_485_760)
+    # value-index entries older than this are rebuilt even when the engine shows no change (Snowflake has no signal)
+    value_index_ttl_s: float = Field(24 * 3600.0, gt=0, le=365 * 86400)
 
 
 # The agent's stages (agent/contract.py uses the same names); [model.stages.X] must name one of them.

@@ -120,15 +120,13 @@ def test_find_values_rebuilds_entries_past_the_age_limit(tmp_path: Path) -> None
     _cities_duckdb(path)
     ctx = context(f"duckdb:///{path}")
     find_values(ctx, "Lyon")
-    ctx.limits = ctx.limits.model_copy(update={"value_index_ttl_s": 0.001}) if "value_index_ttl_s" in \
-        type(ctx.limits).model_fields else ctx.limits
+    ctx.limits = ctx.limits.model_copy(update={"value_index_ttl_s": 0.001})
     time.sleep(0.01)
     again = find_values(ctx, "Lyon")
-    if "value_index_ttl_s" in type(ctx.limits).model_fields:
-        assert again.index_tables_built == 1
-        assert again.index_age_s is not None and again.index_age_s < 5
-    else:  # without the setting, the index is reused as long as the file is unchanged
-        assert again.index_tables_built == 0
+    assert again.index_tables_built == 1  # past [limits] value_index_ttl_s: rebuilt although the file is unchanged
+    assert again.index_age_s is not None and again.index_age_s < 5
+    ctx.limits = ctx.limits.model_copy(update={"value_index_ttl_s": 3600})
+    assert find_values(ctx, "Lyon").index_tables_built == 0  # within it: reused
 
 
 # -- 2. describe_table examples after a refresh ---------------------------------------------------------

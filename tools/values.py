@@ -30,7 +30,6 @@ from flexsql.tools.sources.base import Catalog, FetchLimits, Source, TableInfo
 from flexsql.tools.sources.traits import traits_for
 from flexsql.tools.sql_build import as_text, quote_ident, quote_literal, quote_table
 from flexsql.tools.value_index import (
-    INDEX_TTL_S,
     SAMPLE_ROWS,
     ColumnState,
     IndexedValue,
@@ -283,8 +282,8 @@ def find_values(ctx: ToolContext, text: str, tables: list[str] | None = None, li
 
 
 def _ttl(ctx: ToolContext) -> float:
-    """How old an index entry may get on engines without a change signal (a setting when configured)."""
-    return float(getattr(ctx.limits, "value_index_ttl_s", INDEX_TTL_S))
+    """How old an index entry may get before it is rebuilt whatever the change signal ([limits] value_index_ttl_s)."""
+    return float(ctx.limits.value_index_ttl_s)
 
 
 def _age_text(seconds: float) -> str:
