@@ -44,6 +44,30 @@ def machine_names() -> set[str]:
     return found
 
 
+def advertised_base(host: str, port: int) -> str:
+    """The base URL the server names in what it advertises (auth metadata, WWW-Authenticate): a
+    wildcard bind is no address a client can reach, so it names this machine instead (its host
+    name, which the host check allows; a bare address if the machine has no usable name)."""
+    bind = split_host(host)[0]
+    if bind in WILDCARD_BINDS:
+        bind = _reachable_name(ipv6=split_host(host)[0] == "::")
+    return f"http://[{bind}]:{port}" if ":" in bind else f"http://{bind}:{port}"
+
+
+def _reachable_name(ipv6: bool) -> str:
+    name = socket.gethostname().lower().rstrip(".")
+    if name and name not in LOOPBACK_NAMES:
+        return name
+    # no host name set: the address outgoing traffic leaves from (connect on UDP sends nothing)
+    family, probe = (socket.AF_INET6, "2001:db8::1") if ipv6 else (socket.AF_INET, "192.0.2.1")
+    try:
+        with socket.socket(family, socket.SOCK_DGRAM) as sock:
+            sock.connect((probe, 9))
+            return sock.getsockname()[0]
+    except OSError:
+        return "::1" if ipv6 else "127.0.0.1"
+
+
 @dataclass(frozen=True)
 class AllowedHosts:
     machine: frozenset[str]  # the bind's own names and addresses

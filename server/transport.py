@@ -14,7 +14,7 @@ from flexsql.config import Settings
 from flexsql.errors import ConfigError
 from flexsql.server.app import build_server
 from flexsql.server.disconnect import CancelOnDisconnect
-from flexsql.server.host_check import AllowedHosts, HostCheck, is_loopback
+from flexsql.server.host_check import AllowedHosts, HostCheck, advertised_base, is_loopback
 from flexsql.tools.sources import SourceRegistry
 
 log = logging.getLogger("flexsql.server")
@@ -58,7 +58,7 @@ def http_app(settings: Settings, sources: SourceRegistry):
                           "(e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))')")
     verifier = auth = None
     if token:
-        base = f"http://{host}:{port}"
+        base = advertised_base(host, port)
         verifier = StaticTokenVerifier(token)
         auth = AuthSettings(issuer_url=base, resource_server_url=f"{base}/mcp")
     server = build_server(settings, sources, allow_python=loopback, token_verifier=verifier, auth=auth)
