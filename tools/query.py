@@ -85,7 +85,7 @@ def run_query(ctx: ToolContext, sql: str, max_rows: int | None = None, timeout_s
     store_rows = max(ctx.limits.store_rows, limit)
     result = src.execute(sql, timeout_s=timeout,
                          limits=FetchLimits(max_rows=store_rows, max_bytes=ctx.limits.store_mb * 1024 * 1024,
-                                            count_limit=store_rows + 1))
+                                            count_limit=store_rows + 1, max_cell_bytes=ctx.limits.store_cell_kb * 1024))
     stored = ctx.results.put(columns=result.columns, types=result.types, rows=result.rows, total_rows=result.total_rows,
                              total_is_lower_bound=result.total_is_lower_bound, truncated=result.truncated,
                              ordered=has_top_level_order(sql, src.dialect), sql=sql, source=src.name)

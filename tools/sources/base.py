@@ -272,26 +272,108 @@ def set_engine_limits(memory_mb: int, temp_mb: int) -> None:
 
 
 _CELL_TYPES = (str, bytes, bytearray, memoryview)
+_NESTED_TYPES = (list, tuple, dict)  # DuckDB lists/arrays, structs and maps; PostgreSQL arrays, json
+
+
+def nested_size(value: Any, cap: int) -> int:
+    """Approximate printed bytes of a list/tuple/dict cell, counting stops once past `cap` (a
+    100M-element list costs no more to measure than a small one)."""
+    size = 2
+    items = value.items() if isinstance(value, dict) else value
+    for item in items:
+        parts = item if isinstance(value, dict) else (item,)
+        for part in parts:
+            if part is None or isinstance(part, bool | int | float):
+                size += 12  # a printed number and its separator, roughly
+            elif isinstance(part, _CELL_TYPES):
+                size += len(part) + 2
+            elif isinstance(part, _NESTED_TYPES):
+                size += nested_size(part, cap - size)
+            else:
+                size += len(str(part)) + 2
+        if size > cap:
+            return size
+    return size
+
+
+def _cell_size(value: Any, cap: int) -> int:
+    if value.__class__ in _CELL_TYPES:
+        return len(value)
+    if isinstance(value, _NESTED_TYPES):
+        return nested_size(value, cap)
+    return 0
+
+
+def _item_size(value: Any, cap: int) -> int:
+    """One element's size as `nested_size` counts it."""
+    return nested_size([value], cap) - 2
+
+
+def cut_nested(value: Any, max_bytes: int) -> Any:
+    """A list/dict cell cut to its first elements that fit in `max_bytes`, then a marker naming how
+    many were dropped: the last element of a list is the string '… N more elements cut', a dict gets
+    the key '…' with 'N more keys cut'. Elements that are themselves too big are cut in turn."""
+    is_dict = isinstance(value, dict)
+    items = list(value.items()) if is_dict else value
+    kept: list[Any] = []
+    size = 2 + 64  # room for the marker, so a cut cell is under the cap when measured again
+    for item in items:
+        part_cap = max(max_bytes - size, 16)
+        if is_dict:
+            key, inner = item
+            inner = _cut_cell(inner, part_cap)
+            cost = 4 + len(str(key)) + _item_size(inner, part_cap)
+            item = (key, inner)
+        else:
+            item = _cut_cell(item, part_cap)
+            cost = _item_size(item, part_cap)
+        if size + cost > max_bytes:
+            break
+        kept.append(item)
+        size += cost
+    dropped = len(items) - len(kept)
+    if is_dict:
+        out = dict(kept)
+        if dropped:
+            out["…"] = f"{dropped} more keys cut"
+        return out
+    if dropped:
+        kept.append(f"… {dropped} more elements cut")
+    return tuple(kept) if isinstance(value, tuple) else kept
+
+
+def _cut_cell(value: Any, max_bytes: int) -> Any:
+    if value.__class__ in _CELL_TYPES:
+        if len(value) <= max_bytes:
+            return value
+        return value[: max_bytes - 1] + "…" if isinstance(value, str) else bytes(value[:max_bytes])
+    if isinstance(value, _NESTED_TYPES) and nested_size(value, max_bytes) > max_bytes:
+        return cut_nested(value, max_bytes)
+    return value
+
+
+def _is_cuttable(value: Any) -> bool:
+    return value.__class__ in _CELL_TYPES or isinstance(value, _NESTED_TYPES)
 
 
 def cut_big_cells(rows: list[tuple[Any, ...]], max_cell_bytes: int) -> int:
-    """Cut, in place, every text or binary cell longer than `max_cell_bytes`; returns how many.
-    Looks column-wise (C-level len over each text column) to stay cheap on million-row results."""
+    """Cut, in place, every text, binary, list or dict cell bigger than `max_cell_bytes`; returns
+    how many. Looks column-wise (C-level len over each text column) to stay cheap on million-row
+    results; lists and dicts are measured with a count that stops at the cap."""
     if not rows:
         return 0
     cut = 0
     for j, column in enumerate(zip(*rows, strict=False)):
-        lengths = [len(v) if v.__class__ in _CELL_TYPES else 0 for v in column] \
-            if any(v.__class__ in _CELL_TYPES for v in column[:64]) or len(column) <= 64 else None
-        if lengths is None:
-            continue  # not a text column (sampled): numbers and dates cannot be huge
+        if not (len(column) <= 64 or any(_is_cuttable(v) for v in column[:64])):
+            continue  # not a text or nested column (sampled): numbers and dates cannot be huge
+        lengths = [len(v) if v.__class__ in _CELL_TYPES else
+                   nested_size(v, max_cell_bytes) if v.__class__ in _NESTED_TYPES else 0 for v in column]
         if max(lengths, default=0) <= max_cell_bytes:
             continue
         for i, n in enumerate(lengths):
             if n > max_cell_bytes:
                 row = list(rows[i])
-                value = row[j]
-                row[j] = value[: max_cell_bytes - 1] + "…" if isinstance(value, str) else bytes(value[:max_cell_bytes])
+                row[j] = _cut_cell(row[j], max_cell_bytes)
                 rows[i] = tuple(row)
                 cut += 1
     return cut
@@ -305,8 +387,12 @@ def approx_size(row: Sequence[Any]) -> int:
             size += 1
         elif isinstance(cell, str | bytes):
             size += len(cell) + 1
+        elif isinstance(cell, int | float | bool):
+            size += 8
+        elif isinstance(cell, _NESTED_TYPES):
+            size += nested_size(cell, DEFAULT_MAX_BYTES)
         else:
-            size += 8 if isinstance(cell, int | float | bool) else len(str(cell)) + 1
+            size += len(str(cell)) + 1
     return size
 
 
