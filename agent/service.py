@@ -13,8 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, create_model
-
+from flexsql.agent import clarify
 from flexsql.agent.answer import Answer, Usage
 from flexsql.agent.conversation import ConversationStore, Turn, history_text, pending_clarification
 from flexsql.agent.models.base import ChatModel, ModelUnavailable
@@ -26,6 +25,7 @@ from flexsql.agent.trace import Trace, secret_values
 from flexsql.config import Settings
 from flexsql.paths import cache_dir, private_dir
 from flexsql.tools.context import ToolContext
+from flexsql.tools.registry import NeedsInput
 from flexsql.tools.render import table_text
 
 FOLLOW_UP = ("If this question follows up an earlier turn, edit the previous SQL: keep its structure (tables, "
@@ -80,37 +80,13 @@ def _summary(result: Answer) -> str | None:
     return f"{result.total_rows} rows: " + " / ".join(table.splitlines()[1:4])
 
 
-async def _clarify_by_elicitation(mcp_context: Any, result: Answer) -> str | None:
-    """Ask the user the clarifying question through MCP elicitation (form mode; a choice when the
-    readings are few). None when the client cannot, or the user declines."""
-    try:
-        caps = mcp_context.client_capabilities
-    except Exception:
-        return None
-    if caps is None or getattr(caps, "elicitation", None) is None:
-        return None
-    readings = [r for r in result.readings if r][:6]
-    if 2 <= len(readings) <= 6:
-        field_type: Any = Literal[tuple(readings)]  # type: ignore[valid-type]
-    else:
-        field_type = str
-    schema: type[BaseModel] = create_model(
-        "Clarification", answer=(field_type, Field(description=result.clarifying_question or "Which reading?")))
-    try:
-        outcome = await mcp_context.elicit(result.clarifying_question or "Which reading do you mean?", schema)
-    except Exception:  # the client failed the request: answer needs_clarification instead
-        return None
-    if getattr(outcome, "action", None) != "accept":
-        return None
-    return str(outcome.data.answer)
-
-
 async def ask_question(tools: ToolContext, settings: Settings, question: str, *, source: str | None = None,
                        conversation_id: str | None = None, external_knowledge: str | None = None,
                        plans: int | None = None, trace_path: str | Path | None = None,
                        model_for: Callable[[str], ChatModel] | None = None, mcp_context: Any = None,
                        on_stage: Callable[[str, str], Any] | None = None, python: bool = True,
-                       run_id: str | None = None, conversations: ConversationStore | None = None) -> Answer:
+                       run_id: str | None = None, conversations: ConversationStore | None = None,
+                       elicit: bool = True) -> Answer:
     model_for = model_for or model_provider(settings, mcp_context)
     run_id = run_id or uuid.uuid4().hex[:12]
     store = conv = None
@@ -131,12 +107,11 @@ async def ask_question(tools: ToolContext, settings: Settings, question: str, *,
         q = Question(question=question, source=source, conversation=history, external_knowledge=external_knowledge,
                      plans=plans, run_id=run_id)
         result = await answer(tools, settings, model_for, q, trace=trace, on_stage=on_stage, python=python)
-        if result.status == "needs_clarification" and mcp_context is not None:
-            reply = await _clarify_by_elicitation(mcp_context, result)
+        if result.status == "needs_clarification" and mcp_context is not None and elicit:
+            reply = await clarify.ask_now(mcp_context, result)  # legacy sessions: over the back-channel
             if reply:
                 trace.event("elicitation", question=result.clarifying_question, answer=reply)
-                clarified = (f"{question}\n(The user clarified, when asked \"{result.clarifying_question}\": {reply}. "
-                             "Treat the question as answerable with this reading.)")
+                clarified = clarify.clarified(question, result.clarifying_question, reply)
                 asked = result.usage
                 result = await answer(tools, settings, model_for, q.model_copy(update={"question": clarified}),
                                       trace=trace, on_stage=on_stage, python=python)
@@ -181,7 +156,25 @@ async def ask_tool(tools: ToolContext, args: Any, env: Any) -> Answer:
                 pass
 
     run_id = uuid.uuid4().hex[:12]
-    return await ask_question(tools, env.settings, args.question, source=args.source,
-                              conversation_id=args.conversation_id, external_knowledge=args.external_knowledge,
-                              mcp_context=ctx, on_stage=on_stage, python=env.python_enabled, run_id=run_id,
-                              trace_path=default_trace_path(run_id))
+    common = {"source": args.source, "conversation_id": args.conversation_id,
+              "external_knowledge": args.external_knowledge, "mcp_context": ctx, "on_stage": on_stage,
+              "python": env.python_enabled, "run_id": run_id, "trace_path": default_trace_path(run_id)}
+    pending = clarify.take(tools, getattr(ctx, "request_state", None)) if ctx is not None else None
+    if pending is not None:  # 2026-07-28: the client asked the user and called again with the answer
+        reply = clarify.reply_from(getattr(ctx, "input_responses", None), pending.answer)
+        if reply is None:  # declined or cancelled: the question stands
+            return pending.answer
+        question = clarify.clarified(pending.question, pending.answer.clarifying_question, reply)
+        result = await ask_question(tools, env.settings, question, **common, elicit=False)
+        result.question = pending.question
+        asked = pending.answer.usage  # the answer's cost includes the call that asked the question
+        result.usage = Usage(**{k: v + getattr(asked, k) for k, v in result.usage.model_dump().items()})
+        return result
+    result = await ask_question(tools, env.settings, args.question, **common)
+    if (result.status == "needs_clarification" and ctx is not None and clarify.can_elicit(ctx)
+            and not clarify.has_back_channel(ctx)):
+        token = clarify.remember(tools, clarify.Pending(question=args.question, source=args.source,
+                                                        conversation_id=args.conversation_id,
+                                                        external_knowledge=args.external_knowledge, answer=result))
+        raise NeedsInput(clarify.input_requests(result), token)
+    return result

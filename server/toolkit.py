@@ -9,17 +9,17 @@ import inspect
 import json
 import logging
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Union
 
 import anyio
 from mcp.server.mcpserver import Context
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
 from flexsql.config import Settings
 from flexsql.errors import FlexSQLError, error_text
 from flexsql.tools.context import ToolContext
-from flexsql.tools.registry import ERROR_META, ToolEnv, ToolSpec, error_payload, result_text
+from flexsql.tools.registry import ERROR_META, NeedsInput, ToolEnv, ToolSpec, error_payload, result_text
 from flexsql.tools.render import bounded_structured
 from flexsql.tools.sources.base import CancelHooks, active_cancel_hooks
 
@@ -48,7 +48,8 @@ def error_result(exc: BaseException) -> CallToolResult:
                           _meta={ERROR_META: error_payload(exc)})
 
 
-async def run_spec(spec: ToolSpec, tc: ToolContext, arguments: dict[str, Any], env: ToolEnv) -> CallToolResult:
+async def run_spec(spec: ToolSpec, tc: ToolContext, arguments: dict[str, Any],
+                   env: ToolEnv) -> CallToolResult | InputRequiredResult:
     """Validate and run one call; a cancelled call cancels its query on the engine."""
     from flexsql.tools import registry
 
@@ -63,6 +64,8 @@ async def run_spec(spec: ToolSpec, tc: ToolContext, arguments: dict[str, Any], e
     except anyio.get_cancelled_exc_class():
         hooks.cancel()
         raise
+    except NeedsInput as need:  # the client asks its user, then calls again with the answers
+        return InputRequiredResult(input_requests=need.requests, request_state=need.state)
     except Exception as exc:
         return error_result(exc)
     finally:
@@ -90,7 +93,7 @@ def mcp_handler(spec: ToolSpec, context_for: Callable[[Context], ToolContext], s
     model (not the SDK's) validates and words the errors; the published input schema is replaced by
     the registry's compact one."""
 
-    async def handler(ctx: Context, **arguments: Any) -> CallToolResult:
+    async def handler(ctx: Context, **arguments: Any) -> CallToolResult | InputRequiredResult:
         env = ToolEnv(settings=settings, progress=progress_bridge(ctx), mcp_context=ctx, python_enabled=python)
         return await run_spec(spec, context_for(ctx), arguments, env)
 
@@ -100,7 +103,9 @@ def mcp_handler(spec: ToolSpec, context_for: Callable[[Context], ToolContext], s
         key = info.alias or name
         params.append(inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Any))
         annotations[key] = Any
-    returns = Annotated[CallToolResult, spec.result]
+    returns: Any = Annotated[CallToolResult, spec.result]
+    if spec.is_async:  # tools that may need the client's input first (ask: a clarifying question)
+        returns = Union[returns, InputRequiredResult]  # noqa: UP007 - a runtime union of an Annotated type
     handler.__signature__ = inspect.Signature(params, return_annotation=returns)  # type: ignore[attr-defined]
     annotations["return"] = returns
     handler.__annotations__ = annotations

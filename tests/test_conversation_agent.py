@@ -256,7 +256,8 @@ def best_store(reading: str) -> list[list[Any]]:
     return [[name, value]]
 
 
-async def test_ambiguous_turn_is_clarified_through_elicitation(db_url):
+@pytest.mark.parametrize("mode", ["legacy", "auto"])  # back-channel (2025) / InputRequiredResult round (2026-07-28)
+async def test_ambiguous_turn_is_clarified_through_elicitation(db_url, mode):
     """A client that supports elicitation is asked the one clarifying question, as a form whose
     answer is a choice among the readings; the agent goes on with the reading picked and answers."""
     model = StoreModel()
@@ -269,7 +270,7 @@ async def test_ambiguous_turn_is_clarified_through_elicitation(db_url):
     with OpenAIStub(model) as stub:
         sources = sources_for(db_url)
         server = build_server(settings_for(stub.base_url), sources)
-        async with Client(server, mode="legacy", elicitation_callback=elicit) as client:
+        async with Client(server, mode=mode, elicitation_callback=elicit) as client:
             result = await client.call_tool("ask", {"question": AMBIGUOUS, "conversation_id": "best"})
         sources.close()
 
@@ -288,14 +289,15 @@ async def test_ambiguous_turn_is_clarified_through_elicitation(db_url):
     assert len(classify) == 2 and "most sales transactions" in classify[1]
 
 
-async def test_a_declined_elicitation_returns_the_question_instead(db_url):
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_declined_elicitation_returns_the_question_instead(db_url, mode):
     async def decline(context: Any, params: types.ElicitRequestFormParams) -> types.ElicitResult:
         return types.ElicitResult(action="decline")
 
     with OpenAIStub(StoreModel()) as stub:
         sources = sources_for(db_url)
         server = build_server(settings_for(stub.base_url), sources)
-        async with Client(server, mode="legacy", elicitation_callback=decline) as client:
+        async with Client(server, mode=mode, elicitation_callback=decline) as client:
             result = await client.call_tool("ask", {"question": AMBIGUOUS})
         sources.close()
     out = result.structured_content

@@ -36,6 +36,16 @@ class ToolArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
 
 
+class NeedsInput(Exception):  # noqa: N818 - a signal, not an error
+    """Raised by an async tool that needs the client's input before it can answer (MCP 2026-07-28
+    `InputRequiredResult`): `requests` by key, and the opaque `state` the client sends back."""
+
+    def __init__(self, requests: dict[str, Any], state: str) -> None:
+        super().__init__("the client must answer input requests first")
+        self.requests = requests
+        self.state = state
+
+
 @dataclass
 class ToolEnv:
     """What a call may use besides its arguments: progress reporting and, for tools that talk back

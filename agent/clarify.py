@@ -1,0 +1,117 @@
+"""Asking the user the one clarifying question of an ambiguous turn through MCP elicitation.
+
+Two wires: on 2025-era (legacy) sessions the server asks over the back-channel in the middle of the
+tool call (`ctx.elicit`); on 2026-07-28 sessions there is no back-channel, so the `ask` call ends
+with an `InputRequiredResult` carrying the elicitation, the client asks the user and calls `ask`
+again with the answer and our `request_state` — a random token naming the pending question, kept
+per client session (never in state shared between sessions). A client without the elicitation
+capability, or a user who declines, gets `needs_clarification` with the question instead.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import weakref
+from collections import OrderedDict
+from typing import Any, Literal
+
+from mcp import types
+from mcp.server.elicitation import render_elicitation_schema
+from pydantic import BaseModel, Field, ValidationError, create_model
+
+from flexsql.agent.answer import Answer
+from flexsql.tools.context import ToolContext
+
+INPUT_KEY = "clarify"
+MAX_PENDING = 32  # per session: questions asked and not answered yet
+
+
+class Pending(BaseModel):
+    question: str
+    source: str | None = None
+    conversation_id: str | None = None
+    external_knowledge: str | None = None
+    answer: Answer  # the needs_clarification answer, returned as it is if the user declines
+
+
+def can_elicit(ctx: Any) -> bool:
+    try:
+        caps = ctx.client_capabilities
+    except Exception:  # outside a request
+        return False
+    return caps is not None and getattr(caps, "elicitation", None) is not None
+
+
+def has_back_channel(ctx: Any) -> bool:
+    try:
+        return bool(getattr(ctx.session, "can_send_request", False))
+    except Exception:
+        return False
+
+
+def _schema(answer: Answer) -> type[BaseModel]:
+    """One field: a choice among 2-6 readings, else free text."""
+    readings = [r for r in answer.readings if r][:6]
+    field_type: Any = Literal[tuple(readings)] if 2 <= len(readings) <= 6 else str  # type: ignore[valid-type]
+    return create_model("Clarification", answer=(field_type, Field(description=_question(answer))))
+
+
+def _question(answer: Answer) -> str:
+    return answer.clarifying_question or "Which reading of the question do you mean?"
+
+
+async def ask_now(ctx: Any, answer: Answer) -> str | None:
+    """Legacy sessions: ask over the back-channel; None when the client cannot or the user declines."""
+    if ctx is None or not can_elicit(ctx) or not has_back_channel(ctx):
+        return None
+    try:
+        outcome = await ctx.elicit(_question(answer), _schema(answer))
+    except Exception:  # the client failed the request: answer needs_clarification instead
+        return None
+    return str(outcome.data.answer) if getattr(outcome, "action", None) == "accept" else None
+
+
+def input_requests(answer: Answer) -> dict[str, Any]:
+    """The elicitation of a 2026-07-28 `InputRequiredResult`."""
+    params = types.ElicitRequestFormParams(message=_question(answer),
+                                           requested_schema=render_elicitation_schema(_schema(answer)))
+    return {INPUT_KEY: types.ElicitRequest(params=params)}
+
+
+def reply_from(responses: Any, answer: Answer) -> str | None:
+    """The user's answer from the client's input responses; None if declined, cancelled or invalid."""
+    response = (responses or {}).get(INPUT_KEY)
+    if response is None or getattr(response, "action", None) != "accept":
+        return None
+    try:
+        return str(_schema(answer).model_validate(response.content or {}).answer)  # type: ignore[attr-defined]
+    except ValidationError:
+        return None
+
+
+def clarified(question: str, asked: str | None, reply: str) -> str:
+    return (f"{question}\n(The user clarified, when asked \"{asked}\": {reply}. Treat the question as answerable "
+            "with this reading.)")
+
+
+_PENDING: weakref.WeakKeyDictionary[Any, OrderedDict[str, Pending]] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def remember(tools: ToolContext, pending: Pending) -> str:
+    """Keep a pending question with the session's result store; the token is its capability."""
+    token = "clarify_" + secrets.token_urlsafe(12)
+    with _LOCK:
+        waiting = _PENDING.setdefault(tools.results, OrderedDict())
+        waiting[token] = pending
+        while len(waiting) > MAX_PENDING:
+            waiting.popitem(last=False)
+    return token
+
+
+def take(tools: ToolContext, token: str | None) -> Pending | None:
+    if not token:
+        return None
+    with _LOCK:
+        return _PENDING.get(tools.results, OrderedDict()).pop(token, None)
