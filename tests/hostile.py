@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from engines import require_pg
+from engines import fakesnow_server, require_pg
 
 BIG_TEXT_CHARS = 10_000_000
 
@@ -148,6 +148,55 @@ def make_postgres() -> Iterator[str]:
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
+# Snowflake through fakesnow (DuckDB behind Snowflake's wire protocol), so only what fakesnow can
+# hold: NUMBER(38,0) is a BIGINT there (values past int64 fail to insert), so the big integers are
+# the int64 extremes and 2^53+1; names compare case-insensitively as in DuckDB, so "Orders" cannot
+# sit next to ORDERS (it stands alone, with a quoted mixed-case column); no intervals, enums,
+# ranges, money or dangling views;
+# TIMESTAMP_TZ offsets must be written without a space; a NULL TIMESTAMP_NTZ/TZ comes back from
+# fakesnow as 1970-01-01, so those columns hold the extreme timestamps instead of NULL.
+_SNOWFLAKE = [
+    """CREATE TABLE {p}every_type (id INTEGER, b BOOLEAN, big NUMBER(38,0), small_dec NUMBER(38,19), f FLOAT,
+        txt VARCHAR, bl BINARY, dt DATE, ts TIMESTAMP_NTZ, tstz TIMESTAMP_TZ, tm TIME, v VARIANT, o OBJECT, a ARRAY)""",
+    """INSERT INTO {p}every_type SELECT 1, true, 9223372036854775807, 0.0000000000000000001, 'NaN'::FLOAT, 'NULL',
+        TO_BINARY('00ff', 'HEX'), '2024-02-29', '2024-02-29 12:00:00.123456', '2024-02-29 12:00:00+02:00', '23:59:59',
+        PARSE_JSON('{{"a": [1, 2]}}'), OBJECT_CONSTRUCT('k', 1), ARRAY_CONSTRUCT(1, 2, NULL)""",
+    """INSERT INTO {p}every_type SELECT 2, NULL, -9223372036854775807, -1234567890123456789.1234567890123456789,
+        'inf'::FLOAT, NULL, NULL, NULL, '9999-12-31 23:59:59.999999', '0001-01-01 00:00:00Z', NULL, PARSE_JSON('null'),
+        NULL, ARRAY_CONSTRUCT()""",
+    """INSERT INTO {p}every_type SELECT 3, false, 9007199254740993, 0, '-inf'::FLOAT, '', TO_BINARY('', 'HEX'),
+        '1970-01-01', '1970-01-01 00:00:00', '1970-01-01 00:00:00Z', '00:00:00', PARSE_JSON('[]'), OBJECT_CONSTRUCT(),
+        NULL""",
+    "CREATE TABLE {p}big_text (id INTEGER, body VARCHAR)",
+    f"INSERT INTO {{p}}big_text SELECT 1, REPEAT('x', {BIG_TEXT_CHARS}) UNION ALL SELECT 2, 'short'",
+    'CREATE TABLE {p}"Orders" (id INTEGER, "Status" VARCHAR)',
+    "INSERT INTO {p}\"Orders\" VALUES (2, 'upper-shipped')",
+    'CREATE TABLE {p}"dotted.name" (id INTEGER, "col.with.dot" VARCHAR)',
+    "INSERT INTO {p}\"dotted.name\" VALUES (1, 'dot-value')",
+    *[f"CREATE TABLE {{p}}events_2024010{i} (id INTEGER, kind VARCHAR)" for i in range(1, 4)],
+    *[f"INSERT INTO {{p}}events_2024010{i} VALUES ({i}, 'click')" for i in range(1, 4)],
+    "CREATE VIEW {p}clicks AS SELECT id, kind FROM {p}events_20240101",
+]
+
+
+@contextlib.contextmanager
+def make_snowflake() -> Iterator[str]:
+    """A fresh database on the fakesnow server (the real connector over HTTP on loopback)."""
+    import snowflake.connector
+
+    kwargs = fakesnow_server()
+    database = "HOSTILE_" + uuid.uuid4().hex[:8].upper()
+    conn = snowflake.connector.connect(**kwargs)
+    cur = conn.cursor()
+    cur.execute(f"CREATE DATABASE {database}")
+    cur.execute(f"CREATE SCHEMA {database}.H")
+    for statement in _SNOWFLAKE:
+        cur.execute(statement.format(p=f"{database}.H."))
+    conn.close()
+    yield (f"snowflake://{kwargs['user']}:{kwargs['password']}@{kwargs['account']}/{database}/H"
+           f"?host={kwargs['host']}&port={kwargs['port']}&protocol={kwargs['protocol']}")
+
+
 @contextlib.contextmanager
 def hostile_url(engine: str, directory: Path) -> Iterator[str]:
     if engine == "duckdb":
@@ -156,6 +205,9 @@ def hostile_url(engine: str, directory: Path) -> Iterator[str]:
         yield make_sqlite(directory)
     elif engine == "postgres":
         with make_postgres() as url:
+            yield url
+    elif engine == "snowflake":
+        with make_snowflake() as url:
             yield url
     else:
         raise ValueError(engine)

@@ -25,7 +25,7 @@ from flexsql.tools.validate import validate_sql
 from flexsql.tools.values import distinct_values, find_values, profile_column
 
 
-@pytest.fixture(scope="module", params=["duckdb", "sqlite", "postgres"])
+@pytest.fixture(scope="module", params=["duckdb", "sqlite", "postgres", "snowflake"])
 def hostile(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ToolContext]:
     with hostile_url(request.param, tmp_path_factory.mktemp(request.param)) as url:
         src = open_source(url, name="hostile")
@@ -81,6 +81,7 @@ def test_every_tool_on_every_column(hostile: ToolContext) -> None:
     for entry in listing.tables:
         outcome.call(f"describe_table {entry.name}", lambda e=entry: describe_table(ctx, e.name), must_answer=True)
     result_ids = []
+    validated = False
     for table in catalog.tables:
         name = table.qualified
         if table.kind == "view":
@@ -98,7 +99,10 @@ def test_every_tool_on_every_column(hostile: ToolContext) -> None:
             if out is not None:
                 result_ids.append(out.result_id)
                 outcome.call(f"fetch_rows {label}", lambda r=out.result_id: fetch_rows(ctx, r, limit=2))
-            outcome.call(f"validate_sql {label}", lambda s=sql: validate_sql(ctx, s))
+            if src.engine != "snowflake" or not validated:
+                # fakesnow has no EXPLAIN (its server answers 500, retried to the timeout): once there
+                outcome.call(f"validate_sql {label}", lambda s=sql: validate_sql(ctx, s))
+                validated = True
         if sample is not None:
             for value in {str(v)[:100] for row in sample.rows for v in row if v not in (None, "")}:
                 outcome.call(f"find_values {value!r} in {name}",
@@ -122,10 +126,32 @@ def test_families_and_dotted_names_are_addressable(hostile: ToolContext, tmp_pat
     listing = list_tables(hostile, limit=1000)
     family = next(t for t in listing.tables if t.kind == "family")
     described = describe_table(hostile, family.name)
-    assert described.table.endswith("events_20240101")
+    assert described.table.lower().endswith("events_20240101")  # Snowflake folds unquoted names to upper case
     assert described.family and "3 tables" in described.family
     dotted = describe_table(hostile, '"dotted.name"')
     assert dotted.table.endswith("dotted.name")
-    assert [c.name for c in dotted.columns] == ["id", "col.with.dot"]
+    assert [c.name.lower() for c in dotted.columns] == ["id", "col.with.dot"]
+    assert dotted.columns[1].name == "col.with.dot"  # quoted: kept exactly
     assert "dot-value" in dotted.columns[1].examples
     assert sample_rows(hostile, "dotted.name").rows == [[1, "dot-value"]]
+
+
+@pytest.mark.parametrize("hostile", ["snowflake"], indirect=True)
+def test_snowflake_values_reach_the_agent_exactly(hostile: ToolContext) -> None:
+    """Through the real connector (fakesnow): big integers and NUMBER(38,19) stay exact, BINARY shows
+    as hex like every other engine's BLOBs (the connector's bytearray printed as `bytearray(b'…')`),
+    the text 'NULL' is not NULL, NaN/±inf are named."""
+    out = run_query(hostile, "SELECT id, big, small_dec, f, txt, bl, ts FROM every_type ORDER BY id")
+    rows = json.loads(json.dumps(out.model_dump(mode="json")["rows"]))
+    assert [r[1] for r in rows] == [9223372036854775807, -9223372036854775807, 9007199254740993]
+    assert rows[1][2] == "-1234567890123456789.1234567890123456789"
+    assert [r[3] for r in rows] == ["nan", "inf", "-inf"]
+    assert [r[4] for r in rows] == ["NULL", None, ""]
+    assert [r[5] for r in rows] == ["0x00ff", None, "0x"]
+    assert rows[1][6].startswith("9999-12-31T23:59:59.999999")
+    text = out.to_text()
+    assert "0x00ff" in text and "bytearray" not in text and "'NULL'" in text
+    assert "-1234567890123456789.1234567890123456789" in text and "9007199254740993" in text
+    described = describe_table(hostile, "every_type").to_text()
+    assert "0x00ff" in described and "bytearray" not in described
+    assert [c.name for c in describe_table(hostile, '"Orders"').columns] == ["ID", "Status"]

@@ -83,7 +83,7 @@ def normalize_value(value: Any, null_equals_zero: bool = False) -> Any:
         return null if value != value else float(value)
     if isinstance(value, str):
         return str(value)
-    if isinstance(value, bytes):
+    if isinstance(value, bytes | bytearray | memoryview):  # Snowflake's connector gives bytearray
         return bytes(value)
     if isinstance(value, decimal.Decimal):
         if value.is_nan():

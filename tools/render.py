@@ -26,8 +26,8 @@ def cell_text(value: Any, max_chars: int = 200) -> str:
         text = _INFINITE_TIMES[value]
     elif isinstance(value, dt.datetime | dt.date | dt.time):
         text = value.isoformat(sep=" ") if isinstance(value, dt.datetime) else value.isoformat()
-    elif isinstance(value, bytes):
-        text = "0x" + value[:64].hex()
+    elif isinstance(value, bytes | bytearray | memoryview):  # the Snowflake connector returns bytearray
+        text = "0x" + bytes(value[:64]).hex()
     elif isinstance(value, dict | list | tuple):
         text = json.dumps(value, default=str, ensure_ascii=False)
     else:
@@ -96,8 +96,8 @@ def jsonable(value: Any) -> Any:
         return int(value) if value == value.to_integral_value() else str(value)
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()
-    if isinstance(value, bytes):
-        return "0x" + value.hex()
+    if isinstance(value, bytes | bytearray | memoryview):
+        return "0x" + bytes(value).hex()
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
