@@ -60,8 +60,13 @@ def relevance(catalog: Catalog, table: str, column: str, terms: set[str]) -> tup
     return min(1.0, score / 2.0), words
 
 
-def plausibility(column: str, ctype: str, literal: str, count: int) -> float:
-    """-1..1: does a column of this name and type hold a literal like this one, often?"""
+CARDINALITY_SHARE = 1.0  # of the frequency part given to few distinct values (sex, a country among 20) over a long list
+CARDINALITY_SCALE = 3.0  # log10 of a distinct-value count that earns nothing
+
+
+def plausibility(column: str, ctype: str, literal: str, count: int, distinct: int | None = None) -> float:
+    """-1..1: does a column of this name and type hold a literal like this one, often? `distinct` (the
+    column's distinct values, where known): a value stands out more in a short list than a long one."""
     numeric = bool(re.fullmatch(r"[-+]?\d+(?:[.,]\d+)?", literal.strip()))
     score = 0.0
     if numeric:
@@ -70,7 +75,11 @@ def plausibility(column: str, ctype: str, literal: str, count: int) -> float:
         score += 0.5 if _TEXT.search(ctype) else -0.5
         if _KEYISH.search(column) and " " in literal.strip():
             score -= 0.5  # a phrase is a name or a label, not a key
-    score += min(0.5, math.log10(1 + count) / 6)
+    frequency = min(0.5, math.log10(1 + count) / 6)
+    if distinct is not None and distinct > 0:
+        few = 0.5 * max(0.0, 1 - math.log10(distinct) / CARDINALITY_SCALE)
+        frequency = (1 - CARDINALITY_SHARE) * frequency + CARDINALITY_SHARE * few
+    score += frequency
     return max(-1.0, min(1.0, score))
 
 
@@ -109,8 +118,10 @@ def lexical_relevance(catalog: Catalog, tables: set[str], terms: set[str]) -> di
     return out
 
 
-def rank_bonus(catalog: Catalog, matches: Sequence[object], literal: str, context: str | None) -> dict[int, float]:
-    """id(match) -> bonus to its score for ordering; sets `context_words` on matches the context names."""
+def rank_bonus(catalog: Catalog, matches: Sequence[object], literal: str, context: str | None,
+               distinct: dict[tuple[str, str], int] | None = None) -> dict[int, float]:
+    """id(match) -> bonus to its score for ordering; sets `context_words` on matches the context names.
+    `distinct`: (table, column) -> its distinct values in the index, for the plausibility part."""
     terms = context_terms(context, literal)
     lexical = lexical_relevance(catalog, {m.table for m in matches}, terms)  # type: ignore[attr-defined]
     own, of_table, of_schema = CONTEXT_SPLIT
@@ -130,7 +141,8 @@ def rank_bonus(catalog: Catalog, matches: Sequence[object], literal: str, contex
         if lexical:
             rel = own * rel + of_table * t_rel + of_schema * s_rel
         out[id(m)] = CONTEXT_WEIGHT * rel + PLAUSIBLE_WEIGHT * plausibility(
-            m.column, ctype, literal, m.count)  # type: ignore[attr-defined]
+            m.column, ctype, literal, m.count,  # type: ignore[attr-defined]
+            (distinct or {}).get((m.table, m.column)))  # type: ignore[attr-defined]
     return out
 
 

@@ -267,7 +267,8 @@ def find_values(ctx: ToolContext, text: str, tables: list[str] | None = None, li
                                                           free_text=explicit, only=only)
             replaced = {(m.table, m.column) for m in live}
             matches = [m for m in matches if (m.table, m.column) not in replaced] + live
-    bonus = rank_bonus(catalog, matches, text.strip(), context)
+    distinct = {(c.table, c.column): c.n_values for c in states if c.status == "indexed" and c.complete}
+    bonus = rank_bonus(catalog, matches, text.strip(), context, distinct)
     matches.sort(key=lambda m: (-(m.score + bonus[id(m)]), -m.count, m.table, m.column))
     if context is None and schema is None:
         matches = spread_schemas(matches, bonus)
