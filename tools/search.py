@@ -837,14 +837,16 @@ def _companions(engine: SearchIndex, scores: dict[int, float], qterms: list[Term
 
 def _bridges(engine: SearchIndex, scores: dict[int, float], p: Params) -> dict[int, tuple[float, list[int]]]:
     """table -> (share, the top hits it joins) for tables linked (declared or inferred) to two or more
-    of the top hits: the table a query must go through to combine them."""
+    of the top hits: the table a query must go through to combine them. Inferred links count only
+    while inferred_share is on (off: name-inferred links are not trusted at all)."""
     top = sorted((ti for ti in scores if scores[ti] > 0), key=lambda ti: -scores[ti])[: p.bridge_top]
     top_set = set(top)
     out: dict[int, tuple[float, list[int]]] = {}
     for ti in range(len(engine.tables)):
         if engine.table_schema[ti] in engine.declared_schemas:
             continue  # declared foreign keys: the FK share already lifts such tables
-        linked = [nb for nb in (engine.neighbours[ti] | engine.inferred[ti].keys()) if nb in top_set and nb != ti]
+        links = engine.neighbours[ti] | engine.inferred[ti].keys() if p.inferred_share else engine.neighbours[ti]
+        linked = [nb for nb in links if nb in top_set and nb != ti]
         if len(linked) < 2:
             continue
         linked.sort(key=lambda nb: -scores[nb])

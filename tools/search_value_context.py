@@ -76,7 +76,7 @@ def plausibility(column: str, ctype: str, literal: str, count: int, distinct: in
         if _KEYISH.search(column) and " " in literal.strip():
             score -= 0.5  # a phrase is a name or a label, not a key
     frequency = min(0.5, math.log10(1 + count) / 6)
-    if distinct is not None and distinct > 0:
+    if distinct is not None and distinct > 1:  # a constant column says nothing about the value's kind
         few = 0.5 * max(0.0, 1 - math.log10(distinct) / CARDINALITY_SCALE)
         frequency = (1 - CARDINALITY_SHARE) * frequency + CARDINALITY_SHARE * few
     score += frequency
