@@ -12,7 +12,7 @@ import contextlib
 import hashlib
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -157,21 +157,27 @@ def fakesnow_server() -> dict[str, Any]:
     return _FAKESNOW["kwargs"]
 
 
-@contextlib.contextmanager
-def make_snowflake() -> Iterator[str]:
+def fakesnow_database(database_prefix: str, schema: str, statements: Callable[[str], Iterable[str]]) -> str:
+    """A fresh database on the fakesnow server holding `statements(prefix)` (prefix = "DB.SCHEMA."),
+    and the snowflake:// URL flexsql reaches it by (the real connector, over HTTP)."""
     import snowflake.connector
 
     kwargs = fakesnow_server()
-    database = "DB_" + uuid.uuid4().hex[:8].upper()
+    database = database_prefix + uuid.uuid4().hex[:8].upper()
     conn = snowflake.connector.connect(**kwargs)
     cur = conn.cursor()
     cur.execute(f"CREATE DATABASE {database}")
-    cur.execute(f"CREATE SCHEMA {database}.SHOP")
-    for statement in ddl("snowflake", prefix=f"{database}.SHOP."):
+    cur.execute(f"CREATE SCHEMA {database}.{schema}")
+    for statement in statements(f"{database}.{schema}."):
         cur.execute(statement)
     conn.close()
-    yield (f"snowflake://{kwargs['user']}:{kwargs['password']}@{kwargs['account']}/{database}/SHOP"
-           f"?host={kwargs['host']}&port={kwargs['port']}&protocol={kwargs['protocol']}")
+    return (f"snowflake://{kwargs['user']}:{kwargs['password']}@{kwargs['account']}/{database}/{schema}"
+            f"?host={kwargs['host']}&port={kwargs['port']}&protocol={kwargs['protocol']}")
+
+
+@contextlib.contextmanager
+def make_snowflake() -> Iterator[str]:
+    yield fakesnow_database("DB_", "SHOP", lambda prefix: ddl("snowflake", prefix=prefix))
 
 
 @contextlib.contextmanager

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from engines import fakesnow_server, require_pg
+from engines import fakesnow_database, require_pg
 
 BIG_TEXT_CHARS = 10_000_000
 
@@ -182,19 +182,7 @@ _SNOWFLAKE = [
 @contextlib.contextmanager
 def make_snowflake() -> Iterator[str]:
     """A fresh database on the fakesnow server (the real connector over HTTP on loopback)."""
-    import snowflake.connector
-
-    kwargs = fakesnow_server()
-    database = "HOSTILE_" + uuid.uuid4().hex[:8].upper()
-    conn = snowflake.connector.connect(**kwargs)
-    cur = conn.cursor()
-    cur.execute(f"CREATE DATABASE {database}")
-    cur.execute(f"CREATE SCHEMA {database}.H")
-    for statement in _SNOWFLAKE:
-        cur.execute(statement.format(p=f"{database}.H."))
-    conn.close()
-    yield (f"snowflake://{kwargs['user']}:{kwargs['password']}@{kwargs['account']}/{database}/H"
-           f"?host={kwargs['host']}&port={kwargs['port']}&protocol={kwargs['protocol']}")
+    yield fakesnow_database("HOSTILE_", "H", lambda prefix: [statement.format(p=prefix) for statement in _SNOWFLAKE])
 
 
 @contextlib.contextmanager
