@@ -31,7 +31,7 @@ async def measure() -> list[dict]:
         listed = await client.list_tools()
     rows = []
     for tool in listed.tools:
-        schema = json.dumps(tool.input_schema, separators=(",", ":"))
+        schema = json.dumps(tool.input_schema)  # default separators: the stricter count
         output = json.dumps(tool.output_schema, separators=(",", ":")) if tool.output_schema else ""
         rows.append({"tool": tool.name, "description": len(tool.description or ""), "input_schema": len(schema),
                      "read": len(tool.name) + len(tool.description or "") + len(schema), "output_schema": len(output)})

@@ -48,7 +48,7 @@ def _list_tables(ctx, a: ListTablesArgs, env: ToolEnv):  # type: ignore[no-untyp
 
 
 class TableArgs(ToolArgs):
-    table: Annotated[str, Field(description="e.g. orders or sales.orders")]
+    table: str
     source: Source = None
 
 
@@ -62,7 +62,7 @@ class JoinArgs(ToolArgs):
 class SampleArgs(ToolArgs):
     table: str
     columns: Annotated[list[str] | None, Field(description="default all")] = None
-    where: Annotated[str | None, Field(description="SQL condition, e.g. status = 'S'")] = None
+    where: Annotated[str | None, Field(description="SQL condition")] = None
     limit: Annotated[int, Field(description="1-1000")] = 10
     source: Source = None
 
@@ -97,7 +97,7 @@ class FindValuesArgs(ToolArgs):
     text: str
     tables: Annotated[list[str] | None, Field(description="only these tables")] = None
     schema_: Annotated[str | None, Field(alias="schema", description="only this schema")] = None
-    context: Annotated[str | None, Field(description="the question, to rank columns")] = None
+    context: Annotated[str | None, Field(description="the question")] = None
     limit: Annotated[int, Field(description="1-100")] = 10
     refresh: Annotated[bool, Field(description="rebuild the index")] = False
     source: Source = None
@@ -136,10 +136,10 @@ class PythonArgs(ToolArgs):
 
 def _python_description(s: Settings) -> str:
     sb = s.sandbox
-    text = (f"Sandboxed Python for logic awkward in SQL: result_ids arrive as pandas DataFrames dfs['r1'] (df when "
-            f"one); flexsql.sql(\"SELECT …\") runs a guarded query. The last expression is returned; a DataFrame "
-            f"becomes a result_id. {sb.timeout_s:g} s, {sb.memory_mb:,} MB, output ≤ {sb.max_output_chars:,} "
-            "characters; no network. Example: code=\"df.groupby('country').size()\".")
+    text = (f"Sandboxed Python for logic awkward in SQL: result_ids arrive as DataFrames dfs['r1'] (df when one); "
+            f"flexsql.sql(\"SELECT …\") queries. The last expression is returned (a DataFrame becomes a "
+            f"result_id). {sb.timeout_s:g} s, {sb.memory_mb:,} MB, output ≤ {sb.max_output_chars:,} characters. "
+            "Example: code=\"df.groupby('country').size()\".")
     warnings = python_tool.sandbox_warnings()
     return text + ("".join(f" Warning: {w}" for w in warnings))
 
@@ -177,12 +177,12 @@ def _agent_declarations() -> list[ToolSpec]:
         return []
     return [
         ToolSpec("select_result", SelectArgs, Selection, _select_result,
-                 lambda s: "Pick the best of several candidate results for one question: groups equal results, "
-                           "scores groups by execution evidence, says why. Example: result_ids=[\"r1\",\"r2\"]."),
+                 lambda s: "Pick the best of candidate results for one question by execution evidence, and say "
+                           "why. Example: result_ids=[\"r1\",\"r2\"]."),
         ToolSpec("ask", AskArgs, Answer, _ask, is_async=True, agent_tool=False,
                  describe=lambda s: f"Answer a question with the FlexSQL agent ({s.agent.plans} plans, repair, "
-                                    "selection by execution): status, SQL, result preview and result_id, "
-                                    "candidates. Needs [model] in flexsql.toml or client sampling."),
+                                    "selection by execution): status, SQL, result, candidates. Needs [model] or "
+                                    "client sampling."),
     ]
 
 
@@ -192,8 +192,8 @@ DECLARATIONS: list[ToolSpec] = [
     ToolSpec("list_schemas", SchemaArgs, catalog.SchemaList, lambda c, a, e: catalog.list_schemas(c, a.source),
              lambda s: "Schemas of a source with their table and view counts."),
     ToolSpec("list_tables", ListTablesArgs, catalog.TableList, _list_tables,
-             lambda s: "Tables and views with row estimates and comments, 50 per page (next_cursor for more); "
-                       "sharded families (EVENTS_2024…) are one entry. Example: pattern=\"order*\"."),
+             lambda s: "Tables and views with row estimates and comments, 50 per page; sharded families "
+                       "(EVENTS_2024…) are one entry. Example: pattern=\"order*\"."),
     ToolSpec("describe_table", TableArgs, catalog.TableDescription,
              lambda c, a, e: catalog.describe_table(c, a.table, a.source),
              lambda s: "One table's columns: type, nullability, keys, comment, 3 example values each; row "
@@ -203,14 +203,14 @@ DECLARATIONS: list[ToolSpec] = [
                        "Example: tables=[\"orders\",\"customers\"]."),
     ToolSpec("sample_rows", SampleArgs, query.QueryOutput,
              lambda c, a, e: query.sample_rows(c, a.table, a.columns, a.where, a.limit, a.source),
-             lambda s: f"A few rows of a table, optionally some columns and a WHERE condition; cells cut at "
-                       f"{s.limits.cell_chars} characters. Example: table=\"orders\", where=\"status = 'S'\"."),
+             lambda s: f"A few rows of a table; cells cut at {s.limits.cell_chars} characters. "
+                       "Example: table=\"orders\", where=\"status = 'S'\"."),
     ToolSpec("run_query", QueryArgs, query.QueryOutput,
              lambda c, a, e: query.run_query(c, a.sql, a.max_rows, a.timeout_s, a.source),
-             lambda s: f"Run one read-only SQL statement. Returns the first max_rows rows (default "
-                       f"{s.limits.preview_rows}), the total count, truncated, and a result_id for fetch_rows, "
-                       f"compare_results, run_python. Text ≤ {s.limits.output_chars:,} characters; cancelled after "
-                       f"{s.limits.query_timeout_s:g} s. Example: sql=\"SELECT count(*) FROM orders\"."),
+             lambda s: f"Run one read-only SQL statement: the first max_rows rows (default "
+                       f"{s.limits.preview_rows}), the total count and a result_id for the other tools. Text ≤ "
+                       f"{s.limits.output_chars:,} characters; cancelled after {s.limits.query_timeout_s:g} s. "
+                       "Example: sql=\"SELECT count(*) FROM orders\"."),
     ToolSpec("fetch_rows", FetchArgs, query.QueryOutput,
              lambda c, a, e: query.fetch_rows(c, a.result_id, a.offset, a.limit),
              lambda s: "More rows of an earlier result, without running it again. Example: result_id=\"r1\", "
@@ -223,8 +223,8 @@ DECLARATIONS: list[ToolSpec] = [
              lambda s: "Rank tables and columns for a question or keywords; each hit says why it matched. "
                        "Example: query=\"revenue per country\"."),
     ToolSpec("find_values", FindValuesArgs, values.FindValuesResult, _find_values,
-             lambda s: "Which table.column holds values like text (exact, case-insensitive, fuzzy), with the "
-                       "stored spelling and count: ground codes, names and IDs. Example: text=\"Frnace\"."),
+             lambda s: "Which table.column holds values like text (exact, case-insensitive, fuzzy) and their "
+                       "stored spelling: ground codes, names, IDs. Example: text=\"Frnace\"."),
     ToolSpec("distinct_values", DistinctArgs, values.DistinctValuesResult,
              lambda c, a, e: values.distinct_values(c, a.table, a.column, a.contains, a.limit, a.source),
              lambda s: "A column's values by frequency with counts; big tables sampled (said so). Example: "
@@ -235,8 +235,8 @@ DECLARATIONS: list[ToolSpec] = [
                        "big tables sampled (said so)."),
     ToolSpec("compare_results", ResultIdsArgs, compare.Comparison,
              lambda c, a, e: compare.compare_results(c, a.result_ids),
-             lambda s: "Whether 2-10 results are equivalent (rows as multisets unless ordered, columns matched by "
-                       "content, numbers within 0.01) and how they differ."),
+             lambda s: "Whether 2-10 results are equivalent (row order ignored unless ordered, columns matched "
+                       "by content) and how they differ."),
     ToolSpec("run_python", PythonArgs, python_tool.PythonResult,
              lambda c, a, e: python_tool.run_python(c, a.code, a.result_ids, a.timeout_s),
              _python_description, needs_python=True),

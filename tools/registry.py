@@ -271,5 +271,5 @@ def openai_tools(settings: Settings | None = None, names: Iterable[str] | None =
 def list_size(settings: Settings | None = None) -> int:
     """Characters a model reads for the whole tool list (name + description + input schema)."""
     settings = settings or Settings()
-    return sum(len(s.name) + len(s.describe(settings)) + len(json.dumps(s.input_schema(), separators=(",", ":")))
+    return sum(len(s.name) + len(s.describe(settings)) + len(json.dumps(s.input_schema()))
                for s in TOOLS.values())
