@@ -155,7 +155,9 @@ async def converse(run: Run, stage: str, system: dict[str, Any], user: str, tool
                                                         "the JSON object."})
         request = ChatRequest(stage=stage, run_id=run.run_id, messages=messages, tools=offered if use_tools else None,
                               response_schema=schema, schema_name=stage)
-        run.trace.event("request", stage=stage, model=model.name, new_messages=messages[sent:],
+        # concurrent plans interleave their events: `call` pairs each reply with its request
+        call_id = run.next_id("m")
+        run.trace.event("request", call=call_id, stage=stage, model=model.name, new_messages=messages[sent:],
                         tools=allowed if use_tools else [], schema=not use_tools)
         sent = len(messages)
         try:
@@ -164,7 +166,7 @@ async def converse(run: Run, stage: str, system: dict[str, Any], user: str, tool
             run.budget.release()
             raise
         run.budget.charge(reply.usage.prompt_tokens, reply.usage.completion_tokens)
-        run.trace.event("reply", stage=stage, content=reply.content, reasoning=reply.reasoning,
+        run.trace.event("reply", call=call_id, stage=stage, content=reply.content, reasoning=reply.reasoning,
                         tool_calls=[c.model_dump() for c in reply.tool_calls], usage=reply.usage.model_dump(),
                         finish_reason=reply.finish_reason, elapsed_s=round(reply.elapsed_s, 4))
         if reply.tool_calls and use_tools:
@@ -183,7 +185,7 @@ async def converse(run: Run, stage: str, system: dict[str, Any], user: str, tool
             return _parsed(stage, reply, plans)
         except StageOutputError as exc:
             fixes += 1
-            run.trace.event("unusable_reply", stage=stage, problem=str(exc), attempt=fixes)
+            run.trace.event("unusable_reply", call=call_id, stage=stage, problem=str(exc), attempt=fixes)
             if fixes > MAX_FIXES:
                 raise ModelError(f"stage {stage}: the model's reply could not be used after {fixes} tries ({exc}); "
                                  "check that the model follows the JSON contract, or enable json_schema "
