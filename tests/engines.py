@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import sys
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -181,19 +182,22 @@ def make_snowflake() -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def engine_url(engine: str, directory: Path) -> Iterator[str]:
-    if engine == "duckdb":
-        yield make_duckdb(directory)
-    elif engine == "sqlite":
-        yield make_sqlite(directory)
-    elif engine == "postgres":
-        with make_postgres() as url:
-            yield url
-    elif engine == "snowflake":
-        with make_snowflake() as url:
+def url_from(engine: str, directory: Path, makers: Any) -> Iterator[str]:
+    """The URL of a database built by `makers` (a module with make_duckdb, make_sqlite — files in
+    `directory` — and the context managers make_postgres, make_snowflake) on `engine`."""
+    if engine in ("duckdb", "sqlite"):
+        yield getattr(makers, f"make_{engine}")(directory)
+    elif engine in ("postgres", "snowflake"):
+        with getattr(makers, f"make_{engine}")() as url:
             yield url
     else:
         raise ValueError(engine)
+
+
+@contextlib.contextmanager
+def engine_url(engine: str, directory: Path) -> Iterator[str]:
+    with url_from(engine, directory, sys.modules[__name__]) as url:
+        yield url
 
 
 def content_checksum(engine: str, url: str) -> str:

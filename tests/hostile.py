@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from engines import fakesnow_database, require_pg
+from engines import fakesnow_database, require_pg, url_from
 
 BIG_TEXT_CHARS = 10_000_000
 
@@ -187,15 +188,5 @@ def make_snowflake() -> Iterator[str]:
 
 @contextlib.contextmanager
 def hostile_url(engine: str, directory: Path) -> Iterator[str]:
-    if engine == "duckdb":
-        yield make_duckdb(directory)
-    elif engine == "sqlite":
-        yield make_sqlite(directory)
-    elif engine == "postgres":
-        with make_postgres() as url:
-            yield url
-    elif engine == "snowflake":
-        with make_snowflake() as url:
-            yield url
-    else:
-        raise ValueError(engine)
+    with url_from(engine, directory, sys.modules[__name__]) as url:
+        yield url
