@@ -14,6 +14,8 @@ turn. The declarations themselves live in `flexsql.tools.declarations`.
 
 from __future__ import annotations
 
+import copy
+import functools
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -84,13 +86,23 @@ class ToolSpec:
         return ", ".join(parts) or "no arguments"
 
     def input_schema(self) -> dict[str, Any]:
-        # extra arguments are refused by the model's validation; saying so in every schema costs tokens
-        schema = compact_schema(self.args.model_json_schema())
-        schema.pop("additionalProperties", None)
-        return schema
+        return copy.deepcopy(_input_schema(self.args))
 
     def output_schema(self) -> dict[str, Any]:
-        return compact_schema(self.result.model_json_schema(mode="serialization"), nullable=True)
+        return copy.deepcopy(_output_schema(self.result))
+
+
+@functools.cache
+def _input_schema(args: type[BaseModel]) -> dict[str, Any]:
+    """Computed once per model: every stage request of the agent sends the schemas."""
+    schema = compact_schema(args.model_json_schema())
+    schema.pop("additionalProperties", None)  # extras are refused by validation; saying so costs tokens
+    return schema
+
+
+@functools.cache
+def _output_schema(result: type[BaseModel]) -> dict[str, Any]:
+    return compact_schema(result.model_json_schema(mode="serialization"), nullable=True)
 
 
 def _validation_text(exc: ValidationError) -> str:
