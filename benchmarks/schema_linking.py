@@ -1,7 +1,9 @@
 """Schema linking on Spider: does search_schema put a question's gold tables (and columns) in its top K?
 
 One DuckDB catalog holds every Spider database as its own schema (142 schemas, ~720 tables), and
-every question is searched over the WHOLE catalog: the realistic, hard setting. Questions: a fixed
+every question is searched over the WHOLE catalog: the hard setting, where a question that names no
+database competes with 141 others. The `per-db` rankers search each question in its own database only
+(its SQLite file opened as a source), the setting of Spider-Syn and of an agent given its database. Questions: a fixed
 sample of 1,000 from train.json (seed 0) and all of dev_open.json. Gold tables and columns come from
 the gold SQL (sqlglot, SQLite dialect). A plain BM25 over identifiers (table name + column names,
 split on case and underscores) is measured in the same run as the baseline.
@@ -277,6 +279,8 @@ PARAPHRASES: dict[str, str] = {
 
 
 def _plural(word: str) -> str:
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word  # already plural ('funds', 'tunes')
     if word.endswith("y") and word[-2:-1] not in ("a", "e", "o", "u"):
         return word[:-1] + "ies"
     if word.endswith(("s", "x", "ch", "sh")):
@@ -388,7 +392,7 @@ class PlainBM25:
                 score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * size / avg))
         return score
 
-    def search(self, question: str, k: int) -> tuple[list[str], list[tuple[str, str]]]:
+    def search(self, question: str, k: int, db: str = "") -> tuple[list[str], list[tuple[str, str]]]:
         terms = [w for w in re.findall(r"[a-z0-9]+", question.lower()) if w not in self.stopwords]
         scored = [(self._bm25(d, terms, self.df, len(self.docs), self.avg), i) for i, d in enumerate(self.docs)]
         scored.sort(key=lambda x: -x[0])
@@ -398,6 +402,46 @@ class PlainBM25:
         cscored.sort(key=lambda x: -x[0])
         columns = [(self.tables[self.columns[j][0]].qualified, self.columns[j][1]) for s, j in cscored[:k]]
         return tables, columns
+
+
+class PerDatabase:
+    """Each question searched in its own database only, opened as a source of its own on the Spider
+    SQLite file (how a user points flexsql at one database; Spider-Syn's setting). Results are named
+    `db.table` like the whole-catalog ones."""
+
+    def __init__(self, databases: Path, ranker: str, values: bool, params: Any = None) -> None:
+        self.databases, self.ranker, self.values, self.params = databases, ranker, values, params
+        self._open: dict[str, Any] = {}
+
+    def _searcher(self, db: str) -> Any:
+        from flexsql.tools.context import ToolContext
+        from flexsql.tools.search import SearchIndex
+        from flexsql.tools.sources import SourceRegistry, open_source
+        from flexsql.tools.values import build_value_index
+
+        if db not in self._open:
+            source = open_source(f"sqlite:///{self.databases / db / f'{db}.sqlite'}", name=db)
+            if self.ranker == "bm25":
+                self._open[db] = PlainBM25(source.catalog(), schema_names=True, stopwords=True)
+            else:
+                ctx = ToolContext(sources=SourceRegistry([source]))
+                if self.values:
+                    build_value_index(ctx)
+                ctx.caches[f"search:{source.name}"] = SearchIndex(source.catalog(), self.params)
+                self._open[db] = ctx
+        return self._open[db]
+
+    def search(self, question: str, k: int, db: str) -> tuple[list[str], list[tuple[str, str]]]:
+        from flexsql.tools.search import search_schema
+
+        found = self._searcher(db)
+        if isinstance(found, PlainBM25):
+            tables, columns = found.search(question, k)
+        else:
+            result = search_schema(found, question, limit=k)
+            tables, columns = [t.table for t in result.tables], [(c.table, c.column) for c in result.columns]
+        name = lambda t: f"{db}.{t.rsplit('.', 1)[-1]}"  # noqa: E731
+        return [name(t) for t in tables], [(name(t), c) for t, c in columns]
 
 
 # -- running ------------------------------------------------------------------------------------------
@@ -418,7 +462,7 @@ def evaluate(questions: list[dict[str, Any]], searcher: Any, databases: Path, ma
         if not gold_t:
             continue
         started = time.perf_counter()
-        tables, columns = searcher(q["question"], max_k)
+        tables, columns = searcher(q["question"], max_k, db)
         times.append((time.perf_counter() - started) * 1000)
         got_t = [t.lower() for t in tables]
         got_c = [(t.lower(), c.lower()) for t, c in columns]
@@ -500,7 +544,7 @@ def main(argv: list[str] | None = None) -> int:
     def ranker(params: Params | None = None) -> Any:
         index = SearchIndex(catalog, params)
 
-        def run(question: str, k: int) -> tuple[list[str], list[tuple[str, str]]]:
+        def run(question: str, k: int, db: str = "") -> tuple[list[str], list[tuple[str, str]]]:
             ctx.caches[f"search:{source.name}"] = index
             result = search_schema(ctx, question, limit=k)
             return [t.table for t in result.tables], [(c.table, c.column) for c in result.columns]
@@ -510,6 +554,9 @@ def main(argv: list[str] | None = None) -> int:
         "bm25 plain": PlainBM25(catalog).search,
         "bm25 +schema,stop": PlainBM25(catalog, schema_names=True, stopwords=True).search,
         "search_schema": ranker(_params(args.params)),
+        "per-db bm25": PerDatabase(databases, "bm25", values=False).search,
+        "per-db search": PerDatabase(databases, "search_schema", values=not args.no_values,
+                                     params=_params(args.params)).search,
     }
     if args.ablations:
         rankers["- value hits"] = ranker(Params(value_weight=0.0, column_value_weight=0.0))
@@ -534,7 +581,8 @@ def main(argv: list[str] | None = None) -> int:
             report["sets"][name][label] = result
 
     print(f"catalog: {report['catalog']['schemas']} schemas, {report['catalog']['tables']} tables, "
-          f"{report['catalog']['columns']} columns; whole-catalog scope")
+          f"{report['catalog']['columns']} columns; whole-catalog scope, except the per-db rankers: each question "
+          "in its own database, opened as a SQLite source")
     header = f"{'set':<11} {'ranker':<18} {'n':>5} | tables @5  @10  @20 | columns @5  @10  @20 | median ms"
     print(header)
     print("-" * len(header))
