@@ -78,7 +78,9 @@ class InProcessExecutor(Executor):
         from flexsql.tools.sources.base import FetchLimits
 
         source = self.source(url)
-        limits = FetchLimits(max_rows=self.max_rows, max_bytes=2**62, count_limit=self.max_rows + 1)
+        # scoring compares whole values: no byte or cell cap (a cut cell would compare as its prefix)
+        limits = FetchLimits(max_rows=self.max_rows, max_bytes=2**62, count_limit=self.max_rows + 1,
+                             max_cell_bytes=2**62)
         try:
             result = source.execute(sql, timeout_s=timeout_s, limits=limits)
         except FlexSQLError as exc:

@@ -37,7 +37,8 @@ def test_a_huge_list_cell_is_cut_to_its_first_elements_with_a_count(duck):
     assert cell[:3] == [0, 1, 2]  # the first elements, in order
     kept = len(cell) - 1
     assert cell[-1] == f"… {ELEMENTS - kept} more elements cut"
-    assert result.truncated and "1 cell(s) over max_cell_bytes=65536 cut" in result.truncated_reason
+    assert result.cells_cut == 1 and "1 cell(s) over max_cell_bytes=65536 cut" in result.truncated_reason
+    assert not result.truncated  # the one row is there: only its cell is a prefix
 
 
 def test_run_query_stores_a_cut_list_under_store_cell_kb(duck):

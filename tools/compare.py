@@ -41,6 +41,9 @@ def compare_results(ctx: ToolContext, result_ids: list[str]) -> Comparison:
         if result.truncated:
             raise InvalidArgument(f"{rid} keeps only {len(result.rows)} of {result.total_rows}+ rows, so it cannot be "
                                   "compared in full; narrow the query (aggregate or filter) and compare again")
+        if result.cells_cut:
+            raise InvalidArgument(f"{rid} has {result.cells_cut} value(s) kept only in part (over the store's cell "
+                                  "cap), so it cannot be compared in full; compare their md5() or length() instead")
     groups: list[list[str]] = []
     differences: list[PairDifference] = []
     for rid in ids:

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from flexsql.config import SandboxConfig
 from flexsql.errors import InvalidArgument, RefusedError
 from flexsql.tools.context import ToolContext
+from flexsql.tools.query import store_limits
 from flexsql.tools.render import jsonable, table_text
 from flexsql.tools.results import StoredResult
 from flexsql.tools.sandbox import (
@@ -33,7 +34,6 @@ from flexsql.tools.sandbox import (
     sql_type,
     table_from_rows,
 )
-from flexsql.tools.sources import FetchLimits
 
 MAX_CODE_CHARS = 200_000
 MAX_INPUTS = 16
@@ -151,11 +151,8 @@ SqlRunner = Callable[..., Any]  # runner(sql) or runner(sql, source), maybe time
 def _default_sql_runner(ctx: ToolContext, default_source: str | None) -> SqlRunner:
     def run(sql: str, source: str | None = None, timeout_s: float | None = None) -> Any:
         src = ctx.source(source or default_source)
-        store_rows = ctx.limits.store_rows
         timeout = ctx.limits.query_timeout_s if timeout_s is None else min(timeout_s, ctx.limits.query_timeout_s)
-        return src.execute(sql, timeout_s=timeout,
-                           limits=FetchLimits(max_rows=store_rows, max_bytes=ctx.limits.store_mb * 1024 * 1024,
-                                              count_limit=store_rows + 1))
+        return src.execute(sql, timeout_s=timeout, limits=store_limits(ctx, ctx.limits.store_rows))
     return run
 
 
@@ -174,6 +171,7 @@ def _sql_handler(runner: SqlRunner) -> Callable[..., tuple[pa.Table, dict[str, A
         meta = {"total_rows": int(getattr(result, "total_rows", len(result.rows))),
                 "total_is_lower_bound": bool(getattr(result, "total_is_lower_bound", False)),
                 "truncated": bool(getattr(result, "truncated", False)),
+                "cells_cut": int(getattr(result, "cells_cut", 0)),
                 "elapsed_ms": float(getattr(result, "elapsed_ms", 0.0))}
         return table, meta
     return handle

@@ -29,6 +29,7 @@ class QueryOutput(BaseModel):
     total_rows: int
     total_is_lower_bound: bool = False
     truncated: bool
+    cells_cut: int = 0  # cells over the store's cell cap, kept as their first part with a cut marker
     elapsed_ms: float = 0.0
     offset: int = 0
     sql: str | None = None
@@ -47,6 +48,9 @@ class QueryOutput(BaseModel):
         elif last < self.total_rows or self.total_is_lower_bound:
             lines.append(f"truncated: true — rows {first}-{last} of {total} shown; "
                          f"fetch_rows(result_id={self.result_id!r}, offset={last}) for more")
+        if self.cells_cut:
+            lines.append(f"cells cut: {self.cells_cut} value(s) were too big to keep whole and end in a '…' marker; "
+                         "select a part (substr, length) to read them")
         return "\n".join(lines)
 
 
@@ -57,7 +61,7 @@ def _output(stored: StoredResult, offset: int, limit: int, elapsed_ms: float = 0
         result_id=stored.result_id, columns=stored.columns, types=stored.types,
         rows=[[jsonable(v) for v in row] for row in rows], row_count=len(rows), total_rows=stored.total_rows,
         total_is_lower_bound=stored.total_is_lower_bound,
-        truncated=shown_to < stored.total_rows or stored.total_is_lower_bound,
+        truncated=shown_to < stored.total_rows or stored.total_is_lower_bound, cells_cut=stored.cells_cut,
         elapsed_ms=elapsed_ms, offset=offset, sql=stored.sql, hint=hint,
     )
 
@@ -75,6 +79,12 @@ def _empty_hint(sql: str) -> str:
     return hint
 
 
+def store_limits(ctx: ToolContext, rows: int) -> FetchLimits:
+    """What one query may keep in the result store ([limits] store_*): run_query's and flexsql.sql()'s."""
+    return FetchLimits(max_rows=rows, max_bytes=ctx.limits.store_mb * 1024 * 1024, count_limit=rows + 1,
+                       max_cell_bytes=ctx.limits.store_cell_kb * 1024)
+
+
 def run_query(ctx: ToolContext, sql: str, max_rows: int | None = None, timeout_s: float | None = None,
               source: str | None = None) -> QueryOutput:
     limit = ctx.limits.preview_rows if max_rows is None else check_limit("max_rows", max_rows, 0, MAX_RETURN_ROWS)
@@ -83,12 +93,10 @@ def run_query(ctx: ToolContext, sql: str, max_rows: int | None = None, timeout_s
         raise InvalidArgument(f"timeout_s={timeout_s} is out of range: use a value above 0 and at most 3600 seconds")
     src = ctx.source(source)
     store_rows = max(ctx.limits.store_rows, limit)
-    result = src.execute(sql, timeout_s=timeout,
-                         limits=FetchLimits(max_rows=store_rows, max_bytes=ctx.limits.store_mb * 1024 * 1024,
-                                            count_limit=store_rows + 1, max_cell_bytes=ctx.limits.store_cell_kb * 1024))
+    result = src.execute(sql, timeout_s=timeout, limits=store_limits(ctx, store_rows))
     stored = ctx.results.put(columns=result.columns, types=result.types, rows=result.rows, total_rows=result.total_rows,
                              total_is_lower_bound=result.total_is_lower_bound, truncated=result.truncated,
-                             ordered=has_top_level_order(sql, src.dialect), sql=sql, source=src.name)
+                             cells_cut=result.cells_cut, ordered=has_top_level_order(sql, src.dialect), sql=sql, source=src.name)
     hint = _empty_hint(sql) if result.total_rows == 0 and result.columns else None
     return _output(stored, 0, limit, result.elapsed_ms, hint)
 

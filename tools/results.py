@@ -28,7 +28,8 @@ class StoredResult(BaseModel):
     rows: list[tuple[Any, ...]]
     total_rows: int
     total_is_lower_bound: bool = False
-    truncated: bool = False
+    truncated: bool = False  # rows were dropped: `rows` holds fewer than total_rows
+    cells_cut: int = 0  # cells kept as prefixes (over store_cell_kb), each ending in a cut marker
     ordered: bool = False  # the producing query had a top-level ORDER BY
     sql: str | None = None
     source: str | None = None

@@ -719,12 +719,15 @@ def _flexsql_module(rpc: _Rpc, counter: list[int]) -> types.ModuleType:
         name = str(reply["file"])
         frame = _read_frame(name)
         os.remove(name)
-        meta = {k: reply.get(k) for k in ("total_rows", "total_is_lower_bound", "truncated", "elapsed_ms")}
+        meta = {k: reply.get(k) for k in ("total_rows", "total_is_lower_bound", "truncated", "cells_cut", "elapsed_ms")}
         frame.attrs.update(meta)
         if reply.get("truncated"):
             total = f"{reply.get('total_rows')}{'+' if reply.get('total_is_lower_bound') else ''}"
             print(f"flexsql.sql: only the first {len(frame)} of {total} rows were returned "
                   f"(server row cap); aggregate in SQL to see everything", file=sys.stderr)
+        if reply.get("cells_cut"):
+            print(f"flexsql.sql: {reply.get('cells_cut')} value(s) were too big to return whole and end in a "
+                  f"'…' marker (server cell cap); select a part of them (substr) to work on", file=sys.stderr)
         return frame
 
     sql.__module__ = SQLError.__module__ = "flexsql"

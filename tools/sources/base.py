@@ -234,8 +234,9 @@ class QueryResult(BaseModel):
     rows: list[tuple[Any, ...]]
     total_rows: int
     total_is_lower_bound: bool = False
-    truncated: bool = False
-    truncated_reason: str | None = None
+    truncated: bool = False  # rows were dropped: `rows` holds fewer than the total
+    truncated_reason: str | None = None  # why rows were dropped and/or cells cut
+    cells_cut: int = 0  # text, binary or nested cells over max_cell_bytes, kept cut with a marker
     elapsed_ms: float = 0.0
 
 
@@ -253,6 +254,21 @@ class FetchLimits:
     max_bytes: int = DEFAULT_MAX_BYTES
     count_limit: int = DEFAULT_COUNT_LIMIT
     max_cell_bytes: int = DEFAULT_MAX_CELL_BYTES
+
+
+@dataclass(frozen=True)
+class FetchCut:
+    """What a fetch left out: why rows stopped (None: every counted row is kept) and how many cells
+    were cut. Rows and cells are different news for the reader ('rows 1-20 of 4,000' against 'this
+    cell is a prefix'), so they are kept apart."""
+
+    rows: str | None = None
+    cells: int = 0
+    max_cell_bytes: int = 0
+
+    def __str__(self) -> str:
+        note = f"{self.cells} cell(s) over max_cell_bytes={self.max_cell_bytes} cut" if self.cells else None
+        return "; ".join(x for x in (self.rows, note) if x)
 
 
 @dataclass
@@ -415,12 +431,12 @@ def estimate_size(rows: Sequence[Sequence[Any]]) -> int:
     return int(sum(approx_size(r) for r in sample) * n / len(sample))
 
 
-def collect(batches: Iterator[Sequence[Sequence[Any]]], limits: FetchLimits) -> tuple[list[tuple[Any, ...]], int, bool, str | None]:
+def collect(batches: Iterator[Sequence[Sequence[Any]]], limits: FetchLimits) -> tuple[list[tuple[Any, ...]], int, bool, FetchCut | None]:
     """Keep rows up to the row and byte caps, keep counting up to `count_limit`.
 
     Works a batch at a time (row-by-row Python costs seconds on million-row results); the byte
     cap uses a sampled size estimate per batch and goes row by row only in the batch that crosses it.
-    Returns (rows, counted, more_than_counted, truncated_reason).
+    Returns (rows, counted, more_than_counted, what was cut or None).
     """
     rows: list[tuple[Any, ...]] = []
     kept_bytes = 0
@@ -456,16 +472,15 @@ def collect(batches: Iterator[Sequence[Sequence[Any]]], limits: FetchLimits) -> 
             if reason is None and len(take) < len(batch):
                 reason = f"max_rows={limits.max_rows}"
         if more:
-            return rows, counted, True, _cell_reason(rows, limits, reason, cells_cut) or f"max_rows={limits.max_rows}"
-    return rows, counted, False, _cell_reason(rows, limits, reason, cells_cut)
+            return rows, counted, True, _cut(rows, limits, reason or f"max_rows={limits.max_rows}", cells_cut)
+    return rows, counted, False, _cut(rows, limits, reason, cells_cut)
 
 
-def _cell_reason(rows: list[tuple[Any, ...]], limits: FetchLimits, reason: str | None, cut: int) -> str | None:
-    cut += cut_big_cells(rows, limits.max_cell_bytes)
-    if not cut:
-        return reason
-    note = f"{cut} cell(s) over max_cell_bytes={limits.max_cell_bytes} cut"
-    return f"{reason}; {note}" if reason else note
+def _cut(rows: list[tuple[Any, ...]], limits: FetchLimits, reason: str | None, cells: int) -> FetchCut | None:
+    cells += cut_big_cells(rows, limits.max_cell_bytes)
+    if reason is None and not cells:
+        return None
+    return FetchCut(rows=reason, cells=cells, max_cell_bytes=limits.max_cell_bytes)
 
 
 class Source(ABC):
@@ -520,7 +535,7 @@ class Source(ABC):
         limits = limits or FetchLimits()
         started = time.perf_counter()
         try:
-            columns, types, rows, counted, more, reason = self._run(text, timeout_s, limits)
+            columns, types, rows, counted, more, cut = self._run(text, timeout_s, limits)
         except QueryTimeout:
             raise
         except QueryError:
@@ -533,8 +548,9 @@ class Source(ABC):
             rows=rows,
             total_rows=counted,
             total_is_lower_bound=more,
-            truncated=reason is not None,
-            truncated_reason=reason,
+            truncated=cut is not None and cut.rows is not None,
+            truncated_reason=str(cut) if cut is not None else None,
+            cells_cut=cut.cells if cut is not None else 0,
             elapsed_ms=round((time.perf_counter() - started) * 1000, 2),
         )
 
@@ -557,9 +573,9 @@ class Source(ABC):
     @abstractmethod
     def _run(
         self, sql: str, timeout_s: float, limits: FetchLimits
-    ) -> tuple[list[str], list[str], list[tuple[Any, ...]], int, bool, str | None]:
+    ) -> tuple[list[str], list[str], list[tuple[Any, ...]], int, bool, FetchCut | None]:
         """Execute one statement read-only, cancelling it at `timeout_s`; returns
-        (columns, types, rows, counted, more_than_counted, truncated_reason)."""
+        (columns, types, rows, counted, more_than_counted, what collect() cut)."""
 
     def _clean_error(self, exc: BaseException) -> str:
         from flexsql.tools.sources.urls import scrub_secrets

@@ -212,7 +212,7 @@ class DuckDBSource(Source):
                     exact = _exact_text_sql(sql, columns, types)
                     if exact is not None:  # Python cannot hold these values: read DuckDB's own text instead
                         cur.execute(exact)
-                    rows, counted, more, reason = collect(fetch_batches(cur), limits)
+                    rows, counted, more, cut = collect(fetch_batches(cur), limits)
                     rows = _mark_infinite(rows, types)
                 except duckdb.InterruptException:
                     raise timeout_error(timeout_s) from None
@@ -220,7 +220,7 @@ class DuckDBSource(Source):
                     if deadline.fired:
                         raise timeout_error(timeout_s) from None
                     raise QueryError(self._clean_error(exc)) from None
-            return columns, types, rows, counted, more, reason
+            return columns, types, rows, counted, more, cut
 
     def data_versions(self, tables: list[TableInfo]) -> dict[str, str] | None:
         return file_data_versions(self.path, tables)

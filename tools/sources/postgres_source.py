@@ -298,14 +298,14 @@ class PostgresSource(Source):
                             return [], [], [], 0, False, None
                         columns = [d.name for d in cur.description]
                         types = [_type_name(conn, d.type_code) for d in cur.description]
-                        rows, counted, more, reason = collect(fetch_batches(cur), limits)
+                        rows, counted, more, cut = collect(fetch_batches(cur), limits)
                 except psycopg.errors.QueryCanceled:
                     raise timeout_error(timeout_s) from None
                 except psycopg.OperationalError:
                     raise
                 except psycopg.Error as exc:
                     raise QueryError(self._explain(exc)) from None
-            return columns, types, rows, counted, more, reason
+            return columns, types, rows, counted, more, cut
         except psycopg.OperationalError:
             conn.close()
             raise

@@ -320,12 +320,12 @@ class SnowflakeSource(Source):
                     columns = [d[0] for d in cur.description]
                     types = [str(d[1]) for d in cur.description]
 
-                    rows, counted, more, reason = collect(fetch_batches(cur), limits)
+                    rows, counted, more, cut = collect(fetch_batches(cur), limits)
                 except Exception as exc:
                     if deadline.fired or "timeout" in str(exc).lower() and "statement" in str(exc).lower():
                         raise timeout_error(timeout_s) from None
                     raise QueryError(self._clean_error(exc)) from None
-            return columns, types, rows, counted, more, reason
+            return columns, types, rows, counted, more, cut
         finally:
             cur.close()
 

@@ -196,9 +196,9 @@ class SQLiteSource(Source):
                     return [], [], [], 0, False, None
                 columns = [d[0] for d in cur.description]
 
-                rows, counted, more, reason = collect(fetch_batches(cur), limits)
+                rows, counted, more, cut = collect(fetch_batches(cur), limits)
             types = [_sqlite_type(rows, i) for i in range(len(columns))]
-            return columns, types, rows, counted, more, reason
+            return columns, types, rows, counted, more, cut
         except sqlite3.OperationalError as exc:
             if watchdog.fired or "interrupted" in str(exc):
                 raise timeout_error(timeout_s) from None
