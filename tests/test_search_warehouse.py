@@ -139,3 +139,55 @@ def test_find_values_schema_and_context(wh: ToolContext) -> None:
     assert find_values(wh, "France", schema="analytics").matches == []
     with pytest.raises(NotFoundError, match="schema 'crn' not found; did you mean: crm"):
         find_values(wh, "France", schema="crn")
+
+
+# -- tables with the same columns ------------------------------------------------------------------
+
+POST_COLS = ("id BIGINT, title VARCHAR, body VARCHAR, tags VARCHAR, view_count BIGINT, score BIGINT, "
+             "owner_user_id BIGINT, creation_date TIMESTAMP, answer_count BIGINT")
+POST_TABLES = ("posts_questions", "posts_answers", "posts_tag_wiki", "posts_tag_wiki_excerpt",
+               "posts_orphaned_tag_wiki", "posts_moderator_nomination", "posts_privilege_wiki",
+               "posts_wiki_placeholder", "stackoverflow_posts", "posts_tag_synonyms", "posts_questions_archive")
+
+
+@pytest.fixture(scope="module")
+def forum_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A Stack Overflow-like schema: eleven post tables with one column list, and the tags table."""
+    import duckdb
+
+    path = tmp_path_factory.mktemp("forum") / "forum.duckdb"
+    conn = duckdb.connect(str(path))
+    for name in POST_TABLES:
+        conn.execute(f"CREATE TABLE {name} ({POST_COLS})")
+    conn.execute("CREATE TABLE tags (id BIGINT, tag_name VARCHAR, count BIGINT, excerpt_post_id BIGINT, "
+                 "wiki_post_id BIGINT)")
+    conn.execute("CREATE TABLE users (id BIGINT, display_name VARCHAR, reputation BIGINT, creation_date TIMESTAMP)")
+    conn.close()
+    return f"duckdb:///{path}"
+
+
+def _forum_search(url: str, question: str, **params):
+    import dataclasses
+
+    from flexsql.tools.search import Params, SearchIndex
+
+    source = open_source(url, name="forum")
+    try:
+        ctx = ToolContext(sources=SourceRegistry([source]))
+        ctx.caches["search:forum"] = SearchIndex(source.catalog(), dataclasses.replace(Params(), **params))
+        return search_schema(ctx, question, limit=10)
+    finally:
+        source.close()
+
+
+def test_copies_of_one_column_list_do_not_crowd_out_the_table_the_question_names(forum_url: str) -> None:
+    question = "the most viewed questions for each of the tags 'android-layout' and 'android-intent'"
+    result = _forum_search(forum_url, question)
+    names = _names(result)
+    assert names[0] == "main.posts_questions"
+    assert "main.tags" in names[:10]
+    twin = next(t for t in result.tables if t.table != "main.posts_questions" and t.table.startswith("main.posts"))
+    assert any(w.startswith("same columns as ") for w in twin.why)
+    # positive control: scored without the twin decay, the eleven post tables fill the list
+    crowded = _names(_forum_search(forum_url, question, twin_decay=1.0))
+    assert "main.tags" not in crowded[:10]
