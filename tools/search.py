@@ -302,10 +302,13 @@ class Params:
     # tables of one schema with (almost) the same columns (posts_questions, posts_answers, posts_tag_wiki;
     # acs county_5yr, place_5yr) match a question through the same columns: each one after the first
     # counts this much less, so one slot of the result does not become five copies of one table
-    # (Spider 2.0-Snow all-gold@10 0.912 -> 0.924, @20 0.970 -> 0.979; Spider 1.0 unchanged)
+    # (with twin_unasked: Spider 2.0-Snow all-gold@10 0.912 -> 0.930, @20 0.970 -> 0.979; Spider 1.0 unchanged)
     twin_decay: float = 0.7
     twin_overlap: float = 0.9  # Jaccard of the column names, over tables of at least twin_min_columns
     twin_min_columns: int = 8
+    # among twins, each table-name word the question lacks costs this share: 'results' before
+    # 'sprint_results', 'posts_questions' before 'posts_questions_archive', unless the question says so
+    twin_unasked: float = 0.9
     prefix_weight: float = 0.6  # a question word the catalog lacks matches catalog words it begins
     inferred_share: float = 0.25  # like fk_share, for links inferred from `<entity>_id` column names
     inferred_sources: int = 5  # how many top tables pass it on
@@ -763,7 +766,7 @@ def search_schema(ctx: ToolContext, query: str, limit: int = 10, source: str | N
         ranked = _cover_concepts(engine, ranked, scores, weights, limit, p)
     twin_of: dict[int, int] = {}
     if p.twin_decay < 1 and len(ranked) > 1:
-        ranked, twin_of = _spread_twins(engine, ranked, scores, limit, p)
+        ranked, twin_of = _spread_twins(engine, ranked, scores, weights, limit, p)
     top = ranked[:limit]
     table_hits = []
     for ti in top:
@@ -961,8 +964,8 @@ def _cover_concepts(engine: SearchIndex, ranked: list[int], scores: dict[int, fl
     return chosen + [ti for ti in ranked if ti not in set(chosen)]
 
 
-def _spread_twins(engine: SearchIndex, ranked: list[int], scores: dict[int, float], limit: int,
-                  p: Params) -> tuple[list[int], dict[int, int]]:
+def _spread_twins(engine: SearchIndex, ranked: list[int], scores: dict[int, float], weights: dict[str, float],
+                  limit: int, p: Params) -> tuple[list[int], dict[int, int]]:
     """Greedy re-rank: a table's score decays with each higher-ranked table of its schema that has
     nearly the same columns (see Params.twin_decay); the picked tables' scores are updated in place.
     Also returns each picked twin's first such table."""
@@ -982,6 +985,9 @@ def _spread_twins(engine: SearchIndex, ranked: list[int], scores: dict[int, floa
                 twins[j].append(i)
     if not twins:
         return ranked, {}
+    for i in twins:
+        unasked = sum(1 for term in engine.name_words[pool[i]] if term not in weights)
+        scores[pool[i]] *= p.twin_unasked ** unasked
     seen = [0] * len(pool)  # picked twins of each pool entry so far
     first_twin: dict[int, int] = {}
     chosen: list[int] = []
