@@ -214,3 +214,22 @@ def test_of_two_twins_the_one_whose_name_adds_no_unasked_word_comes_first(tmp_pa
     assert names.index("main.results") < names.index("main.sprint_results")
     plain = _names(_forum_search(url, question, twin_unasked=1.0))  # positive control: the shorter one wins
     assert plain.index("main.sprint_results") < plain.index("main.results")
+
+
+def test_twins_of_wide_tables_are_told_from_a_sketch_of_their_columns() -> None:
+    """Tables of thousands of columns are compared through 128 hashes each, close to the exact Jaccard."""
+    import heapq
+
+    from flexsql.tools.search import SKETCH_SIZE, _jaccard
+
+    def sketch(names: set[str]) -> frozenset[int]:
+        return frozenset(heapq.nsmallest(SKETCH_SIZE, {hash(n) for n in names}))
+
+    base = {f"metric_{i}" for i in range(3000)}
+    near = (base - {f"metric_{i}" for i in range(150)}) | {f"other_{i}" for i in range(150)}  # exact 0.905
+    far = {f"other_{i}" for i in range(3000)}
+    assert abs(_jaccard(sketch(base), sketch(near)) - 0.905) < 0.08
+    assert _jaccard(sketch(base), sketch(far)) < 0.1
+    assert _jaccard(sketch(base), sketch(base)) == 1.0
+    small_a, small_b = {"a", "b", "c", "d"}, {"a", "b", "c", "e"}
+    assert _jaccard(frozenset(map(hash, small_a)), frozenset(map(hash, small_b))) == 3 / 5  # whole sets: exact

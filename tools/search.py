@@ -13,6 +13,7 @@ Every hit says why it matched.
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 import time
@@ -264,6 +265,9 @@ def text_terms(text: str | None) -> list[Term]:
 
 # -- the index ---------------------------------------------------------------------------------------
 
+SKETCH_SIZE = 128  # column-name hashes kept per table for telling twins apart
+
+
 @dataclass
 class Params:
     """Ranking weights (tuned on a Spider training sample; see benchmarks/schema_linking.py)."""
@@ -372,7 +376,7 @@ class SearchIndex:
     def __init__(self, catalog: Catalog, params: Params | None = None) -> None:
         self.params = p = params or Params()
         self.loaded_at = catalog.loaded_at
-        self._column_names: dict[int, frozenset[str]] = {}
+        self._column_sketches: dict[int, tuple[int, frozenset[int]]] = {}
         # one entry per sharded family / release series (its latest member stands for it): one slot of
         # the result covers the family, and 300 daily shards do not drown the idf of their words
         fams = families(catalog.tables)
@@ -487,12 +491,16 @@ class SearchIndex:
             self.inferred[a].setdefault(b, col)
             self.inferred[b].setdefault(a, col)
 
-    def column_names(self, ti: int) -> frozenset[str]:
-        """The table's column names, lower-cased (built on first use: most tables are never asked)."""
-        names = self._column_names.get(ti)
-        if names is None:
-            names = self._column_names[ti] = frozenset(c.name.lower() for c in self.tables[ti].columns)
-        return names
+    def column_sketch(self, ti: int) -> tuple[int, frozenset[int]]:
+        """(column count, hashes of the lower-cased column names — of a table wider than SKETCH_SIZE only
+        the smallest SKETCH_SIZE): enough to tell twins apart in O(SKETCH_SIZE) however wide the tables.
+        Built on first use: most tables are never asked."""
+        sketch = self._column_sketches.get(ti)
+        if sketch is None:
+            hashes = {hash(c.name.lower()) for c in self.tables[ti].columns}
+            kept = frozenset(hashes if len(hashes) <= SKETCH_SIZE else heapq.nsmallest(SKETCH_SIZE, hashes))
+            sketch = self._column_sketches[ti] = (len(hashes), kept)
+        return sketch
 
     @staticmethod
     def bm25(post: dict[str, dict[int, float]], idf: dict[str, float], terms: dict[str, float],
@@ -970,17 +978,17 @@ def _spread_twins(engine: SearchIndex, ranked: list[int], scores: dict[int, floa
     nearly the same columns (see Params.twin_decay); the picked tables' scores are updated in place.
     Also returns each picked twin's first such table."""
     pool = ranked[: max(limit * p.coverage_pool, limit)]
-    names = [engine.column_names(ti) for ti in pool]
-    wide = [i for i, n in enumerate(names) if len(n) >= p.twin_min_columns]
+    sketches = [engine.column_sketch(ti) for ti in pool]
+    wide = [i for i, (n, _) in enumerate(sketches) if n >= p.twin_min_columns]
     twins: dict[int, list[int]] = defaultdict(list)
     for x, i in enumerate(wide):
         for j in wide[x + 1:]:
-            a, b = names[i], names[j]
+            (na, a), (nb, b) = sketches[i], sketches[j]
             if engine.table_schema[pool[i]] != engine.table_schema[pool[j]]:
                 continue
-            if min(len(a), len(b)) < p.twin_overlap * max(len(a), len(b)):  # sizes alone rule it out
+            if min(na, nb) < p.twin_overlap * max(na, nb):  # the sizes alone rule it out
                 continue
-            if len(a & b) >= p.twin_overlap * len(a | b):
+            if _jaccard(a, b) >= p.twin_overlap:
                 twins[i].append(j)
                 twins[j].append(i)
     if not twins:
@@ -1004,6 +1012,16 @@ def _spread_twins(engine: SearchIndex, ranked: list[int], scores: dict[int, floa
     picked = [pool[i] for i in chosen]
     kept = set(picked)
     return picked + [ti for ti in ranked if ti not in kept], {ti: t for ti, t in first_twin.items() if ti in kept}
+
+
+def _jaccard(a: frozenset[int], b: frozenset[int]) -> float:
+    """Jaccard of two column sets from their sketches: exact when both are whole, else the bottom-k
+    estimate (the share of the union's smallest hashes that both hold)."""
+    if len(a) < SKETCH_SIZE and len(b) < SKETCH_SIZE:
+        both = len(a & b)
+        return both / (len(a) + len(b) - both)
+    smallest = heapq.nsmallest(SKETCH_SIZE, a | b)
+    return sum(1 for h in smallest if h in a and h in b) / len(smallest)
 
 
 def _quote_words(terms: list[str], words: dict[str, str]) -> str:
