@@ -17,6 +17,7 @@ import heapq
 import math
 import re
 import time
+import zlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -497,7 +498,8 @@ class SearchIndex:
         Built on first use: most tables are never asked."""
         sketch = self._column_sketches.get(ti)
         if sketch is None:
-            hashes = {hash(c.name.lower()) for c in self.tables[ti].columns}
+            # crc32, not hash(): str hashes change per process, and rankings must not
+            hashes = {zlib.crc32(c.name.lower().encode()) for c in self.tables[ti].columns}
             kept = frozenset(hashes if len(hashes) <= SKETCH_SIZE else heapq.nsmallest(SKETCH_SIZE, hashes))
             sketch = self._column_sketches[ti] = (len(hashes), kept)
         return sketch
