@@ -81,3 +81,22 @@ def test_flexsql_sql_in_python_follows_store_cell_kb_and_says_values_were_cut(no
     assert "too big to return whole" in cut.stderr and "rows were returned" not in cut.stderr
     whole = run_python(_ctx(notes), code)
     assert whole.ok and whole.stdout.split() == [str(LONG), "0", "False"] and whole.stderr == ""
+
+
+def test_on_a_result_of_hundreds_of_columns_both_notes_survive_the_text_cap(tmp_path):
+    path = tmp_path / "wide.duckdb"
+    conn = duckdb.connect(str(path))
+    conn.execute("CREATE TABLE wide AS SELECT repeat('w', 3000) AS body, "
+                 + ", ".join(f"i * {k} AS column_number_{k}" for k in range(300)) + " FROM range(50) t(i)")
+    conn.close()
+    source = open_source(f"duckdb:///{path}", name="wide")
+    try:
+        out = run_query(_ctx(source, store_cell_kb=1), "SELECT * FROM wide")
+        text = out.to_text(max_chars=4000)
+        assert len(text) <= 4000
+        assert out.truncated and "truncated: true — rows 1-" in text and "fetch_rows(" in text
+        assert "cells cut: 50 value(s)" in text
+        header = text.splitlines()[1]
+        assert header.startswith("body | column_number_0") and header.endswith("…")  # 300 names do not fit
+    finally:
+        source.close()

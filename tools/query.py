@@ -39,7 +39,8 @@ class QueryOutput(BaseModel):
         total = f"{self.total_rows}{'+' if self.total_is_lower_bound else ''}"
         if not self.columns:
             return f"{self.result_id}: statement returned no result set ({self.elapsed_ms:g} ms)"
-        table, shown = table_text(self.columns, self.rows, cell_chars=cell_chars, max_chars=max_chars - 200)
+        # room for the head line and both notes below the table (the truncation and cells-cut lines)
+        table, shown = table_text(self.columns, self.rows, cell_chars=cell_chars, max_chars=max_chars - 320)
         first, last = self.offset + 1, self.offset + shown
         head = f"{self.result_id}: {total} rows, {len(self.columns)} cols, {self.elapsed_ms:g} ms"
         lines = [head, table]

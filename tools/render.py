@@ -68,18 +68,26 @@ def float_text(value: float) -> str:
 
 def table_text(columns: Sequence[str], rows: Sequence[Sequence[Any]], *, cell_chars: int = 200,
                max_chars: int = 4000) -> tuple[str, int]:
-    """Render a header and as many rows as fit in `max_chars`; returns (text, rows_shown)."""
-    lines = [" | ".join(cell_text(c, cell_chars) for c in columns)]
+    """Render a header and as many rows as fit in `max_chars`; returns (text, rows_shown). A line wider
+    than the room left (hundreds of columns) is cut with '…' — the header to half the room, so one row
+    always shows — rather than overflowing: what callers append after the table must survive."""
+    lines = [_fit(" | ".join(cell_text(c, cell_chars) for c in columns), max_chars // 2)]
     used = len(lines[0]) + 1
     shown = 0
     for row in rows:
         line = " | ".join(cell_text(v, cell_chars) for v in row)
-        if used + len(line) + 1 > max_chars and shown > 0:
-            break
+        if used + len(line) + 1 > max_chars:
+            if shown > 0:
+                break
+            line = _fit(line, max_chars - used - 1)
         lines.append(line)
         used += len(line) + 1
         shown += 1
     return "\n".join(lines), shown
+
+
+def _fit(line: str, room: int) -> str:
+    return line if len(line) <= room else line[: max(room - 1, 0)] + _CUT_MARK
 
 
 def jsonable(value: Any) -> Any:
