@@ -58,8 +58,10 @@ class Answer(BaseModel):
     conversation_id: str | None = None
 
     def to_text(self, max_chars: int = 4000, cell_chars: int = 200) -> str:
-        lines = [f"status: {self.status}" + (f" (budget spent: {self.budget_exhausted}; best so far)"
-                                             if self.budget_exhausted else "")]
+        lines = [
+            f"status: {self.status}"
+            + (f" (budget spent: {self.budget_exhausted}; best so far)" if self.budget_exhausted else "")
+        ]
         if self.clarifying_question:
             lines.append(f"question for the user: {self.clarifying_question}")
             lines += [f"  reading: {r}" for r in self.readings]
@@ -70,17 +72,25 @@ class Answer(BaseModel):
         if self.code:
             lines.append(f"{self.language}:\n{self.code}")
         if self.columns:
-            table, shown = table_text(self.columns, self.rows, cell_chars=cell_chars, max_chars=max_chars // 2)
-            lines.append(f"{self.result_id}: {self.total_rows} rows" + (f" (first {shown} shown)"
-                                                                        if shown < (self.total_rows or 0) else ""))
+            table, shown = table_text(
+                self.columns, self.rows, cell_chars=cell_chars, max_chars=max_chars // 2
+            )
+            lines.append(
+                f"{self.result_id}: {self.total_rows} rows"
+                + (f" (first {shown} shown)" if shown < (self.total_rows or 0) else "")
+            )
             lines.append(table)
         if self.candidates:
             ran = sum(1 for c in self.candidates if c.result_id)
-            lines.append(f"candidates: {len(self.candidates)} ({ran} ran) in {len(self.groups)} groups; "
-                         + "; ".join(f"[{', '.join(g.members)}] score {g.score:.2f}" for g in self.groups[:4]))
+            lines.append(
+                f"candidates: {len(self.candidates)} ({ran} ran) in {len(self.groups)} groups; "
+                + "; ".join(f"[{', '.join(g.members)}] score {g.score:.2f}" for g in self.groups[:4])
+            )
         if self.reason and self.status == "answered":
             lines.append(f"why: {self.reason}")
         u = self.usage
-        lines.append(f"model calls {u.model_calls}, tool calls {u.tool_calls}, tokens {u.prompt_tokens}+"
-                     f"{u.completion_tokens}, {u.seconds:g} s" + (f"; trace {self.trace}" if self.trace else ""))
+        lines.append(
+            f"model calls {u.model_calls}, tool calls {u.tool_calls}, tokens {u.prompt_tokens}+"
+            f"{u.completion_tokens}, {u.seconds:g} s" + (f"; trace {self.trace}" if self.trace else "")
+        )
         return "\n".join(lines)

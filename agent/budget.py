@@ -61,8 +61,10 @@ class Budget:
             why = f"{self.max_seconds:g} s"
         if why:
             self.exhausted = self.exhausted or why
-            raise BudgetExceeded(f"the question's budget of {why} is spent; raise [agent] max_model_calls / "
-                                 "max_tokens / max_seconds for more")
+            raise BudgetExceeded(
+                f"the question's budget of {why} is spent; raise [agent] max_model_calls / "
+                "max_tokens / max_seconds for more"
+            )
 
     def charge(self, prompt_tokens: int, completion_tokens: int) -> None:
         with self._lock:

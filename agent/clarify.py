@@ -74,8 +74,9 @@ async def ask_now(ctx: Any, answer: Answer) -> str | None:
 
 def input_requests(answer: Answer) -> dict[str, Any]:
     """The elicitation of a 2026-07-28 `InputRequiredResult`."""
-    params = types.ElicitRequestFormParams(message=_question(answer),
-                                           requested_schema=render_elicitation_schema(_schema(answer)))
+    params = types.ElicitRequestFormParams(
+        message=_question(answer), requested_schema=render_elicitation_schema(_schema(answer))
+    )
     return {INPUT_KEY: types.ElicitRequest(params=params)}
 
 
@@ -91,8 +92,10 @@ def reply_from(responses: Any, answer: Answer) -> str | None:
 
 
 def clarified(question: str, asked: str | None, reply: str) -> str:
-    return (f"{question}\n(The user clarified, when asked \"{asked}\": {reply}. Treat the question as answerable "
-            "with this reading.)")
+    return (
+        f'{question}\n(The user clarified, when asked "{asked}": {reply}. Treat the question as answerable '
+        "with this reading.)"
+    )
 
 
 _PENDING: weakref.WeakKeyDictionary[Any, OrderedDict[str, Pending]] = weakref.WeakKeyDictionary()

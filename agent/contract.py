@@ -55,39 +55,79 @@ class Verdict(BaseModel):
 
 
 OUTPUTS: dict[str, type[BaseModel]] = {
-    "classify": Classification, "link": Linking, "knowledge": Knowledge, "plan": Plans,
-    "implement": Program, "repair": Program, "evaluate": Verdict, "revise_plan": Plan,
+    "classify": Classification,
+    "link": Linking,
+    "knowledge": Knowledge,
+    "plan": Plans,
+    "implement": Program,
+    "repair": Program,
+    "evaluate": Verdict,
+    "revise_plan": Plan,
 }
 
 _NULLABLE_STR = {"type": ["string", "null"]}
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
-_PLAN = {"type": "object", "additionalProperties": False, "required": ["reading", "text", "tables"],
-         "properties": {"reading": {"type": "string"}, "text": {"type": "string"}, "tables": _STR_LIST}}
+_PLAN = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["reading", "text", "tables"],
+    "properties": {"reading": {"type": "string"}, "text": {"type": "string"}, "tables": _STR_LIST},
+}
 
 
 def output_schema(stage: str, plans: int = 4) -> dict[str, Any]:
     """The JSON schema sent as `response_format` for `stage` (hand-written: exactly the contract)."""
     if stage == "classify":
-        return {"type": "object", "additionalProperties": False,
-                "required": ["type", "clarifying_question", "reason", "reply"],
-                "properties": {"type": {"enum": ["answerable", "ambiguous", "unanswerable", "improper"]},
-                               "clarifying_question": _NULLABLE_STR, "reason": _NULLABLE_STR, "reply": _NULLABLE_STR,
-                               "readings": _STR_LIST}}
+        return {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["type", "clarifying_question", "reason", "reply"],
+            "properties": {
+                "type": {"enum": ["answerable", "ambiguous", "unanswerable", "improper"]},
+                "clarifying_question": _NULLABLE_STR,
+                "reason": _NULLABLE_STR,
+                "reply": _NULLABLE_STR,
+                "readings": _STR_LIST,
+            },
+        }
     if stage == "link":
-        return {"type": "object", "additionalProperties": False, "required": ["tables", "notes"],
-                "properties": {"tables": _STR_LIST, "notes": {"type": "string"}}}
+        return {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["tables", "notes"],
+            "properties": {"tables": _STR_LIST, "notes": {"type": "string"}},
+        }
     if stage == "knowledge":
-        return {"type": "object", "additionalProperties": False, "required": ["summary"],
-                "properties": {"summary": {"type": "string"}}}
+        return {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["summary"],
+            "properties": {"summary": {"type": "string"}},
+        }
     if stage == "plan":
-        return {"type": "object", "additionalProperties": False, "required": ["plans"],
-                "properties": {"plans": {"type": "array", "items": _PLAN, "minItems": plans, "maxItems": plans}}}
+        return {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["plans"],
+            "properties": {"plans": {"type": "array", "items": _PLAN, "minItems": plans, "maxItems": plans}},
+        }
     if stage in ("implement", "repair"):
-        return {"type": "object", "additionalProperties": False, "required": ["language", "code"],
-                "properties": {"language": {"enum": ["sql", "python"]}, "code": {"type": "string"}}}
+        return {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["language", "code"],
+            "properties": {"language": {"enum": ["sql", "python"]}, "code": {"type": "string"}},
+        }
     if stage == "evaluate":
-        return {"type": "object", "additionalProperties": False, "required": ["verdict", "feedback"],
-                "properties": {"verdict": {"enum": ["ok", "plan", "implementation"]}, "feedback": {"type": "string"}}}
+        return {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["verdict", "feedback"],
+            "properties": {
+                "verdict": {"enum": ["ok", "plan", "implementation"]},
+                "feedback": {"type": "string"},
+            },
+        }
     if stage == "revise_plan":
         return _PLAN
     raise ValueError(f"unknown stage {stage!r}; the stages are {', '.join(STAGES)}")
@@ -97,8 +137,10 @@ def format_instruction(stage: str, plans: int = 4) -> str:
     """What the system message says about the final answer (the schema, in words and as JSON)."""
     schema = json.dumps(output_schema(stage, plans), separators=(",", ":"))
     extra = f" Write exactly {plans} plans." if stage == "plan" else ""
-    return ("When you have what you need, stop calling tools and reply with ONE JSON object and nothing else "
-            f"(it replaces any other answer format mentioned below).{extra} Its JSON schema: {schema}")
+    return (
+        "When you have what you need, stop calling tools and reply with ONE JSON object and nothing else "
+        f"(it replaces any other answer format mentioned below).{extra} Its JSON schema: {schema}"
+    )
 
 
 class StageOutputError(ValueError):
@@ -133,7 +175,7 @@ def _json_candidates(text: str) -> list[str]:
         elif ch == "}" and depth:
             depth -= 1
             if depth == 0 and start >= 0:
-                found.append(text[start:i + 1])
+                found.append(text[start : i + 1])
     return found
 
 
@@ -171,8 +213,11 @@ def parse_output(stage: str, text: str | None, plans: int = 4) -> BaseModel:
         try:
             parsed = model.model_validate(data)
         except ValidationError as exc:
-            problems.append("; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'object'}: {e['msg']}"
-                                      for e in exc.errors()[:5]))
+            problems.append(
+                "; ".join(
+                    f"{'.'.join(str(p) for p in e['loc']) or 'object'}: {e['msg']}" for e in exc.errors()[:5]
+                )
+            )
             continue
         if isinstance(parsed, Plans) and not parsed.plans:
             problems.append("plans: the list is empty")
@@ -185,16 +230,25 @@ def parse_output(stage: str, text: str | None, plans: int = 4) -> BaseModel:
         status = _STATUS_LINE.search(text)  # the clarify prompt's own format: `STATUS: unanswerable — …`
         if status:
             kind, detail = status.group(1), status.group(2).strip(" —-:") or None
-            return Classification(type={"answerable": "answerable", "needs_clarification": "ambiguous",
-                                        "unanswerable": "unanswerable"}[kind],  # type: ignore[arg-type]
-                                  clarifying_question=detail if kind == "needs_clarification" else None,
-                                  reason=detail if kind == "unanswerable" else None)
+            return Classification(
+                type={
+                    "answerable": "answerable",
+                    "needs_clarification": "ambiguous",
+                    "unanswerable": "unanswerable",
+                }[kind],  # type: ignore[arg-type]
+                clarifying_question=detail if kind == "needs_clarification" else None,
+                reason=detail if kind == "unanswerable" else None,
+            )
     if stage == "evaluate":
         verdict = _VERDICT_LINE.search(text)  # the verify prompt's own format: `VERDICT: plan_issue — …`
         if verdict:
-            kind = {"correct": "ok", "implementation_issue": "implementation", "plan_issue": "plan"}[verdict.group(1)]
+            kind = {"correct": "ok", "implementation_issue": "implementation", "plan_issue": "plan"}[
+                verdict.group(1)
+            ]
             return Verdict(verdict=kind, feedback=verdict.group(2).strip(" —-:") or text.strip()[-500:])  # type: ignore[arg-type]
     if problems:
-        raise StageOutputError(f"the JSON object does not match the schema ({problems[-1]}); "
-                               "answer again with the corrected object only")
+        raise StageOutputError(
+            f"the JSON object does not match the schema ({problems[-1]}); "
+            "answer again with the corrected object only"
+        )
     raise StageOutputError("no JSON object found in the reply; answer with the JSON object only")

@@ -33,16 +33,30 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 from flexsql.agent.roles import RoleState, role_state
 from flexsql.errors import ConfigError, InvalidArgument
 
-__all__ = ["Conversation", "ConversationStore", "Turn", "TurnStatus", "TurnType", "history_text",
-           "pending_clarification", "valid_conversation_id"]
+__all__ = [
+    "Conversation",
+    "ConversationStore",
+    "Turn",
+    "TurnStatus",
+    "TurnType",
+    "history_text",
+    "pending_clarification",
+    "valid_conversation_id",
+]
 
 TurnType = Literal["answerable", "ambiguous", "unanswerable", "improper"]
 TurnStatus = Literal["answered", "needs_clarification", "unanswerable", "reply", "failed"]
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 # Per-field caps applied when a turn is stored: one pasted log must not make a conversation huge.
-_CAPS = {"question": 2000, "sql": 8000, "result_summary": 500, "clarifying_question": 500, "reply": 1000,
-         "reason": 1000}
+_CAPS = {
+    "question": 2000,
+    "sql": 8000,
+    "result_summary": 500,
+    "clarifying_question": 500,
+    "reply": 1000,
+    "reason": 1000,
+}
 _SUMMARY_LINE = 160
 
 
@@ -118,17 +132,25 @@ def valid_conversation_id(conversation_id: str) -> str:
         shown = repr(conversation_id)[:60]
         raise InvalidArgument(
             f"conversation id {shown} is not allowed: use 1-128 letters, digits, '.', '_' or '-', starting with "
-            "a letter or digit (no '/', no '..'), e.g. 'sales-2024' or a UUID")
+            "a letter or digit (no '/', no '..'), e.g. 'sales-2024' or a UUID"
+        )
     return conversation_id
 
 
 class ConversationStore:
     """Conversations by id, bounded, thread-safe, optionally persisted in `directory`."""
 
-    def __init__(self, directory: Path | None = None, max_turns: int = 20, max_chars: int = 30_000,
-                 max_conversations: int = 1000) -> None:
+    def __init__(
+        self,
+        directory: Path | None = None,
+        max_turns: int = 20,
+        max_chars: int = 30_000,
+        max_conversations: int = 1000,
+    ) -> None:
         if max_turns < 1 or max_chars < 1000:
-            raise InvalidArgument(f"max_turns must be ≥ 1 and max_chars ≥ 1000 (got {max_turns}, {max_chars})")
+            raise InvalidArgument(
+                f"max_turns must be ≥ 1 and max_chars ≥ 1000 (got {max_turns}, {max_chars})"
+            )
         self.directory = Path(directory).expanduser() if directory is not None else None
         self.max_turns = max_turns
         self.max_chars = max_chars
@@ -136,7 +158,9 @@ class ConversationStore:
         # are on disk when there is a directory).
         self.max_conversations = max_conversations
         self._lock = threading.RLock()
-        self._cache: OrderedDict[str, tuple[Conversation, int | None]] = OrderedDict()  # id -> (conv, file mtime)
+        self._cache: OrderedDict[str, tuple[Conversation, int | None]] = (
+            OrderedDict()
+        )  # id -> (conv, file mtime)
         if self.directory is not None:
             self._make_directory()
 
@@ -147,11 +171,15 @@ class ConversationStore:
                 self.directory.mkdir(mode=0o700, parents=True)
                 os.chmod(self.directory, 0o700)  # mkdir's mode is filtered by the umask
         except OSError as exc:
-            raise ConfigError(f"cannot create the conversations folder {self.directory}: {exc.strerror}; "
-                              "set [agent] conversations_dir to a folder you can write") from None
+            raise ConfigError(
+                f"cannot create the conversations folder {self.directory}: {exc.strerror}; "
+                "set [agent] conversations_dir to a folder you can write"
+            ) from None
         if not self.directory.is_dir():
-            raise ConfigError(f"conversations folder {self.directory} is not a folder; set [agent] "
-                              "conversations_dir to a folder")
+            raise ConfigError(
+                f"conversations folder {self.directory} is not a folder; set [agent] "
+                "conversations_dir to a folder"
+            )
 
     def path(self, conversation_id: str) -> Path | None:
         valid_conversation_id(conversation_id)
@@ -182,11 +210,15 @@ class ConversationStore:
                 conv = Conversation.model_validate_json(path.read_bytes())
             except (OSError, ValidationError, ValueError) as exc:
                 first = str(exc).splitlines()[0]
-                raise ConfigError(f"conversation file {path} cannot be read ({first}); move it away or delete it "
-                                  "to start this conversation over") from None
+                raise ConfigError(
+                    f"conversation file {path} cannot be read ({first}); move it away or delete it "
+                    "to start this conversation over"
+                ) from None
             if conv.id != conversation_id:
-                raise ConfigError(f"conversation file {path} holds conversation {conv.id!r}, not {conversation_id!r}; "
-                                  "it was renamed by hand: rename it back or delete it")
+                raise ConfigError(
+                    f"conversation file {path} holds conversation {conv.id!r}, not {conversation_id!r}; "
+                    "it was renamed by hand: rename it back or delete it"
+                )
         else:
             conv = Conversation(id=conversation_id)
         self._remember(conversation_id, conv, mtime)
@@ -221,14 +253,18 @@ class ConversationStore:
         sizes = [len(t.model_dump_json()) for t in conv.turns]
         total = sum(sizes)
         drop = 0
-        while len(conv.turns) - drop > 1 and (len(conv.turns) - drop > self.max_turns or total > self.max_chars):
+        while len(conv.turns) - drop > 1 and (
+            len(conv.turns) - drop > self.max_turns or total > self.max_chars
+        ):
             total -= sizes[drop]
             drop += 1
         if drop:
             conv.summary.extend(t.line() for t in conv.turns[:drop])
             conv.turns = conv.turns[drop:]
             conv.dropped += drop
-            keep = max(1, (self.max_chars // 6) // _SUMMARY_LINE)  # the summary gets about a sixth of the budget
+            keep = max(
+                1, (self.max_chars // 6) // _SUMMARY_LINE
+            )  # the summary gets about a sixth of the budget
             conv.summary = conv.summary[-keep:]
 
     def _write(self, conv: Conversation) -> int | None:
@@ -247,8 +283,10 @@ class ConversationStore:
             os.replace(tmp, path)
         except OSError as exc:
             Path(tmp).unlink(missing_ok=True)
-            raise ConfigError(f"cannot write conversation file {path}: {exc.strerror}; check that "
-                              f"{self.directory} is writable and not full") from None
+            raise ConfigError(
+                f"cannot write conversation file {path}: {exc.strerror}; check that "
+                f"{self.directory} is writable and not full"
+            ) from None
         return _mtime(path)
 
 
@@ -263,6 +301,7 @@ def _mtime(path: Path | None) -> int | None:
 
 # -- prompts ---------------------------------------------------------------------------------------
 
+
 def pending_clarification(conv: Conversation) -> Turn | None:
     """The last turn when it asked a clarifying question (the next turn is read as its answer)."""
     last = conv.last
@@ -274,12 +313,14 @@ def _cut_middle(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     half = (limit - 3) // 2
-    return text[:half] + " … " + text[len(text) - half:]
+    return text[:half] + " … " + text[len(text) - half :]
 
 
 def _turn_block(n: int, turn: Turn, sql_chars: int, question_chars: int) -> str:
-    lines = [f"{n}. user: {_cut(' '.join(turn.question.split()), question_chars)}", f"   status: {turn.status}"
-             + (f" ({turn.type})" if turn.type and turn.type != "answerable" else "")]
+    lines = [
+        f"{n}. user: {_cut(' '.join(turn.question.split()), question_chars)}",
+        f"   status: {turn.status}" + (f" ({turn.type})" if turn.type and turn.type != "answerable" else ""),
+    ]
     if turn.sql:
         lines.append(f"   SQL: {_cut_middle(' '.join(turn.sql.split()), sql_chars)}")
     if turn.result_summary:
@@ -305,8 +346,11 @@ def history_text(conv: Conversation, max_chars: int = 4000) -> str:
     sql_index = conv.turns.index(last_sql) if last_sql is not None else -1
     # A follow-up edits the last SQL, so it stays in the prompt even when later turns (chit-chat,
     # clarifications) push its own block out; dropped again below when its block is shown.
-    sql_line = (f"Last SQL (turn {conv.dropped + sql_index + 1}): {_cut_middle(' '.join(last_sql.sql.split()), 1500)}"
-                if last_sql is not None and last_sql.sql and sql_index < len(conv.turns) - 1 else None)
+    sql_line = (
+        f"Last SQL (turn {conv.dropped + sql_index + 1}): {_cut_middle(' '.join(last_sql.sql.split()), 1500)}"
+        if last_sql is not None and last_sql.sql and sql_index < len(conv.turns) - 1
+        else None
+    )
     if sql_line:
         tail.append(sql_line)
     if last_sql is not None and last_sql.role_state is not None and not last_sql.role_state.error:
@@ -326,7 +370,9 @@ def history_text(conv: Conversation, max_chars: int = 4000) -> str:
         if newest:  # the last turn is always shown, shortened to what the budget allows
             block = _turn_block(conv.dropped + i + 1, conv.turns[i], 1500, 600)
             if len(block) + 1 > budget:
-                block = _turn_block(conv.dropped + i + 1, conv.turns[i], max(200, budget // 2), max(100, budget // 5))
+                block = _turn_block(
+                    conv.dropped + i + 1, conv.turns[i], max(200, budget // 2), max(100, budget // 5)
+                )
         else:
             block = _turn_block(conv.dropped + i + 1, conv.turns[i], 400, 300)
             if len(block) + 1 > budget:
@@ -342,8 +388,11 @@ def history_text(conv: Conversation, max_chars: int = 4000) -> str:
         parts = ["Earlier turns of this conversation (oldest first):"]
         if earlier:
             lines = conv.summary[-3:] if with_summary and shown_from == 0 else []
-            parts.append(f"({earlier} earlier turns not shown"
-                         + ("; the latest of them: " + " | ".join(lines) if lines else "") + ")")
+            parts.append(
+                f"({earlier} earlier turns not shown"
+                + ("; the latest of them: " + " | ".join(lines) if lines else "")
+                + ")"
+            )
         parts += list(reversed(blocks))
         if tail_text:
             parts.append(tail_text)

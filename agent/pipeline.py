@@ -78,16 +78,27 @@ async def _run_program(run: Run, program: Program) -> tuple[str | None, int | No
     env = registry.ToolEnv(settings=run.settings, python_enabled=run.python)
     try:
         if program.language == "sql":
-            out = await registry.acall(run.tools, "run_query", {"sql": program.code, "source": run.source}, env)
+            out = await registry.acall(
+                run.tools, "run_query", {"sql": program.code, "source": run.source}, env
+            )
             return out.result_id, out.total_rows, None, registry.result_text(out, run.settings)  # type: ignore[attr-defined]
         known = [rid for rid in dict.fromkeys(_RESULT_REF.findall(program.code))]
-        out = await registry.acall(run.tools, "run_python", {"code": program.code, "result_ids": known or None}, env)
+        out = await registry.acall(
+            run.tools, "run_python", {"code": program.code, "result_ids": known or None}, env
+        )
         text = registry.result_text(out, run.settings)
         if out.error:  # type: ignore[attr-defined]
             return None, None, f"the Python program failed:\n{text}", text
         if not out.result_id:  # type: ignore[attr-defined]
-            return None, None, ("the Python program's last expression must be a pandas DataFrame (the answer "
-                                f"table); it was {out.value_type or 'nothing'}"), text  # type: ignore[attr-defined]
+            return (
+                None,
+                None,
+                (
+                    "the Python program's last expression must be a pandas DataFrame (the answer "
+                    f"table); it was {out.value_type or 'nothing'}"
+                ),
+                text,
+            )  # type: ignore[attr-defined]
         return out.result_id, out.total_rows, None, text  # type: ignore[attr-defined]
     except FlexSQLError as exc:
         return None, None, error_text(exc), error_text(exc)
@@ -101,18 +112,31 @@ async def _work_plan(run: Run, index: int, plan: Plan, state: _State) -> None:
     plan_index = index
     while True:
         result_id, rows, error, preview = await _execute(run, program)
-        cand = CandidateOut(candidate_id=run.next_id("c"), plan_index=plan_index, language=program.language,
-                            code=program.code, result_id=result_id, rows=rows, error=error,
-                            repaired_from=repaired_from)
+        cand = CandidateOut(
+            candidate_id=run.next_id("c"),
+            plan_index=plan_index,
+            language=program.language,
+            code=program.code,
+            result_id=result_id,
+            rows=rows,
+            error=error,
+            repaired_from=repaired_from,
+        )
         state.candidates.append(cand)
         run.trace.event("candidate", **cand.model_dump())
-        await run.progress("run", f"plan {plan_index + 1}: candidate {cand.candidate_id} "
-                            + (f"failed: {error.splitlines()[0][:120]}" if error else f"{rows} rows"))
+        await run.progress(
+            "run",
+            f"plan {plan_index + 1}: candidate {cand.candidate_id} "
+            + (f"failed: {error.splitlines()[0][:120]}" if error else f"{rows} rows"),
+        )
         if error:
             if repairs >= cfg.code_repairs:
                 return
             repairs += 1
-            await run.progress("repair", f"plan {plan_index + 1}: repairing {cand.candidate_id} ({repairs}/{cfg.code_repairs})")
+            await run.progress(
+                "repair",
+                f"plan {plan_index + 1}: repairing {cand.candidate_id} ({repairs}/{cfg.code_repairs})",
+            )
             program = await repair(run, plan, program, error)
             repaired_from = cand.candidate_id
             continue
@@ -122,26 +146,43 @@ async def _work_plan(run: Run, index: int, plan: Plan, state: _State) -> None:
         verdict = await evaluate(run, plan, program, preview)
         cand.verdicts.append(verdict.verdict)
         cand.feedback.append(verdict.feedback)
-        run.trace.event("verdict", candidate=cand.candidate_id, verdict=verdict.verdict, feedback=verdict.feedback)
+        run.trace.event(
+            "verdict", candidate=cand.candidate_id, verdict=verdict.verdict, feedback=verdict.feedback
+        )
         if verdict.verdict == "ok" or revisions >= cfg.plan_revisions:
             return
         revisions += 1
         if verdict.verdict == "plan":
-            await run.progress("revise_plan", f"plan {plan_index + 1}: revising after the evaluator's feedback")
+            await run.progress(
+                "revise_plan", f"plan {plan_index + 1}: revising after the evaluator's feedback"
+            )
             revised = await revise_plan(run, plan, verdict.feedback, program.code, preview)
             new_index = len(state.plans)
-            state.plans.append(PlanOut(index=new_index, reading=revised.reading, text=revised.text,
-                                       tables=revised.tables, revised_from=plan_index))
+            state.plans.append(
+                PlanOut(
+                    index=new_index,
+                    reading=revised.reading,
+                    text=revised.text,
+                    tables=revised.tables,
+                    revised_from=plan_index,
+                )
+            )
             plan, plan_index, repaired_from = revised, new_index, None
             program = await implement(run, plan)
         else:
-            await run.progress("repair", f"plan {plan_index + 1}: repairing {cand.candidate_id} after the evaluator's feedback")
-            program = await repair(run, plan, program, f"the evaluator judged the result wrong: {verdict.feedback}",
-                                   preview)
+            await run.progress(
+                "repair",
+                f"plan {plan_index + 1}: repairing {cand.candidate_id} after the evaluator's feedback",
+            )
+            program = await repair(
+                run, plan, program, f"the evaluator judged the result wrong: {verdict.feedback}", preview
+            )
             repaired_from = cand.candidate_id
 
 
-async def _guarded_plan(run: Run, index: int, plan: Plan, state: _State, limiter: anyio.CapacityLimiter) -> None:
+async def _guarded_plan(
+    run: Run, index: int, plan: Plan, state: _State, limiter: anyio.CapacityLimiter
+) -> None:
     async with limiter:
         try:
             await _work_plan(run, index, plan, state)
@@ -152,15 +193,31 @@ async def _guarded_plan(run: Run, index: int, plan: Plan, state: _State, limiter
 
 def _answer_for(run: Run, status: str, **fields: Any) -> Answer:
     spent = run.budget.snapshot()
-    return Answer(status=status, question=run.question, run_id=run.run_id,  # type: ignore[arg-type]
-                  usage=spent, budget_exhausted=run.budget.exhausted,
-                  trace=str(run.trace.path) if run.trace.path else None, **fields)
+    return Answer(
+        status=status,
+        question=run.question,
+        run_id=run.run_id,  # type: ignore[arg-type]
+        usage=spent,
+        budget_exhausted=run.budget.exhausted,
+        trace=str(run.trace.path) if run.trace.path else None,
+        **fields,
+    )
 
 
 def _selected(run: Run, state: _State) -> Answer:
-    inputs = [CandidateIn(candidate_id=c.candidate_id, result_id=c.result_id, language=c.language, code=c.code,
-                          error=c.error, verdicts=c.verdicts, plan_index=c.plan_index, repaired_from=c.repaired_from)  # type: ignore[arg-type]
-              for c in state.candidates]
+    inputs = [
+        CandidateIn(
+            candidate_id=c.candidate_id,
+            result_id=c.result_id,
+            language=c.language,
+            code=c.code,
+            error=c.error,
+            verdicts=c.verdicts,
+            plan_index=c.plan_index,
+            repaired_from=c.repaired_from,
+        )  # type: ignore[arg-type]
+        for c in state.candidates
+    ]
     common = {"plans": state.plans, "candidates": state.candidates}
     if not inputs:
         reason = "; ".join(state.errors) or "no plan produced a program"
@@ -170,31 +227,72 @@ def _selected(run: Run, state: _State) -> Answer:
     chosen = next((c for c in state.candidates if c.candidate_id == selection.chosen), None)
     if chosen is None or chosen.result_id is None:
         errors = [c.error for c in state.candidates if c.error] + state.errors
-        return _answer_for(run, "failed", reason=selection.reason + ("; last error: " + errors[-1] if errors else ""),
-                           groups=selection.groups, **common)
+        return _answer_for(
+            run,
+            "failed",
+            reason=selection.reason + ("; last error: " + errors[-1] if errors else ""),
+            groups=selection.groups,
+            **common,
+        )
     stored = run.tools.results.get(chosen.result_id)
-    preview = registry.call(run.tools, "fetch_rows", {"result_id": chosen.result_id, "offset": 0,
-                                                      "limit": run.settings.limits.preview_rows})
-    return _answer_for(run, "answered", sql=chosen.code if chosen.language == "sql" else None, code=chosen.code,
-                       language=chosen.language, result_id=chosen.result_id, columns=list(stored.columns),
-                       rows=preview.rows, total_rows=stored.total_rows, reason=selection.reason,  # type: ignore[attr-defined]
-                       groups=selection.groups, **common)
+    preview = registry.call(
+        run.tools,
+        "fetch_rows",
+        {"result_id": chosen.result_id, "offset": 0, "limit": run.settings.limits.preview_rows},
+    )
+    return _answer_for(
+        run,
+        "answered",
+        sql=chosen.code if chosen.language == "sql" else None,
+        code=chosen.code,
+        language=chosen.language,
+        result_id=chosen.result_id,
+        columns=list(stored.columns),
+        rows=preview.rows,
+        total_rows=stored.total_rows,
+        reason=selection.reason,  # type: ignore[attr-defined]
+        groups=selection.groups,
+        **common,
+    )
 
 
-async def answer(tools: ToolContext, settings: Settings, model_for: Callable[[str], ChatModel], q: Question,
-                 trace: Trace | None = None, on_stage: Callable[[str, str], Any] | None = None,
-                 python: bool = True) -> Answer:
+async def answer(
+    tools: ToolContext,
+    settings: Settings,
+    model_for: Callable[[str], ChatModel],
+    q: Question,
+    trace: Trace | None = None,
+    on_stage: Callable[[str, str], Any] | None = None,
+    python: bool = True,
+) -> Answer:
     """Answer one question. Model failures end in a `failed` answer that says why; only
     cancellation (and bugs) raise."""
     cfg = settings.agent
     run_id = q.run_id or uuid.uuid4().hex[:12]
     source = tools.source(q.source)
-    run = Run(run_id=run_id, question=q.question, tools=tools, settings=settings, model_for=model_for,
-              trace=trace or Trace(run_id), budget=Budget(cfg.max_model_calls, cfg.max_tokens, cfg.max_seconds),
-              source=source.name, dialect=source.dialect, python=python, conversation=q.conversation,
-              external_knowledge=q.external_knowledge, on_stage=on_stage)
-    run.trace.event("question", question=q.question, source=source.name, dialect=source.dialect,
-                    plans=q.plans or cfg.plans, conversation=q.conversation)
+    run = Run(
+        run_id=run_id,
+        question=q.question,
+        tools=tools,
+        settings=settings,
+        model_for=model_for,
+        trace=trace or Trace(run_id),
+        budget=Budget(cfg.max_model_calls, cfg.max_tokens, cfg.max_seconds),
+        source=source.name,
+        dialect=source.dialect,
+        python=python,
+        conversation=q.conversation,
+        external_knowledge=q.external_knowledge,
+        on_stage=on_stage,
+    )
+    run.trace.event(
+        "question",
+        question=q.question,
+        source=source.name,
+        dialect=source.dialect,
+        plans=q.plans or cfg.plans,
+        conversation=q.conversation,
+    )
     state = _State()
     k = q.plans or cfg.plans
     try:
@@ -214,11 +312,16 @@ async def answer(tools: ToolContext, settings: Settings, model_for: Callable[[st
                 run.knowledge = (await knowledge(run, q.external_knowledge)).summary
             await run.progress("link", "finding the tables")
             linking = await link(run)
-            run.schema_notes = (f"tables: {', '.join(linking.tables)}\n{linking.notes}".strip()
-                                if linking.tables else linking.notes or None)
+            run.schema_notes = (
+                f"tables: {', '.join(linking.tables)}\n{linking.notes}".strip()
+                if linking.tables
+                else linking.notes or None
+            )
             await run.progress("plan", f"writing {k} plans")
             plans = await make_plans(run, k)
-            state.plans = [PlanOut(index=i, reading=p.reading, text=p.text, tables=p.tables) for i, p in enumerate(plans)]
+            state.plans = [
+                PlanOut(index=i, reading=p.reading, text=p.text, tables=p.tables) for i, p in enumerate(plans)
+            ]
             limiter = anyio.CapacityLimiter(cfg.plan_concurrency)
             async with anyio.create_task_group() as group:
                 for i, plan in enumerate(plans):
@@ -234,17 +337,28 @@ async def answer(tools: ToolContext, settings: Settings, model_for: Callable[[st
         run.trace.event("failed", error=error_text(exc))
     await run.progress("select", f"choosing among {len(state.candidates)} candidates")
     result = _selected(run, state)
-    run.trace.event("answer", status=result.status, result_id=result.result_id, code=result.code,
-                    usage=result.usage.model_dump(), budget_exhausted=result.budget_exhausted)
+    run.trace.event(
+        "answer",
+        status=result.status,
+        result_id=result.result_id,
+        code=result.code,
+        usage=result.usage.model_dump(),
+        budget_exhausted=result.budget_exhausted,
+    )
     return result
 
 
 def _classified(run: Run, kind: Any) -> Answer:
     if kind.type == "ambiguous":
-        return _answer_for(run, "needs_clarification", clarifying_question=kind.clarifying_question
-                           or "Which reading of the question do you mean?", readings=list(kind.readings),
-                           reason=kind.reason)
+        return _answer_for(
+            run,
+            "needs_clarification",
+            clarifying_question=kind.clarifying_question or "Which reading of the question do you mean?",
+            readings=list(kind.readings),
+            reason=kind.reason,
+        )
     if kind.type == "unanswerable":
-        return _answer_for(run, "unanswerable", reason=kind.reason or "the database does not hold what the question "
-                                                                      "needs")
+        return _answer_for(
+            run, "unanswerable", reason=kind.reason or "the database does not hold what the question needs"
+        )
     return _answer_for(run, "reply", reply=kind.reply or "Ask me a question about the data.")

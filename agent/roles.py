@@ -45,7 +45,9 @@ class FilterRole(BaseModel):
 
     column: str
     op: str  # =, <>, >, >=, <, <=, like, not like, in, not in, between, not between, is, is not, exists, …
-    value: str | None = None  # the literal as SQL text: 'France', 2020, ('a', 'b'), 2020 AND 2023, (subquery 1)
+    value: str | None = (
+        None  # the literal as SQL text: 'France', 2020, ('a', 'b'), 2020 AND 2023, (subquery 1)
+    )
 
     def text(self) -> str:
         return " ".join(p for p in (self.column, self.op, self.value) if p)
@@ -136,8 +138,12 @@ class RoleDiff(BaseModel):
     added: dict[str, list[str]] = Field(default_factory=dict)
     removed: dict[str, list[str]] = Field(default_factory=dict)
     literals: list[LiteralChange] = Field(default_factory=list)
-    changed: dict[str, tuple[str | None, str | None]] = Field(default_factory=dict)  # limit / distinct / set_op
-    nested: dict[str, RoleDiff] = Field(default_factory=dict)  # by nested kind; "+kind"/"-kind" when (dis)appeared
+    changed: dict[str, tuple[str | None, str | None]] = Field(
+        default_factory=dict
+    )  # limit / distinct / set_op
+    nested: dict[str, RoleDiff] = Field(
+        default_factory=dict
+    )  # by nested kind; "+kind"/"-kind" when (dis)appeared
 
     @property
     def empty(self) -> bool:
@@ -158,6 +164,7 @@ class RoleDiff(BaseModel):
 
 # -- extraction ------------------------------------------------------------------------------------
 
+
 def role_state(sql: str, dialect: str | None = None) -> RoleState:
     """The role-state of one query. Never raises: SQL that does not parse, several statements or a
     statement that is not a query give an empty state whose `error` says which."""
@@ -166,19 +173,26 @@ def role_state(sql: str, dialect: str | None = None) -> RoleState:
         statements = [s for s in sqlglot.parse(sql, read=read) if s is not None]
     except (sqlglot.errors.ParseError, sqlglot.errors.TokenError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return RoleState(sql=sql, dialect=dialect, error=f"the SQL does not parse as {dialect or 'generic'} SQL: {first}")
+        return RoleState(
+            sql=sql, dialect=dialect, error=f"the SQL does not parse as {dialect or 'generic'} SQL: {first}"
+        )
     except ValueError as exc:  # an unknown dialect name
         return RoleState(sql=sql, dialect=dialect, error=str(exc))
     if not statements:
         return RoleState(sql=sql, dialect=dialect, error="no SQL statement")
     if len(statements) > 1:
-        return RoleState(sql=sql, dialect=dialect, error=f"{len(statements)} statements; a role-state describes one query")
+        return RoleState(
+            sql=sql, dialect=dialect, error=f"{len(statements)} statements; a role-state describes one query"
+        )
     tree = statements[0]
     if isinstance(tree, exp.Subquery):
         tree = tree.unnest()
     if not isinstance(tree, exp.Query):
-        return RoleState(sql=sql, dialect=dialect,
-                         error=f"not a query: it reads as {tree.key.upper()}, not SELECT / WITH / a set operation")
+        return RoleState(
+            sql=sql,
+            dialect=dialect,
+            error=f"not a query: it reads as {tree.key.upper()}, not SELECT / WITH / a set operation",
+        )
     state = _Extractor(read).query(tree, parent=None)
     state.sql, state.dialect = sql, dialect
     return state
@@ -233,8 +247,12 @@ class _Extractor:
         with_ = _arg(node, "with")
         if with_ is not None:
             for cte in with_.expressions:
-                nested.append(NestedQuery(kind=f"cte {_ident(cte.args.get('alias') and cte.args['alias'].this)}",
-                                          state=self.query(cte.this, parent)))
+                nested.append(
+                    NestedQuery(
+                        kind=f"cte {_ident(cte.args.get('alias') and cte.args['alias'].this)}",
+                        state=self.query(cte.this, parent),
+                    )
+                )
         if isinstance(node, exp.Subquery):
             node = node.unnest()
         if isinstance(node, exp.SetOperation):
@@ -259,7 +277,8 @@ class _Extractor:
         if isinstance(node, exp.Subquery):
             node = node.unnest()
         if not isinstance(node, exp.SetOperation) or (
-                not root and (node.args.get("order") or node.args.get("limit"))):
+            not root and (node.args.get("order") or node.args.get("limit"))
+        ):
             return [node], []
         left, left_ops = self._branches(node.this, root=False)
         right, right_ops = self._branches(node.expression, root=False)
@@ -276,8 +295,11 @@ class _Extractor:
         with_ = _arg(node, "with")
         if with_ is not None:  # a CTE inside a branch or subquery
             for cte in with_.expressions:
-                state.nested.append(NestedQuery(kind=f"cte {_ident(cte.args['alias'].this)}",
-                                                state=self.query(cte.this, scope)))
+                state.nested.append(
+                    NestedQuery(
+                        kind=f"cte {_ident(cte.args['alias'].this)}", state=self.query(cte.this, scope)
+                    )
+                )
         from_ = _arg(node, "from")
         if from_ is not None:
             self._source(from_.this, scope, state)
@@ -292,8 +314,10 @@ class _Extractor:
                     state.join.append(prefix + self.render(atom, scope, state))
             for col in join.args.get("using") or []:
                 left = scope.sources[0] if scope.sources else ""
-                right = scope.resolve(_ident(join.this.args.get("alias") and join.this.args["alias"].this)
-                                      or _ident(join.this.this))
+                right = scope.resolve(
+                    _ident(join.this.args.get("alias") and join.this.args["alias"].this)
+                    or _ident(join.this.this)
+                )
                 state.join.append(f"{prefix}{left}.{_ident(col)} = {right}.{_ident(col)}")
         state.tables = [s for s in scope.sources if not s.startswith("(")]
         for item in node.expressions:
@@ -313,7 +337,9 @@ class _Extractor:
             state.group = [self.render(self._unalias(g, scope), scope, state) for g in group.expressions]
         having = node.args.get("having")
         if having is not None:
-            state.having = [self.render(self._unalias_tree(a, scope), scope, state) for a in _conjuncts(having.this)]
+            state.having = [
+                self.render(self._unalias_tree(a, scope), scope, state) for a in _conjuncts(having.this)
+            ]
         self._order_limit(node, state, scope)
         return state
 
@@ -322,12 +348,18 @@ class _Extractor:
         if order is not None:
             for o in order.expressions:
                 key = o.this
-                if isinstance(key, exp.Literal) and not key.is_string and key.this.isdigit() \
-                        and 1 <= int(key.this) <= len(state.select):
+                if (
+                    isinstance(key, exp.Literal)
+                    and not key.is_string
+                    and key.this.isdigit()
+                    and 1 <= int(key.this) <= len(state.select)
+                ):
                     column = state.select[int(key.this) - 1]  # ORDER BY 2: the second selected expression
                 else:
                     column = self.render(self._unalias(key, scope), scope, state)
-                state.order.append(OrderRole(column=column, direction="desc" if o.args.get("desc") else "asc"))
+                state.order.append(
+                    OrderRole(column=column, direction="desc" if o.args.get("desc") else "asc")
+                )
         limit = node.args.get("limit") or node.args.get("fetch")
         if limit is not None:
             value = limit.args.get("expression") or limit.args.get("count") or limit.this
@@ -338,7 +370,9 @@ class _Extractor:
         alias_node = node.args.get("alias")
         alias = _ident(alias_node.this) if isinstance(alias_node, exp.TableAlias) and alias_node.this else ""
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):
-            name = ".".join(_ident(p) for p in (node.args.get("catalog"), node.args.get("db"), node.this) if p)
+            name = ".".join(
+                _ident(p) for p in (node.args.get("catalog"), node.args.get("db"), node.this) if p
+            )
             scope.aliases[_ident(node.this).lower()] = name
             if alias:
                 scope.aliases[alias.lower()] = name
@@ -365,9 +399,20 @@ class _Extractor:
             node = node.this
         if node.args.get("negate"):  # newer sqlglot keeps NOT LIKE / NOT ILIKE as a flag
             negated = not negated
-        ops = {exp.EQ: "=", exp.NEQ: "<>", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<=",
-               exp.Like: "like", exp.ILike: "ilike", exp.Is: "is", exp.SimilarTo: "similar to",
-               exp.NullSafeEQ: "is not distinct from", exp.RegexpLike: "regexp"}
+        ops = {
+            exp.EQ: "=",
+            exp.NEQ: "<>",
+            exp.GT: ">",
+            exp.GTE: ">=",
+            exp.LT: "<",
+            exp.LTE: "<=",
+            exp.Like: "like",
+            exp.ILike: "ilike",
+            exp.Is: "is",
+            exp.SimilarTo: "similar to",
+            exp.NullSafeEQ: "is not distinct from",
+            exp.RegexpLike: "regexp",
+        }
         left: exp.Expression | None = None
         op: str | None = None
         value: str | None = None
@@ -395,8 +440,13 @@ class _Extractor:
             left, op = node.this, "between"
             value = f"{self.render(node.args['low'], scope, state)} AND {self.render(node.args['high'], scope, state)}"
         elif isinstance(node, exp.Exists):
-            state.filter.append(FilterRole(column="", op="not exists" if negated else "exists",
-                                           value=self._subquery(node.this, scope, state)))
+            state.filter.append(
+                FilterRole(
+                    column="",
+                    op="not exists" if negated else "exists",
+                    value=self._subquery(node.this, scope, state),
+                )
+            )
             return
         if left is None or op is None:
             state.filter.append(FilterRole(column=self.render(atom, scope, state), op="holds"))
@@ -416,7 +466,12 @@ class _Extractor:
     def _unalias(self, node: exp.Expression, scope: _Scope) -> exp.Expression:
         if isinstance(node, exp.Column) and not node.table and node.name.lower() in scope.select_aliases:
             return scope.select_aliases[node.name.lower()]
-        if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit() and scope.select_items:
+        if (
+            isinstance(node, exp.Literal)
+            and not node.is_string
+            and node.this.isdigit()
+            and scope.select_items
+        ):
             # ORDER BY 2 / GROUP BY 2 -> the second selected expression
             n = int(node.this)
             if 1 <= n <= len(scope.select_items):
@@ -477,6 +532,7 @@ def _has_column(node: exp.Expression) -> bool:
 
 
 # -- diff ------------------------------------------------------------------------------------------
+
 
 def diff_roles(prev: RoleState, cur: RoleState) -> RoleDiff:
     """What `cur` changes relative to `prev` (the previous turn's query)."""

@@ -113,8 +113,10 @@ class Selection(BaseModel):
             if g.result_id is None:
                 lines.append(f"{i}. [{members}] did not run: {'; '.join(g.reasons)}")
             else:
-                lines.append(f"{i}. [{members}] score {g.score:+.2f} ({sig})"
-                             + (f": {'; '.join(g.reasons)}" if g.reasons else ""))
+                lines.append(
+                    f"{i}. [{members}] score {g.score:+.2f} ({sig})"
+                    + (f": {'; '.join(g.reasons)}" if g.reasons else "")
+                )
         return "\n".join(lines)
 
 
@@ -126,20 +128,46 @@ def _fmt(v: float | int | bool | str) -> str:
 
 # -- the shape a question asks for ----------------------------------------------------------------
 
-_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-            "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20}
+_NUMBERS = {
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "fifteen": 15,
+    "twenty": 20,
+}
 _NUM = r"(\d{1,3}|" + "|".join(_NUMBERS) + r")"
-_SUPERLATIVE = (r"(most|least|highest|lowest|largest|smallest|biggest|best|worst|oldest|youngest|newest|"
-                r"latest|earliest|longest|shortest|cheapest|fewest|greatest|top|bottom|\w+est)")
-_TOP_N = [re.compile(rf"\b(?:top|first|last|bottom)\s+{_NUM}\b", re.I),
-          re.compile(rf"\b{_NUM}\s+(?:\w+\s+)?{_SUPERLATIVE}\b", re.I)]
+_SUPERLATIVE = (
+    r"(most|least|highest|lowest|largest|smallest|biggest|best|worst|oldest|youngest|newest|"
+    r"latest|earliest|longest|shortest|cheapest|fewest|greatest|top|bottom|\w+est)"
+)
+_TOP_N = [
+    re.compile(rf"\b(?:top|first|last|bottom)\s+{_NUM}\b", re.I),
+    re.compile(rf"\b{_NUM}\s+(?:\w+\s+)?{_SUPERLATIVE}\b", re.I),
+]
 _SEVERAL = re.compile(r"\b(each|per|every|for all|by (?:each|every))\b", re.I)
-_ONE = [re.compile(r"^\s*(how many|how much|count)\b", re.I),
-        re.compile(r"\b(what|which) (?:is|was|are) the (?:total|average|mean|sum|maximum|minimum|max|min|"
-                   r"number|count|median)\b", re.I),
-        re.compile(r"\b(?:find|give|show|tell me|return|compute) (?:me )?the (?:total|average|mean|sum|"
-                   r"maximum|minimum|number|count)\b", re.I),
-        re.compile(r"\bhow many\b", re.I)]
+_ONE = [
+    re.compile(r"^\s*(how many|how much|count)\b", re.I),
+    re.compile(
+        r"\b(what|which) (?:is|was|are) the (?:total|average|mean|sum|maximum|minimum|max|min|"
+        r"number|count|median)\b",
+        re.I,
+    ),
+    re.compile(
+        r"\b(?:find|give|show|tell me|return|compute) (?:me )?the (?:total|average|mean|sum|"
+        r"maximum|minimum|number|count)\b",
+        re.I,
+    ),
+    re.compile(r"\bhow many\b", re.I),
+]
 
 
 class Shape(BaseModel):
@@ -178,6 +206,7 @@ def expected_shape(question: str | None) -> Shape | None:
 
 
 # -- grouping ---------------------------------------------------------------------------------------
+
 
 def results_equivalent(a: StoredResult, b: StoredResult) -> bool:
     """The compare_results equivalence; a truncated result only matches one truncated the same way
@@ -220,6 +249,7 @@ def _simplicity_key(c: CandidateIn, position: int) -> tuple:
 
 # -- scoring ----------------------------------------------------------------------------------------
 
+
 class GroupFeatures(BaseModel):
     """What the score of a group is computed from (also what the benchmark tunes the weights on)."""
 
@@ -237,13 +267,28 @@ class GroupFeatures(BaseModel):
 
 def score_features(f: GroupFeatures, weights: dict[str, float] | None = None) -> float:
     w = _WEIGHTS if weights is None else {**_WEIGHTS, **weights}
-    return (w["support"] * f.support + w["ok"] * f.ok - w["bad"] * f.bad
-            - w["empty"] * f.empty - w["null"] * f.null_column - w["zero"] * f.zero_column
-            + w["shape"] * f.shape + w["mixed"] * f.mixed)
+    return (
+        w["support"] * f.support
+        + w["ok"] * f.ok
+        - w["bad"] * f.bad
+        - w["empty"] * f.empty
+        - w["null"] * f.null_column
+        - w["zero"] * f.zero_column
+        + w["shape"] * f.shape
+        + w["mixed"] * f.mixed
+    )
 
 
-_WEIGHTS = {"support": W_SUPPORT, "ok": W_OK, "bad": W_BAD, "empty": W_EMPTY, "null": W_NULL, "zero": W_ZERO,
-            "shape": W_SHAPE, "mixed": W_MIXED}
+_WEIGHTS = {
+    "support": W_SUPPORT,
+    "ok": W_OK,
+    "bad": W_BAD,
+    "empty": W_EMPTY,
+    "null": W_NULL,
+    "zero": W_ZERO,
+    "shape": W_SHAPE,
+    "mixed": W_MIXED,
+}
 
 
 def _column_flags(result: StoredResult) -> tuple[bool, bool]:
@@ -259,7 +304,9 @@ def _column_flags(result: StoredResult) -> tuple[bool, bool]:
     return null_col, zero_col
 
 
-def group_features(members: Sequence[CandidateIn], result: StoredResult, shape: Shape | None) -> GroupFeatures:
+def group_features(
+    members: Sequence[CandidateIn], result: StoredResult, shape: Shape | None
+) -> GroupFeatures:
     ids = {c.candidate_id for c in members}
     rows = result.total_rows if not result.total_is_lower_bound else max(result.total_rows, len(result.rows))
     null_col, zero_col = _column_flags(result)
@@ -268,7 +315,10 @@ def group_features(members: Sequence[CandidateIn], result: StoredResult, shape: 
         support=sum(1 for c in members if c.repaired_from not in ids),
         ok=sum(c.verdicts.count("ok") for c in members),
         bad=sum(len(c.verdicts) - c.verdicts.count("ok") for c in members),
-        rows=rows, empty=rows == 0, null_column=null_col, zero_column=zero_col,
+        rows=rows,
+        empty=rows == 0,
+        null_column=null_col,
+        zero_column=zero_col,
         shape=0 if shape is None or rows == 0 else shape.check(rows),
         mixed=len({c.language for c in members}) > 1,
     )
@@ -277,7 +327,9 @@ def group_features(members: Sequence[CandidateIn], result: StoredResult, shape: 
 def _reasons(f: GroupFeatures, shape: Shape | None) -> list[str]:
     out = []
     if f.size > 1:
-        out.append(f"{f.size} candidates agree" + (f" ({f.support} independent)" if f.support < f.size else ""))
+        out.append(
+            f"{f.size} candidates agree" + (f" ({f.support} independent)" if f.support < f.size else "")
+        )
     if f.ok or f.bad:
         out.append(f"evaluator: {f.ok} ok, {f.bad} against")
     if f.empty:
@@ -293,7 +345,9 @@ def _reasons(f: GroupFeatures, shape: Shape | None) -> list[str]:
     return out
 
 
-def select_candidates(ctx: ToolContext, candidates: list[CandidateIn], question: str | None = None) -> Selection:
+def select_candidates(
+    ctx: ToolContext, candidates: list[CandidateIn], question: str | None = None
+) -> Selection:
     """Group `candidates` by result, score the groups and choose (see the module docstring)."""
     if not candidates:
         return Selection(chosen=None, chosen_result_id=None, reason="no candidates were given")
@@ -306,14 +360,25 @@ def select_candidates(ctx: ToolContext, candidates: list[CandidateIn], question:
     for pos, c in enumerate(candidates):
         if c.error is not None or c.result_id is None:
             why = f"execution failed: {c.error}" if c.error is not None else "no result"
-            failed.append(GroupScore(members=[c.candidate_id], result_id=None, score=0.0,
-                                     signals={"ran": False}, reasons=[_short(why)]))
+            failed.append(
+                GroupScore(
+                    members=[c.candidate_id],
+                    result_id=None,
+                    score=0.0,
+                    signals={"ran": False},
+                    reasons=[_short(why)],
+                )
+            )
             continue
         ran.append((pos, c, ctx.results.get(c.result_id)))
     if not ran:
-        return Selection(chosen=None, chosen_result_id=None, groups=failed,
-                         reason=f"none of the {len(candidates)} candidate(s) ran, so there is no result to choose; "
-                                "repair the errors listed and select again")
+        return Selection(
+            chosen=None,
+            chosen_result_id=None,
+            groups=failed,
+            reason=f"none of the {len(candidates)} candidate(s) ran, so there is no result to choose; "
+            "repair the errors listed and select again",
+        )
 
     uf = _UnionFind(len(ran))
     for i in range(len(ran)):
@@ -333,8 +398,13 @@ def select_candidates(ctx: ToolContext, candidates: list[CandidateIn], question:
         f = group_features(members, head[2], shape)
         score = round(score_features(f), 6)
         signals: dict[str, float | int | bool | str] = {"ran": True, **f.model_dump()}
-        group = GroupScore(members=[c.candidate_id for c in members], result_id=head[2].result_id, score=score,
-                           signals=signals, reasons=_reasons(f, shape))
+        group = GroupScore(
+            members=[c.candidate_id for c in members],
+            result_id=head[2].result_id,
+            score=score,
+            signals=signals,
+            reasons=_reasons(f, shape),
+        )
         first_pos = min(ran[i][0] for i in members_idx)
         scored.append(((-score, -f.size, first_pos), group))
     scored.sort(key=lambda item: item[0])
@@ -345,7 +415,9 @@ def select_candidates(ctx: ToolContext, candidates: list[CandidateIn], question:
         why += ": " + "; ".join(best.reasons)
     if len(best.members) > 1:
         why += "; simplest member"
-    return Selection(chosen=best.members[0], chosen_result_id=best.result_id, groups=groups + failed, reason=why)
+    return Selection(
+        chosen=best.members[0], chosen_result_id=best.result_id, groups=groups + failed, reason=why
+    )
 
 
 def _short(text: str, limit: int = 300) -> str:
@@ -355,10 +427,14 @@ def _short(text: str, limit: int = 300) -> str:
 
 def select_result(ctx: ToolContext, result_ids: list[str], question: str | None = None) -> Selection:
     """The select_result tool: choose among stored results (from run_query or run_python)."""
-    if not isinstance(result_ids, list) or not result_ids or not all(isinstance(r, str) and r.strip()
-                                                                      for r in result_ids):
-        raise InvalidArgument("result_ids must list 1 to 20 result ids from run_query or run_python, "
-                              "e.g. [\"r1\", \"r2\"]")
+    if (
+        not isinstance(result_ids, list)
+        or not result_ids
+        or not all(isinstance(r, str) and r.strip() for r in result_ids)
+    ):
+        raise InvalidArgument(
+            'result_ids must list 1 to 20 result ids from run_query or run_python, e.g. ["r1", "r2"]'
+        )
     ids = list(dict.fromkeys(r.strip() for r in result_ids))
     if len(ids) > MAX_RESULT_IDS:
         raise InvalidArgument(f"{len(ids)} result ids given: select among at most {MAX_RESULT_IDS} at a time")
@@ -368,6 +444,12 @@ def select_result(ctx: ToolContext, result_ids: list[str], question: str | None 
     for rid in ids:
         stored = ctx.results.get(rid)  # NotFoundError names the ids that are kept
         python = stored.origin == "python"
-        candidates.append(CandidateIn(candidate_id=stored.result_id, result_id=stored.result_id,
-                                      language="python" if python else "sql", code=stored.sql or ""))
+        candidates.append(
+            CandidateIn(
+                candidate_id=stored.result_id,
+                result_id=stored.result_id,
+                language="python" if python else "sql",
+                code=stored.sql or "",
+            )
+        )
     return select_candidates(ctx, candidates, question)

@@ -28,8 +28,10 @@ from flexsql.tools.context import ToolContext
 from flexsql.tools.registry import NeedsInput
 from flexsql.tools.render import table_text
 
-FOLLOW_UP = ("If this question follows up an earlier turn, edit the previous SQL: keep its structure (tables, "
-             "joins, filters, grouping) and change only what this turn changes.")
+FOLLOW_UP = (
+    "If this question follows up an earlier turn, edit the previous SQL: keep its structure (tables, "
+    "joins, filters, grouping) and change only what this turn changes."
+)
 
 
 def model_provider(settings: Settings, mcp_context: Any = None) -> Callable[[str], ChatModel]:
@@ -51,7 +53,9 @@ def conversation_store(tools: ToolContext, settings: Settings) -> ConversationSt
     """The conversations of one client: kept with its session's result store (never in the caches
     the server's sessions share, so sessions never see each other's turns). On disk when [agent]
     conversations_dir is set, so `flexsql ask --conversation ID` continues across processes."""
-    directory = Path(settings.agent.conversations_dir).expanduser() if settings.agent.conversations_dir else None
+    directory = (
+        Path(settings.agent.conversations_dir).expanduser() if settings.agent.conversations_dir else None
+    )
     with _CONVERSATIONS_LOCK:
         store = _CONVERSATIONS.get(tools.results)
         if store is None:
@@ -80,13 +84,24 @@ def _summary(result: Answer) -> str | None:
     return f"{result.total_rows} rows: " + " / ".join(table.splitlines()[1:4])
 
 
-async def ask_question(tools: ToolContext, settings: Settings, question: str, *, source: str | None = None,
-                       conversation_id: str | None = None, external_knowledge: str | None = None,
-                       plans: int | None = None, trace_path: str | Path | None = None,
-                       model_for: Callable[[str], ChatModel] | None = None, mcp_context: Any = None,
-                       on_stage: Callable[[str, str], Any] | None = None, python: bool = True,
-                       run_id: str | None = None, conversations: ConversationStore | None = None,
-                       elicit: bool = True) -> Answer:
+async def ask_question(
+    tools: ToolContext,
+    settings: Settings,
+    question: str,
+    *,
+    source: str | None = None,
+    conversation_id: str | None = None,
+    external_knowledge: str | None = None,
+    plans: int | None = None,
+    trace_path: str | Path | None = None,
+    model_for: Callable[[str], ChatModel] | None = None,
+    mcp_context: Any = None,
+    on_stage: Callable[[str, str], Any] | None = None,
+    python: bool = True,
+    run_id: str | None = None,
+    conversations: ConversationStore | None = None,
+    elicit: bool = True,
+) -> Answer:
     model_for = model_for or model_provider(settings, mcp_context)
     run_id = run_id or uuid.uuid4().hex[:12]
     store = conv = None
@@ -97,15 +112,23 @@ async def ask_question(tools: ToolContext, settings: Settings, question: str, *,
         history = history_text(conv) if conv.turns else None
         pending = pending_clarification(conv)
         if pending is not None:
-            history = (history or "") + ("\nThis turn answers the clarifying question above: read the earlier "
-                                         "question with this answer.")
+            history = (history or "") + (
+                "\nThis turn answers the clarifying question above: read the earlier "
+                "question with this answer."
+            )
         if history:
             history += "\n" + FOLLOW_UP
     keys = [settings.model.api_key_env, *(s.api_key_env for s in settings.model.stages.values())]
     trace = Trace(run_id, trace_path, secrets=secret_values(keys))
     try:
-        q = Question(question=question, source=source, conversation=history, external_knowledge=external_knowledge,
-                     plans=plans, run_id=run_id)
+        q = Question(
+            question=question,
+            source=source,
+            conversation=history,
+            external_knowledge=external_knowledge,
+            plans=plans,
+            run_id=run_id,
+        )
         result = await answer(tools, settings, model_for, q, trace=trace, on_stage=on_stage, python=python)
         if result.status == "needs_clarification" and mcp_context is not None and elicit:
             reply = await clarify.ask_now(mcp_context, result)  # legacy sessions: over the back-channel
@@ -113,18 +136,35 @@ async def ask_question(tools: ToolContext, settings: Settings, question: str, *,
                 trace.event("elicitation", question=result.clarifying_question, answer=reply)
                 clarified = clarify.clarified(question, result.clarifying_question, reply)
                 asked = result.usage
-                result = await answer(tools, settings, model_for, q.model_copy(update={"question": clarified}),
-                                      trace=trace, on_stage=on_stage, python=python)
+                result = await answer(
+                    tools,
+                    settings,
+                    model_for,
+                    q.model_copy(update={"question": clarified}),
+                    trace=trace,
+                    on_stage=on_stage,
+                    python=python,
+                )
                 result.question = question
                 # the answer's cost includes the run that asked the question
-                result.usage = Usage(**{k: v + getattr(asked, k) for k, v in result.usage.model_dump().items()})
+                result.usage = Usage(
+                    **{k: v + getattr(asked, k) for k, v in result.usage.model_dump().items()}
+                )
         if store is not None and conv is not None and conversation_id:
             dialect = tools.source(source).dialect
             previous = conv.last_sql_turn()
-            turn = Turn(question=question, type=_turn_type(result), status=result.status, sql=result.sql,
-                        dialect=dialect, result_summary=_summary(result),
-                        clarifying_question=result.clarifying_question, readings=result.readings,
-                        reply=result.reply, reason=result.reason if result.status != "answered" else None)
+            turn = Turn(
+                question=question,
+                type=_turn_type(result),
+                status=result.status,
+                sql=result.sql,
+                dialect=dialect,
+                result_summary=_summary(result),
+                clarifying_question=result.clarifying_question,
+                readings=result.readings,
+                reply=result.reply,
+                reason=result.reason if result.status != "answered" else None,
+            )
             if previous is not None and previous.role_state is not None and result.sql:
                 diff = diff_roles(previous.role_state, turn.role_state or role_state(result.sql, dialect))
                 trace.event("role_diff", diff=diff.model_dump(), text=diff.to_text())
@@ -136,8 +176,13 @@ async def ask_question(tools: ToolContext, settings: Settings, question: str, *,
 
 
 def _turn_type(result: Answer) -> Literal["answerable", "ambiguous", "unanswerable", "improper"] | None:
-    return {"needs_clarification": "ambiguous", "unanswerable": "unanswerable", "reply": "improper",
-            "answered": "answerable", "failed": "answerable"}.get(result.status)  # type: ignore[return-value]
+    return {
+        "needs_clarification": "ambiguous",
+        "unanswerable": "unanswerable",
+        "reply": "improper",
+        "answered": "answerable",
+        "failed": "answerable",
+    }.get(result.status)  # type: ignore[return-value]
 
 
 async def ask_tool(tools: ToolContext, args: Any, env: Any) -> Answer:
@@ -151,14 +196,23 @@ async def ask_tool(tools: ToolContext, args: Any, env: Any) -> Answer:
         count["n"] += 1
         if ctx is not None:
             try:
-                await ctx.report_progress(float(count["n"]), float(max(count["n"], len(stages))), f"{stage}: {message}")
+                await ctx.report_progress(
+                    float(count["n"]), float(max(count["n"], len(stages))), f"{stage}: {message}"
+                )
             except Exception:  # progress is best effort (a client without a progress token ignores it)
                 pass
 
     run_id = uuid.uuid4().hex[:12]
-    common = {"source": args.source, "conversation_id": args.conversation_id,
-              "external_knowledge": args.external_knowledge, "mcp_context": ctx, "on_stage": on_stage,
-              "python": env.python_enabled, "run_id": run_id, "trace_path": default_trace_path(run_id)}
+    common = {
+        "source": args.source,
+        "conversation_id": args.conversation_id,
+        "external_knowledge": args.external_knowledge,
+        "mcp_context": ctx,
+        "on_stage": on_stage,
+        "python": env.python_enabled,
+        "run_id": run_id,
+        "trace_path": default_trace_path(run_id),
+    }
     pending = clarify.take(tools, getattr(ctx, "request_state", None)) if ctx is not None else None
     if pending is not None:  # 2026-07-28: the client asked the user and called again with the answer
         reply = clarify.reply_from(getattr(ctx, "input_responses", None), pending.answer)
@@ -171,10 +225,21 @@ async def ask_tool(tools: ToolContext, args: Any, env: Any) -> Answer:
         result.usage = Usage(**{k: v + getattr(asked, k) for k, v in result.usage.model_dump().items()})
         return result
     result = await ask_question(tools, env.settings, args.question, **common)
-    if (result.status == "needs_clarification" and ctx is not None and clarify.can_elicit(ctx)
-            and not clarify.has_back_channel(ctx)):
-        token = clarify.remember(tools, clarify.Pending(question=args.question, source=args.source,
-                                                        conversation_id=args.conversation_id,
-                                                        external_knowledge=args.external_knowledge, answer=result))
+    if (
+        result.status == "needs_clarification"
+        and ctx is not None
+        and clarify.can_elicit(ctx)
+        and not clarify.has_back_channel(ctx)
+    ):
+        token = clarify.remember(
+            tools,
+            clarify.Pending(
+                question=args.question,
+                source=args.source,
+                conversation_id=args.conversation_id,
+                external_knowledge=args.external_knowledge,
+                answer=result,
+            ),
+        )
         raise NeedsInput(clarify.input_requests(result), token)
     return result

@@ -35,7 +35,12 @@ class Trace:
         return text
 
     def event(self, kind: str, **fields: Any) -> None:
-        record = {"t": round(time.perf_counter() - self._start, 4), "run": self.run_id, "kind": kind, **fields}
+        record = {
+            "t": round(time.perf_counter() - self._start, 4),
+            "run": self.run_id,
+            "kind": kind,
+            **fields,
+        }
         line = self.scrub(json.dumps(record, default=str, ensure_ascii=False))
         with self._lock:
             self.events.append(json.loads(line))

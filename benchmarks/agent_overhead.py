@@ -32,8 +32,10 @@ from flexsql.tools.sources import SourceRegistry, open_source
 QUESTIONS = [
     ("How many orders are there?", "SELECT count(*) AS n FROM orders"),
     ("How many customers per loyalty tier?", "SELECT loyalty_tier, count(*) AS n FROM customers GROUP BY 1"),
-    ("What are the 5 most expensive products?",
-     "SELECT product_name, list_price FROM products ORDER BY list_price DESC LIMIT 5"),
+    (
+        "What are the 5 most expensive products?",
+        "SELECT product_name, list_price FROM products ORDER BY list_price DESC LIMIT 5",
+    ),
     ("How many order items are there?", "SELECT count(*) FROM order_items"),
 ]
 
@@ -59,12 +61,15 @@ def script_for(sql: str):  # type: ignore[no-untyped-def]
             return {"tables": ["orders"], "notes": ""}
         if req.stage == "plan":
             k = int(re.search(r"Write exactly (\d+) plans", req.messages[0]["content"]).group(1))
-            return {"plans": [{"reading": f"r{i}", "text": f"plan {i}", "tables": ["orders"]} for i in range(k)]}
+            return {
+                "plans": [{"reading": f"r{i}", "text": f"plan {i}", "tables": ["orders"]} for i in range(k)]
+            }
         if req.stage in ("implement", "repair"):
             return {"language": "sql", "code": sql}
         if req.stage == "evaluate":
             return {"verdict": "ok", "feedback": ""}
         raise AssertionError(req.stage)
+
     return script
 
 
@@ -76,8 +81,13 @@ async def one(tc, settings, k: int, question: str, sql: str) -> dict:  # type: i
     wall = time.perf_counter() - started
     tools = _tool_seconds["total"] - before
     assert result.status == "answered", result.reason
-    return {"wall_s": wall, "tool_s": tools, "overhead_s": max(0.0, wall - tools),
-            "model_calls": result.usage.model_calls, "tool_calls": result.usage.tool_calls}
+    return {
+        "wall_s": wall,
+        "tool_s": tools,
+        "overhead_s": max(0.0, wall - tools),
+        "model_calls": result.usage.model_calls,
+        "tool_calls": result.usage.tool_calls,
+    }
 
 
 def main() -> None:
@@ -128,18 +138,44 @@ def main() -> None:
     table = Table(title="agent pipeline overhead (instant scripted model, demo database)")
     for col in ("setting", "wall s", "tools s", "pipeline s", "model calls", "tool calls", "questions/s"):
         table.add_column(col, justify="right")
-    table.add_row("K=4, plans in turn (median)", f"{med['wall_s']:.3f}", f"{med['tool_s']:.3f}",
-                  f"{med['overhead_s']:.3f}", f"{med['model_calls']:g}", f"{med['tool_calls']:g}",
-                  f"{1 / med['wall_s']:.1f}")
+    table.add_row(
+        "K=4, plans in turn (median)",
+        f"{med['wall_s']:.3f}",
+        f"{med['tool_s']:.3f}",
+        f"{med['overhead_s']:.3f}",
+        f"{med['model_calls']:g}",
+        f"{med['tool_calls']:g}",
+        f"{1 / med['wall_s']:.1f}",
+    )
     wall_c = statistics.median(r["wall_s"] for r in concurrent)
     table.add_row("K=4, plans concurrent (median)", f"{wall_c:.3f}", "", "", "", "", f"{1 / wall_c:.1f}")
-    table.add_row(f"K=8, --jobs 4, {args.questions} questions", f"{wall8:.2f}", "", "", "", "",
-                  f"{args.questions / wall8:.1f}")
+    table.add_row(
+        f"K=8, --jobs 4, {args.questions} questions",
+        f"{wall8:.2f}",
+        "",
+        "",
+        "",
+        "",
+        f"{args.questions / wall8:.1f}",
+    )
     Console(width=150).print(table)
     out = Path(__file__).parent / "results" / "agent_overhead.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"k4_median": med, "k4_runs": single, "k4_concurrent_wall_s": wall_c, "k8_jobs4": {
-        "questions": args.questions, "wall_s": wall8, "questions_per_s": args.questions / wall8}}, indent=2))
+    out.write_text(
+        json.dumps(
+            {
+                "k4_median": med,
+                "k4_runs": single,
+                "k4_concurrent_wall_s": wall_c,
+                "k8_jobs4": {
+                    "questions": args.questions,
+                    "wall_s": wall8,
+                    "questions_per_s": args.questions / wall8,
+                },
+            },
+            indent=2,
+        )
+    )
     sources.close()
 
 

@@ -37,8 +37,10 @@ def measure(scale: float, directory: Path) -> dict:
     size_mb = path.stat().st_size / 1e6
     with duckdb.connect(str(path), read_only=True) as conn:
         fact_rows = conn.execute("SELECT count(*) FROM order_items").fetchone()[0]
-        total_rows = sum(r[0] or 0 for r in conn.execute(
-            "SELECT estimated_size FROM duckdb_tables() WHERE NOT internal").fetchall())
+        total_rows = sum(
+            r[0] or 0
+            for r in conn.execute("SELECT estimated_size FROM duckdb_tables() WHERE NOT internal").fetchall()
+        )
         # a typical analytical query over the fact table, to show what the size means for readers
         q_started = time.perf_counter()
         conn.execute(
@@ -47,11 +49,19 @@ def measure(scale: float, directory: Path) -> dict:
         ).fetchall()
         query_ms = (time.perf_counter() - q_started) * 1000
     path.unlink()
-    return {"scale": scale, "fact_rows": fact_rows, "all_rows": total_rows, "seconds": round(seconds, 2), "cpu_s": round(cpu_s, 2),
-            "file_mb": round(size_mb, 1), "fact_rows_per_s": round(fact_rows / seconds),
-            "revenue_by_category_ms": round(query_ms, 1), "target_s": TARGET_S.get(scale),
-            # other work on the machine inflates the time: the 1-minute load average around the build
-            "load_avg": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
+    return {
+        "scale": scale,
+        "fact_rows": fact_rows,
+        "all_rows": total_rows,
+        "seconds": round(seconds, 2),
+        "cpu_s": round(cpu_s, 2),
+        "file_mb": round(size_mb, 1),
+        "fact_rows_per_s": round(fact_rows / seconds),
+        "revenue_by_category_ms": round(query_ms, 1),
+        "target_s": TARGET_S.get(scale),
+        # other work on the machine inflates the time: the 1-minute load average around the build
+        "load_avg": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+    }
 
 
 def main() -> None:
@@ -68,31 +78,43 @@ def main() -> None:
             rows.append(row)
             print(f"scale {scale:g}: {row['seconds']} s", flush=True)
 
-    header = f"{'scale':>7} {'fact rows':>12} {'all rows':>12} {'seconds':>8} {'cpu s':>7} {'file MB':>8} {'rows/s':>11} " \
-             f"{'query ms':>9} {'target s':>8} {'load avg':>10}"
+    header = (
+        f"{'scale':>7} {'fact rows':>12} {'all rows':>12} {'seconds':>8} {'cpu s':>7} {'file MB':>8} {'rows/s':>11} "
+        f"{'query ms':>9} {'target s':>8} {'load avg':>10}"
+    )
     print()
     print(header)
     print("-" * len(header))
     for r in rows:
         load = f"{r['load_avg'][0]:.1f}-{r['load_avg'][1]:.1f}"
         target = "" if r["target_s"] is None else f"{r['target_s']:g}"
-        print(f"{r['scale']:>7g} {r['fact_rows']:>12,} {r['all_rows']:>12,} {r['seconds']:>8.2f} {r['cpu_s']:>7.1f} {r['file_mb']:>8.1f} "
-              f"{r['fact_rows_per_s']:>11,} {r['revenue_by_category_ms']:>9.1f} {target:>8} "
-              f"{load:>10}")
+        print(
+            f"{r['scale']:>7g} {r['fact_rows']:>12,} {r['all_rows']:>12,} {r['seconds']:>8.2f} {r['cpu_s']:>7.1f} {r['file_mb']:>8.1f} "
+            f"{r['fact_rows_per_s']:>11,} {r['revenue_by_category_ms']:>9.1f} {target:>8} "
+            f"{load:>10}"
+        )
     base = rows[0]
     for r in rows[1:]:
-        print(f"scale {r['scale']:g} vs {base['scale']:g}: {r['fact_rows'] / base['fact_rows']:.0f}x rows in "
-              f"{r['seconds'] / base['seconds']:.1f}x the time")
+        print(
+            f"scale {r['scale']:g} vs {base['scale']:g}: {r['fact_rows'] / base['fact_rows']:.0f}x rows in "
+            f"{r['seconds'] / base['seconds']:.1f}x the time"
+        )
 
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({
-        "benchmark": "demo_build",
-        "generator_version": GENERATOR_VERSION,
-        "duckdb": duckdb.__version__,
-        "python": platform.python_version(),
-        "cpu_count": os.cpu_count(),
-        "results": rows,
-    }, indent=2) + "\n")
+    RESULTS.write_text(
+        json.dumps(
+            {
+                "benchmark": "demo_build",
+                "generator_version": GENERATOR_VERSION,
+                "duckdb": duckdb.__version__,
+                "python": platform.python_version(),
+                "cpu_count": os.cpu_count(),
+                "results": rows,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"\nwrote {RESULTS}")
 
 

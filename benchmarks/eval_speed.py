@@ -44,15 +44,28 @@ def baseline(tasks_path: Path, dbs: Path) -> float:
 
 def harness(tasks_path: Path, dbs: Path, jobs: int, via_mcp: bool) -> dict:
     with tempfile.TemporaryDirectory(prefix="flexsql-eval-speed-") as tmp:
-        options = EvalOptions(tasks=tasks_path, runner="gold", dbs=dbs, jobs=jobs, out=Path(tmp) / "out",
-                              via_mcp=via_mcp, resume=False)
+        options = EvalOptions(
+            tasks=tasks_path,
+            runner="gold",
+            dbs=dbs,
+            jobs=jobs,
+            out=Path(tmp) / "out",
+            via_mcp=via_mcp,
+            resume=False,
+        )
         started = time.perf_counter()
         outcome = Evaluation(options).run()
         wall = time.perf_counter() - started
     s = outcome.summary
-    return {"tasks": outcome.ran, "wall_s": wall, "tasks_per_s": outcome.ran / wall,
-            "accuracy_ex": s["accuracy_evaluated"], "passed": s["passed"], "evaluated": s["evaluated"],
-            "failures": s["failures"]}
+    return {
+        "tasks": outcome.ran,
+        "wall_s": wall,
+        "tasks_per_s": outcome.ran / wall,
+        "accuracy_ex": s["accuracy_evaluated"],
+        "passed": s["passed"],
+        "evaluated": s["evaluated"],
+        "failures": s["failures"],
+    }
 
 
 def main() -> int:
@@ -76,19 +89,24 @@ def main() -> int:
         best["mode"] = f"{label}, --jobs {args.jobs}"
         best["runs_tasks_per_s"] = [round(r["tasks_per_s"], 1) for r in runs]
         rows.append(best)
-    print(f"{'mode':52} {'tasks/s':>9} {'ms/task over baseline':>22} {'ex accuracy':>12} {'runs (tasks/s)':>24}")
+    print(
+        f"{'mode':52} {'tasks/s':>9} {'ms/task over baseline':>22} {'ex accuracy':>12} {'runs (tasks/s)':>24}"
+    )
     for row in rows:
         row["overhead_ms_per_task"] = 1000 * (1 / row["tasks_per_s"] - 1 / base)
         acc = f"{row['accuracy_ex']:.2f}%" if row.get("accuracy_ex") is not None else "–"
-        print(f"{row['mode']:52} {row['tasks_per_s']:9.1f} {row['overhead_ms_per_task']:22.2f} {acc:>12} "
-              f"{str(row.get('runs_tasks_per_s', '')):>24}")
+        print(
+            f"{row['mode']:52} {row['tasks_per_s']:9.1f} {row['overhead_ms_per_task']:22.2f} {acc:>12} "
+            f"{str(row.get('runs_tasks_per_s', '')):>24}"
+        )
     for row in rows[1:]:
         for f in row["failures"]:
             print(f"  failure ({row['mode']}): {f['instance_id']} {f['db']}: {f['reason']}")
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "eval_speed.json").write_text(json.dumps({"tasks_file": str(args.tasks), "jobs": args.jobs,
-                                                     "rows": rows}, indent=2, default=str))
+    (out / "eval_speed.json").write_text(
+        json.dumps({"tasks_file": str(args.tasks), "jobs": args.jobs, "rows": rows}, indent=2, default=str)
+    )
     return 0
 
 

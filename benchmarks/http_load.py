@@ -41,7 +41,9 @@ def rss_kb(pid: int) -> int:
     return 0
 
 
-async def client_run(url: str, calls: int, offset: int, latencies: dict[str, list[float]], errors: list[str]) -> None:
+async def client_run(
+    url: str, calls: int, offset: int, latencies: dict[str, list[float]], errors: list[str]
+) -> None:
     async with Client(url) as client:
         for i in range(calls):
             tool, args = MIX[(i + offset) % len(MIX)]
@@ -99,21 +101,33 @@ def main() -> None:
     third = max(1, len(rss) // 3)
     early, late = statistics.mean(rss[:third]), statistics.mean(rss[-third:])
     report = {
-        "clients": args.clients, "calls_per_client": args.calls, "total_calls": len(every), "errors": len(errors),
-        "error_samples": errors[:5], "wall_s": round(wall, 2), "calls_per_s": round(len(every) / wall, 1),
-        "p50_ms": round(pct(every, 0.5), 2), "p99_ms": round(pct(every, 0.99), 2),
-        "per_tool": {t: {"n": len(v), "p50_ms": round(pct(v, 0.5), 2), "p99_ms": round(pct(v, 0.99), 2)}
-                     for t, v in sorted(latencies.items())},
-        "rss_mb_first_third": round(early / 1024, 1), "rss_mb_last_third": round(late / 1024, 1),
-        "rss_mb_max": round(max(rss) / 1024, 1), "rss_growth_ratio": round(late / early, 3),
+        "clients": args.clients,
+        "calls_per_client": args.calls,
+        "total_calls": len(every),
+        "errors": len(errors),
+        "error_samples": errors[:5],
+        "wall_s": round(wall, 2),
+        "calls_per_s": round(len(every) / wall, 1),
+        "p50_ms": round(pct(every, 0.5), 2),
+        "p99_ms": round(pct(every, 0.99), 2),
+        "per_tool": {
+            t: {"n": len(v), "p50_ms": round(pct(v, 0.5), 2), "p99_ms": round(pct(v, 0.99), 2)}
+            for t, v in sorted(latencies.items())
+        },
+        "rss_mb_first_third": round(early / 1024, 1),
+        "rss_mb_last_third": round(late / 1024, 1),
+        "rss_mb_max": round(max(rss) / 1024, 1),
+        "rss_growth_ratio": round(late / early, 3),
     }
     print(f"{'tool':<16}{'n':>6}{'p50 ms':>10}{'p99 ms':>10}")
     for tool, row in report["per_tool"].items():
         print(f"{tool:<16}{row['n']:>6}{row['p50_ms']:>10}{row['p99_ms']:>10}")
     print(f"{'ALL':<16}{len(every):>6}{report['p50_ms']:>10}{report['p99_ms']:>10}")
     print(f"errors: {len(errors)}   wall: {report['wall_s']} s   throughput: {report['calls_per_s']} calls/s")
-    print(f"server RSS: {report['rss_mb_first_third']} MB (first third) → {report['rss_mb_last_third']} MB "
-          f"(last third), max {report['rss_mb_max']} MB, ratio {report['rss_growth_ratio']}")
+    print(
+        f"server RSS: {report['rss_mb_first_third']} MB (first third) → {report['rss_mb_last_third']} MB "
+        f"(last third), max {report['rss_mb_max']} MB, ratio {report['rss_growth_ratio']}"
+    )
     out = Path(__file__).parent / "results" / "http_load.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(report, indent=2))

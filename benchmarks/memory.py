@@ -50,7 +50,9 @@ print(json.dumps(outcome))
 
 
 def run_case(url: str, sql: str, timeout_s: float) -> dict:
-    proc = subprocess.run([sys.executable, "-c", CHILD, url, sql], capture_output=True, text=True, timeout=timeout_s)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, url, sql], capture_output=True, text=True, timeout=timeout_s
+    )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if not lines:
         return {"ok": False, "error": (proc.stderr or "no output").strip().splitlines()[-1][:300]}
@@ -70,29 +72,52 @@ def main() -> None:
     limits = LimitsConfig()
     cases = []
     if args.pg:
-        cases.append((f"postgres {args.pg_rows:,} x 1 KB rows", args.pg,
-                      f"SELECT g, repeat('x', 1000) AS pad FROM generate_series(1, {args.pg_rows}) g"))
-    cases.append((f"duckdb list of {args.list_elements:,}", "duckdb://:memory:",
-                  f"SELECT list(range) AS l FROM range({args.list_elements})"))
+        cases.append(
+            (
+                f"postgres {args.pg_rows:,} x 1 KB rows",
+                args.pg,
+                f"SELECT g, repeat('x', 1000) AS pad FROM generate_series(1, {args.pg_rows}) g",
+            )
+        )
+    cases.append(
+        (
+            f"duckdb list of {args.list_elements:,}",
+            "duckdb://:memory:",
+            f"SELECT list(range) AS l FROM range({args.list_elements})",
+        )
+    )
     rows = []
     for label, url, sql in cases:
         started = time.perf_counter()
         result = run_case(url, sql, args.timeout)
-        result.update(case=label, wall_s=round(time.perf_counter() - started, 1),
-                      ratio_to_store_mb=round(result.get("peak_rss_mb", 0) / limits.store_mb, 2),
-                      goal_mb=2 * limits.store_mb + limits.engine_memory_mb)
+        result.update(
+            case=label,
+            wall_s=round(time.perf_counter() - started, 1),
+            ratio_to_store_mb=round(result.get("peak_rss_mb", 0) / limits.store_mb, 2),
+            goal_mb=2 * limits.store_mb + limits.engine_memory_mb,
+        )
         rows.append(result)
 
-    print(f"limits: store_mb={limits.store_mb} store_rows={limits.store_rows:,} engine_memory_mb={limits.engine_memory_mb}")
+    print(
+        f"limits: store_mb={limits.store_mb} store_rows={limits.store_rows:,} engine_memory_mb={limits.engine_memory_mb}"
+    )
     print(f"{'case':36} {'peak RSS MB':>12} {'x store_mb':>10} {'goal MB':>8} {'seconds':>8}  outcome")
     for r in rows:
-        outcome = (f"{r.get('total_rows'):,}{'+' if r.get('lower_bound') else ''} rows, {r.get('kept_rows'):,} kept"
-                   if r.get("ok") else f"error: {r.get('error')}")
-        print(f"{r['case']:36} {r.get('peak_rss_mb', 0):>12,.0f} {r['ratio_to_store_mb']:>10} {r['goal_mb']:>8} "
-              f"{r.get('seconds', r['wall_s']):>8}  {outcome}")
+        outcome = (
+            f"{r.get('total_rows'):,}{'+' if r.get('lower_bound') else ''} rows, {r.get('kept_rows'):,} kept"
+            if r.get("ok")
+            else f"error: {r.get('error')}"
+        )
+        print(
+            f"{r['case']:36} {r.get('peak_rss_mb', 0):>12,.0f} {r['ratio_to_store_mb']:>10} {r['goal_mb']:>8} "
+            f"{r.get('seconds', r['wall_s']):>8}  {outcome}"
+        )
     RESULTS.mkdir(exist_ok=True)
-    payload = {"limits": limits.model_dump(), "cases": rows,
-               "host_max_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)}
+    payload = {
+        "limits": limits.model_dump(),
+        "cases": rows,
+        "host_max_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),
+    }
     (RESULTS / "memory.json").write_text(json.dumps(payload, indent=2), encoding="utf-8")
 
 

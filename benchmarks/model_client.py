@@ -23,20 +23,33 @@ from openai_stub import OpenAIStub, Reply  # noqa: E402
 
 from flexsql.agent.models import ChatRequest, OpenAICompatModel, ResolvedModelConfig  # noqa: E402
 
-TOOL = {"type": "function", "function": {"name": "search_schema", "parameters": {
-    "type": "object", "properties": {"query": {"type": "string"}}}}}
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "search_schema",
+        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}},
+    },
+}
 
 
 def request(i: int) -> ChatRequest:
-    return ChatRequest(stage="implement", run_id=f"q{i}", tools=[TOOL], messages=[
-        {"role": "system", "content": "You write SQL. " * 200},
-        {"role": "user", "content": f"Question {i}: how many orders per month in 2024?"}])
+    return ChatRequest(
+        stage="implement",
+        run_id=f"q{i}",
+        tools=[TOOL],
+        messages=[
+            {"role": "system", "content": "You write SQL. " * 200},
+            {"role": "user", "content": f"Question {i}: how many orders per month in 2024?"},
+        ],
+    )
 
 
 async def run(calls: int, callers: int, concurrency: int) -> dict[str, float]:
     answer = Reply(content='{"language": "sql", "code": "SELECT month, count(*) FROM orders GROUP BY 1"}')
     with OpenAIStub(lambda req: answer) as stub:
-        model = OpenAICompatModel(ResolvedModelConfig(base_url=stub.base_url, model="stub", concurrency=concurrency))
+        model = OpenAICompatModel(
+            ResolvedModelConfig(base_url=stub.base_url, model="stub", concurrency=concurrency)
+        )
         await model.complete(request(-1))  # warm: client and connection
         latencies = []
         for i in range(calls):
@@ -55,10 +68,14 @@ async def run(calls: int, callers: int, concurrency: int) -> dict[str, float]:
         wall = time.perf_counter() - start
         assert stub.max_in_flight <= concurrency
     latencies.sort()
-    return {"calls": calls, "median_ms": statistics.median(latencies) * 1000,
-            "p95_ms": latencies[int(0.95 * (len(latencies) - 1))] * 1000,
-            "callers": callers, "concurrency": concurrency,
-            "concurrent_calls_per_s": (calls // callers) * callers / wall}
+    return {
+        "calls": calls,
+        "median_ms": statistics.median(latencies) * 1000,
+        "p95_ms": latencies[int(0.95 * (len(latencies) - 1))] * 1000,
+        "callers": callers,
+        "concurrency": concurrency,
+        "concurrent_calls_per_s": (calls // callers) * callers / wall,
+    }
 
 
 def main() -> None:
@@ -69,8 +86,10 @@ def main() -> None:
     args = parser.parse_args()
     result = anyio.run(run, args.calls, args.callers, args.concurrency)
     print(f"{'calls':>6} {'median ms':>10} {'p95 ms':>8} {'callers':>8} {'limit':>6} {'calls/s':>8}")
-    print(f"{result['calls']:>6} {result['median_ms']:>10.2f} {result['p95_ms']:>8.2f} {result['callers']:>8} "
-          f"{result['concurrency']:>6} {result['concurrent_calls_per_s']:>8.0f}")
+    print(
+        f"{result['calls']:>6} {result['median_ms']:>10.2f} {result['p95_ms']:>8.2f} {result['callers']:>8} "
+        f"{result['concurrency']:>6} {result['concurrent_calls_per_s']:>8.0f}"
+    )
     out = Path(__file__).parent / "results" / "model_client.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")

@@ -41,6 +41,7 @@ SAMPLE_SEED = 0
 
 # -- the catalog: every Spider database as one DuckDB schema --------------------------------------
 
+
 def _duck_type(declared: str, kinds: Counter) -> str:
     """A DuckDB type that holds every value of a SQLite column (SQLite types are only hints)."""
     present = {k for k in kinds if k != "null"}
@@ -96,8 +97,12 @@ def build_spider_catalog(databases: Path, target: Path) -> Path:
         src = sqlite3.connect(str(db_file))
         src.text_factory = lambda b: b.decode("utf-8", errors="replace")
         conn.execute(f"CREATE SCHEMA {_q(schema)}")
-        names = [r[0] for r in src.execute(
-            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+        names = [
+            r[0]
+            for r in src.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            )
+        ]
         info: dict[str, dict[str, Any]] = {}
         for name in names:
             cols = list(src.execute(f"PRAGMA table_info({_q(name)})"))
@@ -106,12 +111,25 @@ def build_spider_catalog(databases: Path, target: Path) -> Path:
                 fk = fks.setdefault(fid, {"ref": ref, "cols": [], "refcols": []})
                 fk["cols"].append(frm)
                 fk["refcols"].append(to)
-            kinds = {c[1]: Counter(dict(src.execute(
-                f"SELECT typeof({_q(c[1])}), count(*) FROM {_q(name)} GROUP BY 1").fetchall())) for c in cols}
+            kinds = {
+                c[1]: Counter(
+                    dict(
+                        src.execute(
+                            f"SELECT typeof({_q(c[1])}), count(*) FROM {_q(name)} GROUP BY 1"
+                        ).fetchall()
+                    )
+                )
+                for c in cols
+            }
             types = {c[1]: _duck_type(c[2] or "", kinds[c[1]]) for c in cols}
             rows = src.execute(f"SELECT * FROM {_q(name)}").fetchall()
-            info[name] = {"cols": cols, "types": types, "rows": rows,
-                          "pk": [c[1] for c in sorted(cols, key=lambda c: c[5]) if c[5]], "fks": list(fks.values())}
+            info[name] = {
+                "cols": cols,
+                "types": types,
+                "rows": rows,
+                "pk": [c[1] for c in sorted(cols, key=lambda c: c[5]) if c[5]],
+                "fks": list(fks.values()),
+            }
         by_lower = {n.lower(): n for n in names}
         created: dict[str, list[str]] = {}  # table -> its unique key columns (for FK targets)
         pending = list(names)
@@ -136,8 +154,16 @@ def build_spider_catalog(databases: Path, target: Path) -> Path:
     return target
 
 
-def _create_table(conn: Any, schema: str, name: str, meta: dict[str, Any], created: dict[str, list[str]],
-                  by_lower: dict[str, str], arrow_types: dict[str, Any], pa: Any) -> None:
+def _create_table(
+    conn: Any,
+    schema: str,
+    name: str,
+    meta: dict[str, Any],
+    created: dict[str, list[str]],
+    by_lower: dict[str, str],
+    arrow_types: dict[str, Any],
+    pa: Any,
+) -> None:
     cols = [c[1] for c in meta["cols"]]
     types = meta["types"]
     data = {c: [_convert(r[i], types[c]) for r in meta["rows"]] for i, c in enumerate(cols)}
@@ -151,8 +177,10 @@ def _create_table(conn: Any, schema: str, name: str, meta: dict[str, Any], creat
         refcols = fk["refcols"] if all(fk["refcols"]) else created[ref]
         if [c.lower() for c in refcols] != [c.lower() for c in created[ref]]:
             continue  # DuckDB requires the referenced columns to be the target's key
-        fk_clauses.append(f"FOREIGN KEY ({', '.join(map(_q, fk['cols']))}) REFERENCES {_q(schema)}.{_q(ref)} "
-                          f"({', '.join(map(_q, created[ref]))})")
+        fk_clauses.append(
+            f"FOREIGN KEY ({', '.join(map(_q, fk['cols']))}) REFERENCES {_q(schema)}.{_q(ref)} "
+            f"({', '.join(map(_q, created[ref]))})"
+        )
     table = f"{_q(schema)}.{_q(name)}"
     for use_pk, use_fk in ((True, True), (True, False), (False, False)):
         parts = [f"{_q(c)} {types[c]}" for c in cols]
@@ -185,11 +213,14 @@ def catalog_stamp(databases: Path) -> str:
 
 # -- gold tables and columns from the gold SQL ------------------------------------------------------
 
+
 def sqlite_schema(databases: Path, db_id: str) -> dict[str, dict[str, str]]:
     src = sqlite3.connect(str(databases / db_id / f"{db_id}.sqlite"))
     try:
         out: dict[str, dict[str, str]] = {}
-        for (name,) in src.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"):
+        for (name,) in src.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
+        ):
             out[name] = {c[1]: (c[2] or "TEXT") for c in src.execute(f"PRAGMA table_info({_q(name)})")}
         return out
     finally:
@@ -210,8 +241,14 @@ def gold_links(sql: str, schema: dict[str, dict[str, str]]) -> tuple[set[str], s
     columns: set[tuple[str, str]] = set()
     try:
         lowered = {t.lower(): {c.lower(): ty for c, ty in cols.items()} for t, cols in schema.items()}
-        qualified = qualify(tree.copy(), schema=lowered, dialect="sqlite", quote_identifiers=False,
-                            identify=False, validate_qualify_columns=False)
+        qualified = qualify(
+            tree.copy(),
+            schema=lowered,
+            dialect="sqlite",
+            quote_identifiers=False,
+            identify=False,
+            validate_qualify_columns=False,
+        )
         for select in qualified.find_all(exp.Select):
             aliases = {}
             for source in select.find_all(exp.Table):
@@ -231,50 +268,197 @@ def gold_links(sql: str, schema: dict[str, dict[str, str]]) -> tuple[set[str], s
 # or column of the question's database (so the question no longer says the schema's word), as the
 # Spider-Syn annotators did by hand. Keys are singular; a plural word gets the plural synonym.
 PARAPHRASES: dict[str, str] = {
-    "student": "pupil", "customer": "client", "employee": "worker", "department": "division",
-    "city": "town", "player": "athlete", "member": "participant", "staff": "personnel", "document": "file",
-    "course": "class", "age": "years of age", "price": "cost", "company": "firm", "product": "item",
-    "phone": "telephone", "status": "state", "people": "persons", "description": "summary",
-    "faculty": "teaching staff", "project": "undertaking", "account": "profile", "title": "heading",
-    "track": "recording", "location": "place", "country": "nation", "club": "society", "party": "faction",
-    "grade": "mark", "claim": "demand", "address": "residence", "card": "pass", "position": "post",
-    "room": "chamber", "report": "account statement", "wine": "vintage", "email": "e-mail address",
-    "apartment": "flat", "professor": "lecturer", "market": "marketplace", "population": "inhabitants",
-    "hour": "hr", "artist": "performer", "rating": "evaluation", "point": "score",
-    "instructor": "teacher", "team": "squad", "salary": "pay", "station": "depot", "role": "function",
-    "school": "academy", "aircraft": "plane", "airport": "airfield", "branch": "office location",
-    "organization": "organisation", "level": "tier", "balance": "funds", "sale": "selling", "vote": "ballot",
-    "game": "match", "problem": "issue", "building": "edifice", "order": "purchase", "college": "university",
-    "song": "tune", "shop": "store", "job": "occupation", "budget": "allocation", "catalog": "catalogue",
-    "model": "version", "sex": "gender", "saving": "deposit", "payment": "remittance", "bank": "lender",
-    "office": "bureau", "enzyme": "catalyst", "credit": "loan credit", "flight": "air trip",
-    "gymnast": "tumbler", "category": "class type", "mountain": "peak", "competition": "contest",
-    "host": "organizer", "policy": "insurance plan", "duration": "length", "route": "path", "book": "volume",
-    "manager": "supervisor", "movie": "film", "film": "motion picture", "president": "head of state",
-    "height": "stature", "author": "writer", "trip": "journey", "user": "account holder",
-    "capacity": "maximum occupancy", "director": "filmmaker", "booking": "reservation", "race": "contest run",
-    "record": "entry", "device": "gadget", "hotel": "inn", "music": "tunes", "result": "outcome",
-    "institution": "establishment", "county": "shire", "election": "poll", "procedure": "operation",
-    "color": "colour", "genre": "style", "follower": "fan", "bike": "bicycle", "musical": "stage show",
-    "attraction": "sight", "invoice": "bill", "scientist": "researcher", "event": "occasion",
-    "channel": "network", "pilot": "aviator", "singer": "vocalist", "concert": "gig", "stadium": "arena",
-    "teacher": "educator", "driver": "motorist", "car": "automobile", "maker": "manufacturer",
-    "dog": "canine", "owner": "proprietor", "treatment": "therapy", "battle": "fight", "ship": "vessel",
-    "death": "fatality", "template": "blueprint", "paragraph": "passage", "museum": "gallery",
-    "visitor": "guest", "visit": "trip to", "church": "chapel", "wedding": "marriage", "poker": "card game",
-    "perpetrator": "offender", "election_result": "poll outcome", "conductor": "maestro", "orchestra": "ensemble",
-    "performance": "show", "festival": "fair", "architect": "designer", "bridge": "span", "mill": "factory",
-    "match": "fixture", "airline": "carrier", "employment": "work contract", "storm": "hurricane",
-    "region": "area", "church_name": "chapel name", "tv": "television", "cartoon": "animated show",
-    "series": "show", "episode": "installment", "guest": "visitor", "candidate": "nominee",
-    "representative": "delegate", "actor": "performer", "cinema": "movie theater", "club_name": "society name",
-    "restaurant": "eatery", "dorm": "dormitory", "transaction": "deal", "shipment": "consignment",
-    "supplier": "vendor", "appointment": "meeting", "patient": "sick person", "physician": "doctor",
-    "nurse": "caregiver", "medication": "drug", "department_name": "division name", "musician": "player",
-    "band": "group", "album": "record", "instrument": "device for music", "venue": "site",
-    "tourist": "traveller", "injury": "harm", "browser": "web client", "accelerator": "booster",
-    "product_name": "item name", "course_name": "class name", "first": "given", "last": "family",
-    "gpa": "grade point average", "allergy": "sensitivity", "dept": "division",
+    "student": "pupil",
+    "customer": "client",
+    "employee": "worker",
+    "department": "division",
+    "city": "town",
+    "player": "athlete",
+    "member": "participant",
+    "staff": "personnel",
+    "document": "file",
+    "course": "class",
+    "age": "years of age",
+    "price": "cost",
+    "company": "firm",
+    "product": "item",
+    "phone": "telephone",
+    "status": "state",
+    "people": "persons",
+    "description": "summary",
+    "faculty": "teaching staff",
+    "project": "undertaking",
+    "account": "profile",
+    "title": "heading",
+    "track": "recording",
+    "location": "place",
+    "country": "nation",
+    "club": "society",
+    "party": "faction",
+    "grade": "mark",
+    "claim": "demand",
+    "address": "residence",
+    "card": "pass",
+    "position": "post",
+    "room": "chamber",
+    "report": "account statement",
+    "wine": "vintage",
+    "email": "e-mail address",
+    "apartment": "flat",
+    "professor": "lecturer",
+    "market": "marketplace",
+    "population": "inhabitants",
+    "hour": "hr",
+    "artist": "performer",
+    "rating": "evaluation",
+    "point": "score",
+    "instructor": "teacher",
+    "team": "squad",
+    "salary": "pay",
+    "station": "depot",
+    "role": "function",
+    "school": "academy",
+    "aircraft": "plane",
+    "airport": "airfield",
+    "branch": "office location",
+    "organization": "organisation",
+    "level": "tier",
+    "balance": "funds",
+    "sale": "selling",
+    "vote": "ballot",
+    "game": "match",
+    "problem": "issue",
+    "building": "edifice",
+    "order": "purchase",
+    "college": "university",
+    "song": "tune",
+    "shop": "store",
+    "job": "occupation",
+    "budget": "allocation",
+    "catalog": "catalogue",
+    "model": "version",
+    "sex": "gender",
+    "saving": "deposit",
+    "payment": "remittance",
+    "bank": "lender",
+    "office": "bureau",
+    "enzyme": "catalyst",
+    "credit": "loan credit",
+    "flight": "air trip",
+    "gymnast": "tumbler",
+    "category": "class type",
+    "mountain": "peak",
+    "competition": "contest",
+    "host": "organizer",
+    "policy": "insurance plan",
+    "duration": "length",
+    "route": "path",
+    "book": "volume",
+    "manager": "supervisor",
+    "movie": "film",
+    "film": "motion picture",
+    "president": "head of state",
+    "height": "stature",
+    "author": "writer",
+    "trip": "journey",
+    "user": "account holder",
+    "capacity": "maximum occupancy",
+    "director": "filmmaker",
+    "booking": "reservation",
+    "race": "contest run",
+    "record": "entry",
+    "device": "gadget",
+    "hotel": "inn",
+    "music": "tunes",
+    "result": "outcome",
+    "institution": "establishment",
+    "county": "shire",
+    "election": "poll",
+    "procedure": "operation",
+    "color": "colour",
+    "genre": "style",
+    "follower": "fan",
+    "bike": "bicycle",
+    "musical": "stage show",
+    "attraction": "sight",
+    "invoice": "bill",
+    "scientist": "researcher",
+    "event": "occasion",
+    "channel": "network",
+    "pilot": "aviator",
+    "singer": "vocalist",
+    "concert": "gig",
+    "stadium": "arena",
+    "teacher": "educator",
+    "driver": "motorist",
+    "car": "automobile",
+    "maker": "manufacturer",
+    "dog": "canine",
+    "owner": "proprietor",
+    "treatment": "therapy",
+    "battle": "fight",
+    "ship": "vessel",
+    "death": "fatality",
+    "template": "blueprint",
+    "paragraph": "passage",
+    "museum": "gallery",
+    "visitor": "guest",
+    "visit": "trip to",
+    "church": "chapel",
+    "wedding": "marriage",
+    "poker": "card game",
+    "perpetrator": "offender",
+    "election_result": "poll outcome",
+    "conductor": "maestro",
+    "orchestra": "ensemble",
+    "performance": "show",
+    "festival": "fair",
+    "architect": "designer",
+    "bridge": "span",
+    "mill": "factory",
+    "match": "fixture",
+    "airline": "carrier",
+    "employment": "work contract",
+    "storm": "hurricane",
+    "region": "area",
+    "church_name": "chapel name",
+    "tv": "television",
+    "cartoon": "animated show",
+    "series": "show",
+    "episode": "installment",
+    "guest": "visitor",
+    "candidate": "nominee",
+    "representative": "delegate",
+    "actor": "performer",
+    "cinema": "movie theater",
+    "club_name": "society name",
+    "restaurant": "eatery",
+    "dorm": "dormitory",
+    "transaction": "deal",
+    "shipment": "consignment",
+    "supplier": "vendor",
+    "appointment": "meeting",
+    "patient": "sick person",
+    "physician": "doctor",
+    "nurse": "caregiver",
+    "medication": "drug",
+    "department_name": "division name",
+    "musician": "player",
+    "band": "group",
+    "album": "record",
+    "instrument": "device for music",
+    "venue": "site",
+    "tourist": "traveller",
+    "injury": "harm",
+    "browser": "web client",
+    "accelerator": "booster",
+    "product_name": "item name",
+    "course_name": "class name",
+    "first": "given",
+    "last": "family",
+    "gpa": "grade point average",
+    "allergy": "sensitivity",
+    "dept": "division",
 }
 
 
@@ -352,6 +536,7 @@ def load_questions(data: Path) -> dict[str, list[dict[str, Any]]]:
 
 # -- the baseline: plain BM25 over identifiers --------------------------------------------------------
 
+
 def _split_identifier(text: str) -> list[str]:
     text = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
     text = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1 \2", text)
@@ -374,7 +559,9 @@ class PlainBM25:
             words = _split_identifier(t.name) + (_split_identifier(t.schema_name) if schema_names else [])
             for c in t.columns:
                 words += _split_identifier(c.name)
-                self.columns.append((i, c.name, Counter(_split_identifier(c.name) + _split_identifier(t.name))))
+                self.columns.append(
+                    (i, c.name, Counter(_split_identifier(c.name) + _split_identifier(t.name)))
+                )
             self.docs.append(Counter(words))
         self.df = Counter(w for d in self.docs for w in d)
         self.cdf = Counter(w for _, _, d in self.columns for w in d)
@@ -394,11 +581,15 @@ class PlainBM25:
 
     def search(self, question: str, k: int, db: str = "") -> tuple[list[str], list[tuple[str, str]]]:
         terms = [w for w in re.findall(r"[a-z0-9]+", question.lower()) if w not in self.stopwords]
-        scored = [(self._bm25(d, terms, self.df, len(self.docs), self.avg), i) for i, d in enumerate(self.docs)]
+        scored = [
+            (self._bm25(d, terms, self.df, len(self.docs), self.avg), i) for i, d in enumerate(self.docs)
+        ]
         scored.sort(key=lambda x: -x[0])
         tables = [self.tables[i].qualified for s, i in scored[:k]]
-        cscored = [(self._bm25(d, terms, self.cdf, len(self.columns), self.cavg), j)
-                   for j, (_, _, d) in enumerate(self.columns)]
+        cscored = [
+            (self._bm25(d, terms, self.cdf, len(self.columns), self.cavg), j)
+            for j, (_, _, d) in enumerate(self.columns)
+        ]
         cscored.sort(key=lambda x: -x[0])
         columns = [(self.tables[self.columns[j][0]].qualified, self.columns[j][1]) for s, j in cscored[:k]]
         return tables, columns
@@ -446,6 +637,7 @@ class PerDatabase:
 
 # -- running ------------------------------------------------------------------------------------------
 
+
 def evaluate(questions: list[dict[str, Any]], searcher: Any, databases: Path, max_k: int) -> dict[str, Any]:
     """Recall@K of the full gold set (all gold tables / all gold columns in the top K)."""
     schemas: dict[str, dict[str, dict[str, str]]] = {}
@@ -473,7 +665,9 @@ def evaluate(questions: list[dict[str, Any]], searcher: Any, databases: Path, ma
             if want_t <= set(got_t[:k]):
                 hits_t[k] += 1
         if not want_t <= set(got_t[:10]) and len(failures) < 400:
-            failures.append({"db": db, "question": q["question"], "gold": sorted(want_t), "top10": got_t[:10]})
+            failures.append(
+                {"db": db, "question": q["question"], "gold": sorted(want_t), "top10": got_t[:10]}
+            )
         if want_c:
             n_c += 1
             for k in KS:
@@ -510,13 +704,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "flexsql-bench")
     parser.add_argument("--no-values", action="store_true", help="search without the value index")
-    parser.add_argument("--sets", default="train-1000,dev_open,syn-orig,syn-train",
-                        help="syn-train: the paraphrased questions; syn-orig: the same questions unchanged")
-    parser.add_argument("--params", help="search_schema weight overrides, e.g. prefix_weight=0,inferred_share=0")
+    parser.add_argument(
+        "--sets",
+        default="train-1000,dev_open,syn-orig,syn-train",
+        help="syn-train: the paraphrased questions; syn-orig: the same questions unchanged",
+    )
+    parser.add_argument(
+        "--params", help="search_schema weight overrides, e.g. prefix_weight=0,inferred_share=0"
+    )
     parser.add_argument("--failures", type=Path, help="write the misses (top-10) of search_schema here")
-    parser.add_argument("--ablations", action="store_true", help="also rank without value hits, schema boost, FKs")
-    parser.add_argument("--synonyms", choices=("on", "off"), default="on",
-                        help="WordNet expansion of question words (on: where WordNet is installed)")
+    parser.add_argument(
+        "--ablations", action="store_true", help="also rank without value hits, schema boost, FKs"
+    )
+    parser.add_argument(
+        "--synonyms",
+        choices=("on", "off"),
+        default="on",
+        help="WordNet expansion of question words (on: where WordNet is installed)",
+    )
     args = parser.parse_args(argv)
 
     from flexsql.tools.context import ToolContext
@@ -530,6 +735,7 @@ def main(argv: list[str] | None = None) -> int:
     build_s = time.perf_counter() - started
     os.environ.setdefault("FLEXSQL_CACHE_DIR", str(args.workdir / "cache"))
     from warehouse_linking import _synonyms
+
     synonyms = _synonyms(args.synonyms)
     source = open_source(f"duckdb:///{path}", name="spider")
     ctx = ToolContext(sources=SourceRegistry([source]))
@@ -548,6 +754,7 @@ def main(argv: list[str] | None = None) -> int:
             ctx.caches[f"search:{source.name}"] = index
             result = search_schema(ctx, question, limit=k)
             return [t.table for t in result.tables], [(c.table, c.column) for c in result.columns]
+
         return run
 
     rankers: dict[str, Any] = {
@@ -555,20 +762,27 @@ def main(argv: list[str] | None = None) -> int:
         "bm25 +schema,stop": PlainBM25(catalog, schema_names=True, stopwords=True).search,
         "search_schema": ranker(_params(args.params)),
         "per-db bm25": PerDatabase(databases, "bm25", values=False).search,
-        "per-db search": PerDatabase(databases, "search_schema", values=not args.no_values,
-                                     params=_params(args.params)).search,
+        "per-db search": PerDatabase(
+            databases, "search_schema", values=not args.no_values, params=_params(args.params)
+        ).search,
     }
     if args.ablations:
         rankers["- value hits"] = ranker(Params(value_weight=0.0, column_value_weight=0.0))
         rankers["- schema boost"] = ranker(Params(schema_boost=0.0))
         rankers["- FK neighbours"] = ranker(Params(fk_share=0.0, join_weight=0.0))
     ranker()("warm up", 20)
-    report: dict[str, Any] = {"catalog": {"schemas": len(catalog.schemas()), "tables": len(catalog.tables),
-                                          "columns": sum(len(t.columns) for t in catalog.tables),
-                                          "copy_seconds": round(build_s, 1)},
-                              "value_index_seconds": round(index_s, 1) if index_s is not None else None,
-                              "sample": {"size": SAMPLE_SIZE, "seed": SAMPLE_SEED}, "synonyms": synonyms,
-                              "sets": {}}
+    report: dict[str, Any] = {
+        "catalog": {
+            "schemas": len(catalog.schemas()),
+            "tables": len(catalog.tables),
+            "columns": sum(len(t.columns) for t in catalog.tables),
+            "copy_seconds": round(build_s, 1),
+        },
+        "value_index_seconds": round(index_s, 1) if index_s is not None else None,
+        "sample": {"size": SAMPLE_SIZE, "seed": SAMPLE_SEED},
+        "synonyms": synonyms,
+        "sets": {},
+    }
     questions = load_questions(args.data)
     all_failures = {}
     for name in args.sets.split(","):
@@ -580,23 +794,31 @@ def main(argv: list[str] | None = None) -> int:
                 all_failures[name] = failures
             report["sets"][name][label] = result
 
-    print(f"catalog: {report['catalog']['schemas']} schemas, {report['catalog']['tables']} tables, "
-          f"{report['catalog']['columns']} columns; whole-catalog scope, except the per-db rankers: each question "
-          "in its own database, opened as a SQLite source")
+    print(
+        f"catalog: {report['catalog']['schemas']} schemas, {report['catalog']['tables']} tables, "
+        f"{report['catalog']['columns']} columns; whole-catalog scope, except the per-db rankers: each question "
+        "in its own database, opened as a SQLite source"
+    )
     header = f"{'set':<11} {'ranker':<18} {'n':>5} | tables @5  @10  @20 | columns @5  @10  @20 | median ms"
     print(header)
     print("-" * len(header))
     for name, res in report["sets"].items():
         for ranker, r in res.items():
             t, c = r["tables"], r["columns"]
-            print(f"{name:<11} {ranker:<18} {r['questions']:>5} |       {t['top5']:.3f} {t['top10']:.3f} "
-                  f"{t['top20']:.3f} |        {c['top5']:.3f} {c['top10']:.3f} {c['top20']:.3f} | {r['median_ms']}")
+            print(
+                f"{name:<11} {ranker:<18} {r['questions']:>5} |       {t['top5']:.3f} {t['top10']:.3f} "
+                f"{t['top20']:.3f} |        {c['top5']:.3f} {c['top10']:.3f} {c['top20']:.3f} | {r['median_ms']}"
+            )
     syn = questions.get("syn-train", [])
-    print(f"syn-train: {len(syn)} of the {SAMPLE_SIZE} sampled train questions name a schema word that has a "
-          "synonym; syn-orig is the same questions unchanged. Examples:")
+    print(
+        f"syn-train: {len(syn)} of the {SAMPLE_SIZE} sampled train questions name a schema word that has a "
+        "synonym; syn-orig is the same questions unchanged. Examples:"
+    )
     for q in syn[:3]:
         print(f"  {q['original']!r} -> {q['question']!r}")
-    report["paraphrase_examples"] = [{"original": q["original"], "paraphrase": q["question"]} for q in syn[:20]]
+    report["paraphrase_examples"] = [
+        {"original": q["original"], "paraphrase": q["question"]} for q in syn[:20]
+    ]
     out = HERE / "results" / "schema_linking.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2))

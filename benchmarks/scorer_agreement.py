@@ -41,6 +41,7 @@ DEFAULT_GOLD = ROOT.parent / "shared" / "data" / "spider2-lite" / "gold"
 
 # -- the official rules, restated literally ---------------------------------------------------------
 
+
 def _ref_prepare(vector: list, ignore_order: bool) -> list:
     vector = [0 if pd.isna(x) else x for x in vector]
     if ignore_order:
@@ -62,7 +63,9 @@ def _ref_vectors_match(v1: list, v2: list) -> bool:
     return True
 
 
-def _ref_compare_table(pred: pd.DataFrame, gold: pd.DataFrame, condition: Any, ignore_order: bool, flavor: str) -> int:
+def _ref_compare_table(
+    pred: pd.DataFrame, gold: pd.DataFrame, condition: Any, ignore_order: bool, flavor: str
+) -> int:
     if flavor == "lite":
         use_condition = bool(condition)
     else:
@@ -89,8 +92,9 @@ def _ref_compare_table(pred: pd.DataFrame, gold: pd.DataFrame, condition: Any, i
     return 1
 
 
-def official_reference(pred: pd.DataFrame, golds: list[pd.DataFrame], condition_cols: Any, ignore_order: bool,
-                       flavor: str) -> int:
+def official_reference(
+    pred: pd.DataFrame, golds: list[pd.DataFrame], condition_cols: Any, ignore_order: bool, flavor: str
+) -> int:
     """1 or 0 as the official evaluator decides (an exception inside it scores 0)."""
     try:
         cc = condition_cols
@@ -108,6 +112,7 @@ def official_reference(pred: pd.DataFrame, golds: list[pd.DataFrame], condition_
 
 # -- perturbations ------------------------------------------------------------------------------
 
+
 def _roundtrip(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.read_csv(io.StringIO(frame.to_csv(index=False)))
 
@@ -117,8 +122,12 @@ def _float_cols(frame: pd.DataFrame) -> list[int]:
 
 
 def _numeric_cols(frame: pd.DataFrame) -> list[int]:
-    return [i for i in range(frame.shape[1]) if pd.api.types.is_numeric_dtype(frame.dtypes.iloc[i])
-            and not pd.api.types.is_bool_dtype(frame.dtypes.iloc[i])]
+    return [
+        i
+        for i in range(frame.shape[1])
+        if pd.api.types.is_numeric_dtype(frame.dtypes.iloc[i])
+        and not pd.api.types.is_bool_dtype(frame.dtypes.iloc[i])
+    ]
 
 
 def perturbations(gold: pd.DataFrame, seed: int) -> dict[str, pd.DataFrame]:
@@ -142,8 +151,11 @@ def perturbations(gold: pd.DataFrame, seed: int) -> dict[str, pd.DataFrame]:
         changed = g.copy().astype(object)
         r, c = rng.randrange(n), rng.randrange(m)
         v = changed.iat[r, c]
-        changed.iat[r, c] = (v + 1) if isinstance(v, (int, float)) and not isinstance(v, bool) and not pd.isna(v) \
+        changed.iat[r, c] = (
+            (v + 1)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and not pd.isna(v)
             else f"{v}_changed"
+        )
         out["one value changed"] = changed
     floats = _float_cols(g)
     if floats and n:
@@ -189,9 +201,18 @@ def perturbations(gold: pd.DataFrame, seed: int) -> dict[str, pd.DataFrame]:
 
 
 SYNTHETIC_SHAPES: list[tuple[str, Any]] = [
-    ("None", None), ("[]", []), ("[[]]", [[]]), ("[None]", [None]),
-    ("[0]", [0]), ("[1]", [1]), ("[0, 1]", [0, 1]), ("[1, 0]", [1, 0]), ("[-1]", [-1]),
-    ("[[0]] (fewer lists)", [[0]]), ("[[0], [1], …] per variant", "per-variant"), ("[9] out of range", [9]),
+    ("None", None),
+    ("[]", []),
+    ("[[]]", [[]]),
+    ("[None]", [None]),
+    ("[0]", [0]),
+    ("[1]", [1]),
+    ("[0, 1]", [0, 1]),
+    ("[1, 0]", [1, 0]),
+    ("[-1]", [-1]),
+    ("[[0]] (fewer lists)", [[0]]),
+    ("[[0], [1], …] per variant", "per-variant"),
+    ("[9] out of range", [9]),
 ]
 
 
@@ -238,9 +259,15 @@ def check_task(task_n: int, instance_id: str) -> dict[str, Any]:
     gold_frames = [t.frame for t in tables]
     # one GoldTable per task, so its vectors are computed once (as the harness does per task)
     golds = [GoldTable(name=t.name, frame=t.frame) for t in tables]
-    result: dict[str, Any] = {"csvs": len(tables), "checks": 0, "disagreements": [],
-                              "by_perturbation": defaultdict(Counter), "by_shape": defaultdict(Counter),
-                              "strict_why": Counter(), "strict_examples": {}}
+    result: dict[str, Any] = {
+        "csvs": len(tables),
+        "checks": 0,
+        "disagreements": [],
+        "by_perturbation": defaultdict(Counter),
+        "by_shape": defaultdict(Counter),
+        "strict_why": Counter(),
+        "strict_examples": {},
+    }
     for v_index, table in enumerate(tables):
         for label, pred in perturbations(table.frame, seed=task_n * 31 + v_index).items():
             for shape_name, cc in shapes_for(config.condition_cols, len(tables), table.frame.shape[0]):
@@ -257,9 +284,18 @@ def check_task(task_n: int, instance_id: str) -> dict[str, Any]:
                     shape["checks"] += 1
                     shape["agree"] += agree
                     if not agree:
-                        result["disagreements"].append({
-                            "task": instance_id, "variant": table.name, "perturbation": label, "condition_cols": cc,
-                            "flavor": flavor, "official": ref, "spider2": ours.score, "reason": ours.reason})
+                        result["disagreements"].append(
+                            {
+                                "task": instance_id,
+                                "variant": table.name,
+                                "perturbation": label,
+                                "condition_cols": cc,
+                                "flavor": flavor,
+                                "official": ref,
+                                "spider2": ours.score,
+                                "reason": ours.reason,
+                            }
+                        )
                     if flavor == "lite" and shape_name == "real":
                         per["official_pass"] += ref
                         per["strict_pass"] += strict.score
@@ -269,7 +305,8 @@ def check_task(task_n: int, instance_id: str) -> dict[str, Any]:
                             why = _why(label, ref, strict.category, shape_kind(cc, len(tables)))
                             result["strict_why"][why] += 1
                             result["strict_examples"].setdefault(
-                                why, f"{instance_id}/{table.name} ({label}): {strict.reason[:160]}")
+                                why, f"{instance_id}/{table.name} ({label}): {strict.reason[:160]}"
+                            )
     result["seconds"] = time.perf_counter() - started
     return result
 
@@ -297,12 +334,17 @@ def main() -> int:
     by_shape: dict[str, Counter] = defaultdict(Counter)
     strict_why: Counter = Counter()
     strict_examples: dict[str, str] = {}
-    with ProcessPoolExecutor(max_workers=args.workers, initializer=_init_worker, initargs=(args.gold,)) as pool:
+    with ProcessPoolExecutor(
+        max_workers=args.workers, initializer=_init_worker, initargs=(args.gold,)
+    ) as pool:
         futures = {pool.submit(check_task, n, i): i for n, i in enumerate(ids)}
         for future in as_completed(futures):
             r = future.result()
-            print(f"  {futures[future]}: {r['csvs']} gold CSV(s), {r['checks']} checks, {r['seconds']:.1f} s",
-                  file=sys.stderr, flush=True)
+            print(
+                f"  {futures[future]}: {r['csvs']} gold CSV(s), {r['checks']} checks, {r['seconds']:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
             csv_count += r["csvs"]
             checks += r["checks"]
             disagreements += r["disagreements"]
@@ -317,12 +359,16 @@ def main() -> int:
     agree_n = checks - len(disagreements)
     print(f"gold CSVs: {csv_count} from {len(ids)} tasks; verdict pairs checked: {checks} in {elapsed:.1f} s")
     print(f"spider2 vs official rules: {agree_n}/{checks} agree ({100.0 * agree_n / max(checks, 1):.3f}%)\n")
-    print(f"{'perturbation (real condition_cols, lite)':42} {'checks':>7} {'agree':>7} {'official pass':>14} "
-          f"{'strict pass':>12} {'strict differs':>15}")
+    print(
+        f"{'perturbation (real condition_cols, lite)':42} {'checks':>7} {'agree':>7} {'official pass':>14} "
+        f"{'strict pass':>12} {'strict differs':>15}"
+    )
     for label, c in sorted(by_perturbation.items()):
         rc = max(c["real_checks"], 1)
-        print(f"{label:42} {c['checks']:7} {c['agree']:7} {100 * c['official_pass'] / rc:13.1f}% "
-              f"{100 * c['strict_pass'] / rc:11.1f}% {c['strict_differs']:15}")
+        print(
+            f"{label:42} {c['checks']:7} {c['agree']:7} {100 * c['official_pass'] / rc:13.1f}% "
+            f"{100 * c['strict_pass'] / rc:11.1f}% {c['strict_differs']:15}"
+        )
     print(f"\n{'condition_cols shape':42} {'checks':>7} {'agree':>7}")
     for shape, c in sorted(by_shape.items()):
         print(f"{shape:42} {c['checks']:7} {c['agree']:7}")
@@ -334,14 +380,26 @@ def main() -> int:
         print("DISAGREEMENT", d)
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "scorer_agreement.json").write_text(json.dumps({
-        "gold_csvs": csv_count, "tasks": len(ids), "checks": checks, "agree": agree_n,
-        "agreement_pct": 100.0 * agree_n / max(checks, 1), "seconds": round(elapsed, 2),
-        "by_perturbation": {k: dict(v) for k, v in by_perturbation.items()},
-        "by_condition_shape": {k: dict(v) for k, v in by_shape.items()},
-        "strict_differs_why": dict(strict_why), "strict_examples": strict_examples,
-        "disagreements": disagreements[:200],
-    }, indent=2, default=str), encoding="utf-8")
+    (out / "scorer_agreement.json").write_text(
+        json.dumps(
+            {
+                "gold_csvs": csv_count,
+                "tasks": len(ids),
+                "checks": checks,
+                "agree": agree_n,
+                "agreement_pct": 100.0 * agree_n / max(checks, 1),
+                "seconds": round(elapsed, 2),
+                "by_perturbation": {k: dict(v) for k, v in by_perturbation.items()},
+                "by_condition_shape": {k: dict(v) for k, v in by_shape.items()},
+                "strict_differs_why": dict(strict_why),
+                "strict_examples": strict_examples,
+                "disagreements": disagreements[:200],
+            },
+            indent=2,
+            default=str,
+        ),
+        encoding="utf-8",
+    )
     return 0 if not disagreements else 1
 
 

@@ -50,17 +50,28 @@ class GoldScript:
             kind = "answerable"
             if task is not None and task.turn_type in _TYPE_STATUS and not task.gold_sql:
                 kind = _TYPE_STATUS[task.turn_type]
-            return {"type": kind, "clarifying_question": "Which one do you mean?" if kind == "ambiguous" else None,
-                    "reason": "the database does not hold that" if kind == "unanswerable" else None,
-                    "reply": "You're welcome!" if kind == "improper" else None}
+            return {
+                "type": kind,
+                "clarifying_question": "Which one do you mean?" if kind == "ambiguous" else None,
+                "reason": "the database does not hold that" if kind == "unanswerable" else None,
+                "reply": "You're welcome!" if kind == "improper" else None,
+            }
         if stage == "link":
             return {"tables": [], "notes": ""}
         if stage == "knowledge":
             return {"summary": "(summary)"}
         if stage == "plan":
             k = _plan_count(request.body)
-            return {"plans": [{"reading": f"reading {i + 1}", "text": f"Plan {i + 1}: answer with the known query.",
-                               "tables": []} for i in range(k)]}
+            return {
+                "plans": [
+                    {
+                        "reading": f"reading {i + 1}",
+                        "text": f"Plan {i + 1}: answer with the known query.",
+                        "tables": [],
+                    }
+                    for i in range(k)
+                ]
+            }
         if stage in ("implement", "repair"):
             sql = self.fixed_sql or (task.gold_sql if task is not None else None)
             if not sql:
@@ -84,8 +95,12 @@ def _plan_count(body: dict[str, Any]) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tasks", type=Path, help="a task file whose gold SQL answers (Spider, Spider 2.0, dialogues)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--tasks", type=Path, help="a task file whose gold SQL answers (Spider, Spider 2.0, dialogues)"
+    )
     parser.add_argument("--question-sql", help="answer every question with this SQL instead")
     parser.add_argument("--port", type=int, default=8765)
     args = parser.parse_args()

@@ -34,9 +34,11 @@ def generate(path: Path, tables: int, columns: int, shared: bool) -> None:
     for t in range(tables):
         names = (f"metric_{i}" if shared else f"metric_{t}_{i}" for i in range(columns))
         # letters, not digits: tables differing only in digits are one shard family and would be one entry
-        tag = "".join(chr(97 + (t // 26 ** k) % 26) for k in range(3))
-        conn.execute(f"CREATE TABLE sales_region_{tag}_report ({', '.join(f'{n} DOUBLE' for n in names)}, "
-                     "region_note VARCHAR)")
+        tag = "".join(chr(97 + (t // 26**k) % 26) for k in range(3))
+        conn.execute(
+            f"CREATE TABLE sales_region_{tag}_report ({', '.join(f'{n} DOUBLE' for n in names)}, "
+            "region_note VARCHAR)"
+        )
     conn.close()
 
 
@@ -55,8 +57,12 @@ def measure(path: Path) -> dict[str, float]:
             started = time.perf_counter()
             search_schema(ctx, "region note of the sales report", limit=20)
             warm.append(time.perf_counter() - started)
-        return {"columns": sum(len(t.columns) for t in catalog.tables), "catalog_s": round(load, 3),
-                "cold_first_call_s": round(cold, 3), "warm_ms": round(statistics.median(warm) * 1000, 1)}
+        return {
+            "columns": sum(len(t.columns) for t in catalog.tables),
+            "catalog_s": round(load, 3),
+            "cold_first_call_s": round(cold, 3),
+            "warm_ms": round(statistics.median(warm) * 1000, 1),
+        }
     finally:
         source.close()
 
@@ -74,7 +80,9 @@ def main() -> None:
             report[kind] = measure(path)
     print(f"{'catalog':<10} {'columns':>8} | {'catalog s':>9} {'cold s':>7} {'warm ms':>8}")
     for kind, r in report.items():
-        print(f"{kind:<10} {r['columns']:>8} | {r['catalog_s']:>9} {r['cold_first_call_s']:>7} {r['warm_ms']:>8}")
+        print(
+            f"{kind:<10} {r['columns']:>8} | {r['catalog_s']:>9} {r['cold_first_call_s']:>7} {r['warm_ms']:>8}"
+        )
     ratio = report["distinct"]["cold_first_call_s"] / max(report["shared"]["cold_first_call_s"], 1e-9)
     print(f"cold first call, shared names vs distinct: {ratio:.1f}x faster")
     out = HERE / "results" / "search_index_build.json"

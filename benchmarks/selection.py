@@ -82,6 +82,7 @@ GRID = {
 
 # -- variants of a gold query ------------------------------------------------------------------------
 
+
 def _sql(tree: exp.Expression) -> str:
     return tree.sql(dialect="sqlite")
 
@@ -164,14 +165,20 @@ def mutants(tree: exp.Expression, values: Any) -> list[tuple[str, str]]:
             new = exp.Literal.number(int(v) + 1 if v == int(v) else round(v * 2, 6))
         else:
             other = values(lit)
-            new = exp.Literal.string(other if other is not None else lit.name.upper() if lit.name.upper() != lit.name
-                                     else lit.name + "x")
+            new = exp.Literal.string(
+                other
+                if other is not None
+                else lit.name.upper()
+                if lit.name.upper() != lit.name
+                else lit.name + "x"
+            )
         lit.replace(new)
         out.append(("swap_literal", _sql(t)))
     flips = {exp.GT: exp.GTE, exp.GTE: exp.GT, exp.LT: exp.LTE, exp.LTE: exp.LT, exp.EQ: exp.NEQ}
     for t, cmp in _each(tree, tuple(flips)):
-        if isinstance(cmp.parent, exp.Join) or (isinstance(cmp.this, exp.Column) and isinstance(cmp.expression,
-                                                                                                 exp.Column)):
+        if isinstance(cmp.parent, exp.Join) or (
+            isinstance(cmp.this, exp.Column) and isinstance(cmp.expression, exp.Column)
+        ):
             continue  # a join condition: the mutant is a cross join, not a plausible reading
         cmp.replace(flips[type(cmp)](this=cmp.this.copy(), expression=cmp.expression.copy()))
         out.append(("change_comparison", _sql(t)))
@@ -216,8 +223,12 @@ def rewrites(tree: exp.Expression) -> list[tuple[str, str]]:
             node.set("this", exp.Literal.number(1))
             out.append(("count_1", _sql(t)))
     for t, node in _each(tree, exp.Between):
-        node.replace(exp.and_(exp.GTE(this=node.this.copy(), expression=node.args["low"].copy()),
-                              exp.LTE(this=node.this.copy(), expression=node.args["high"].copy())))
+        node.replace(
+            exp.and_(
+                exp.GTE(this=node.this.copy(), expression=node.args["low"].copy()),
+                exp.LTE(this=node.this.copy(), expression=node.args["high"].copy()),
+            )
+        )
         out.append(("between_to_range", _sql(t)))
     return out
 
@@ -238,12 +249,16 @@ class ColumnValues:
         col = parent.this if isinstance(parent, exp.Binary) and isinstance(parent.this, exp.Column) else None
         if col is None:
             return None
-        owners = [self.tables[col.table.lower()]] if col.table and col.table.lower() in self.tables \
+        owners = (
+            [self.tables[col.table.lower()]]
+            if col.table and col.table.lower() in self.tables
             else sorted(set(self.tables.values()))
+        )
         for table in owners:
             try:
-                rows = self.con.execute(f'SELECT DISTINCT "{col.name}" FROM "{table}" WHERE "{col.name}" IS NOT NULL '
-                                        f'LIMIT 50').fetchall()
+                rows = self.con.execute(
+                    f'SELECT DISTINCT "{col.name}" FROM "{table}" WHERE "{col.name}" IS NOT NULL LIMIT 50'
+                ).fetchall()
             except sqlite3.Error:
                 continue
             others = sorted({str(r[0]) for r in rows} - {lit.name})
@@ -256,6 +271,7 @@ class ColumnValues:
 
 
 # -- pools ------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Program:
@@ -303,8 +319,9 @@ def build_pools(data: Path, n_questions: int, max_rows: int, seed: int) -> tuple
         db = data / "databases" / item["db_id"] / f"{item['db_id']}.sqlite"
         if item["db_id"] not in contexts:
             src = open_source(f"sqlite:///{db}", name=item["db_id"])
-            contexts[item["db_id"]] = ToolContext(sources=SourceRegistry([src]),
-                                                  limits=LimitsConfig(query_timeout_s=3, store_rows=5000))
+            contexts[item["db_id"]] = ToolContext(
+                sources=SourceRegistry([src]), limits=LimitsConfig(query_timeout_s=3, store_rows=5000)
+            )
         ctx = contexts[item["db_id"]]
 
         gold = _run(ctx, item["query"])
@@ -350,10 +367,14 @@ def build_pools(data: Path, n_questions: int, max_rows: int, seed: int) -> tuple
         pool = Pool(qid, item["db_id"], item["question"], ctx, right, wrong)
         _classes(pool)
         pools.append(pool)
-    stats = {"skipped": skipped, "mutant_kinds": mutant_kinds, "rewrite_kinds": rewrite_kinds,
-             "mean_mutants": float(np.mean([len(p.wrong) for p in pools])),
-             "mean_rewrites": float(np.mean([len(p.right) - 1 for p in pools])),
-             "empty_gold": sum(1 for p in pools if p.ctx.results.get(p.right[0].result_id).total_rows == 0)}
+    stats = {
+        "skipped": skipped,
+        "mutant_kinds": mutant_kinds,
+        "rewrite_kinds": rewrite_kinds,
+        "mean_mutants": float(np.mean([len(p.wrong) for p in pools])),
+        "mean_rewrites": float(np.mean([len(p.right) - 1 for p in pools])),
+        "empty_gold": sum(1 for p in pools if p.ctx.results.get(p.right[0].result_id).total_rows == 0),
+    }
     return pools, stats
 
 
@@ -372,6 +393,7 @@ def _classes(pool: Pool) -> None:
 
 
 # -- the simulated model ----------------------------------------------------------------------------
+
 
 @dataclass
 class Cand:
@@ -404,11 +426,18 @@ def simulate(pool: Pool, k: int, repair: bool, rng: random.Random, error_rate: f
         for attempt in range(MAX_REPAIRS + 1):
             cid = f"p{plan}" + (f"r{attempt}" if attempt else "")
             if prog is None:
-                cin = sel.CandidateIn(candidate_id=cid, error="simulated execution error", plan_index=plan,
-                                      repaired_from=parent)
+                cin = sel.CandidateIn(
+                    candidate_id=cid, error="simulated execution error", plan_index=plan, repaired_from=parent
+                )
             else:
-                cin = sel.CandidateIn(candidate_id=cid, result_id=prog.result_id, code=prog.sql,
-                                      verdicts=[verdict(prog)], plan_index=plan, repaired_from=parent)
+                cin = sel.CandidateIn(
+                    candidate_id=cid,
+                    result_id=prog.result_id,
+                    code=prog.sql,
+                    verdicts=[verdict(prog)],
+                    plan_index=plan,
+                    repaired_from=parent,
+                )
             out.append(Cand(cin, prog, plan))
             if not repair or (prog is not None and cin.verdicts == ["ok"]) or attempt == MAX_REPAIRS:
                 break
@@ -430,12 +459,13 @@ def majority_correct(pool: Pool, cands: list[Cand]) -> bool:
     groups: dict[int, list[tuple[int, Program]]] = {}
     for i, p in ran:
         groups.setdefault(p.cls, []).append((i, p))
-    nonempty = {cls: g for cls, g in groups.items()
-                if pool.ctx.results.get(g[0][1].result_id).total_rows > 0}
+    nonempty = {cls: g for cls, g in groups.items() if pool.ctx.results.get(g[0][1].result_id).total_rows > 0}
     if not nonempty:
         return ran[0][1].correct
-    best = min(nonempty.values(), key=lambda g: (-len(g), -len(pool.ctx.results.get(g[0][1].result_id).columns),
-                                                 g[0][0]))
+    best = min(
+        nonempty.values(),
+        key=lambda g: (-len(g), -len(pool.ctx.results.get(g[0][1].result_id).columns), g[0][0]),
+    )
     return best[0][1].correct
 
 
@@ -462,9 +492,12 @@ def features(pool: Pool, cands: list[Cand]) -> tuple[np.ndarray, np.ndarray] | N
         return None
     rows = []
     for cls, members in groups.items():
-        f = sel.group_features([c.cin for _, c in members], pool.ctx.results.get(members[0][1].program.result_id),
-                               shape)
-        rows.append((-f.size, members[0][0], [float(getattr(f, name)) for name in FEATURES], cls == pool.gold_cls))
+        f = sel.group_features(
+            [c.cin for _, c in members], pool.ctx.results.get(members[0][1].program.result_id), shape
+        )
+        rows.append(
+            (-f.size, members[0][0], [float(getattr(f, name)) for name in FEATURES], cls == pool.gold_cls)
+        )
     rows.sort(key=lambda r: (r[0], r[1]))
     return np.array([r[2] for r in rows]), np.array([r[3] for r in rows])
 
@@ -484,8 +517,9 @@ def fast_accuracy(cases: list[tuple[np.ndarray, np.ndarray] | None], w: dict[str
 SETTINGS = [(k, repair) for repair in (False, True) for k in KS]
 
 
-def run_trials(pools: list[Pool], trials: int, seed: int, error_rate: float, with_select: bool
-               ) -> tuple[dict[str, dict[str, float]], dict[tuple[int, bool], list]]:
+def run_trials(
+    pools: list[Pool], trials: int, seed: int, error_rate: float, with_select: bool
+) -> tuple[dict[str, dict[str, float]], dict[tuple[int, bool], list]]:
     table: dict[str, dict[str, float]] = {}
     cases: dict[tuple[int, bool], list] = {}
     for k, repair in SETTINGS:
@@ -529,7 +563,9 @@ def tune(cases: dict[tuple[int, bool], list]) -> tuple[dict[str, float], float, 
                 best, w, changed = scores[v_best], {**w, key: v_best}, True
         if not changed:
             break
-    sensitivity = {key: {str(v): round(objective({**w, key: v}), 4) for v in grid} for key, grid in GRID.items()}
+    sensitivity = {
+        key: {str(v): round(objective({**w, key: v}), 4) for v in grid} for key, grid in GRID.items()
+    }
     return w, best, sensitivity
 
 
@@ -544,7 +580,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()
     if not (args.data / "train.json").exists():
-        sys.exit(f"no Spider data at {args.data}: pass --data DIR (the folder with train.json and databases/)")
+        sys.exit(
+            f"no Spider data at {args.data}: pass --data DIR (the folder with train.json and databases/)"
+        )
 
     t0 = time.perf_counter()
     pools, stats = build_pools(args.data, args.questions, args.max_rows, args.seed)
@@ -557,7 +595,9 @@ def main() -> None:
     module_tune = float(np.mean([fast_accuracy(c, sel._WEIGHTS) for c in tune_cases.values()]))
 
     t1 = time.perf_counter()
-    table, report_cases = run_trials(report_pools, args.trials, args.seed + 1, args.error_rate, with_select=True)
+    table, report_cases = run_trials(
+        report_pools, args.trials, args.seed + 1, args.error_rate, with_select=True
+    )
     t_report = time.perf_counter() - t1
     for (k, repair), cases in report_cases.items():
         row = table[f"K={k} {'repair' if repair else 'no repair'}"]
@@ -566,44 +606,79 @@ def main() -> None:
         # unless an equivalence chain is broken by a program missing from the pool
         row["select_features"] = fast_accuracy(cases, sel._WEIGHTS)
 
-    print(f"pools: {len(pools)} questions ({len(tune_pools)} tune, {len(report_pools)} report), "
-          f"{stats['mean_mutants']:.1f} wrong and {stats['mean_rewrites']:.1f} rewritten programs per question; "
-          f"built in {t_pools:.1f} s; skipped {stats['skipped']}")
-    print(f"p={P} q={Q} r={R}, error rate {args.error_rate}, {args.trials} trials per question; report split:")
+    print(
+        f"pools: {len(pools)} questions ({len(tune_pools)} tune, {len(report_pools)} report), "
+        f"{stats['mean_mutants']:.1f} wrong and {stats['mean_rewrites']:.1f} rewritten programs per question; "
+        f"built in {t_pools:.1f} s; skipped {stats['skipped']}"
+    )
+    print(
+        f"p={P} q={Q} r={R}, error rate {args.error_rate}, {args.trials} trials per question; report split:"
+    )
     head = f"{'setting':<16} {'first':>7} {'majority':>9} {'select':>7} {'oracle':>7} {'sel-maj':>8} {'sel/orc':>8}"
     print(head)
     print("-" * len(head))
     for name, row in table.items():
-        print(f"{name:<16} {row['first']:>7.3f} {row['majority']:>9.3f} {row['select']:>7.3f} {row['oracle']:>7.3f} "
-              f"{row['select'] - row['majority']:>+8.3f} {row['select'] / row['oracle']:>8.3f}")
+        print(
+            f"{name:<16} {row['first']:>7.3f} {row['majority']:>9.3f} {row['select']:>7.3f} {row['oracle']:>7.3f} "
+            f"{row['select'] - row['majority']:>+8.3f} {row['select'] / row['oracle']:>8.3f}"
+        )
     floors = {}
     for name, row in table.items():
         if "no repair" in name:
-            floors[name] = {"floor": "select - majority >= 0.10", "value": row["select"] - row["majority"],
-                            "met": row["select"] - row["majority"] >= 0.10}
+            floors[name] = {
+                "floor": "select - majority >= 0.10",
+                "value": row["select"] - row["majority"],
+                "met": row["select"] - row["majority"] >= 0.10,
+            }
         else:
-            floors[name] = {"floor": "select >= 0.9 x oracle", "value": row["select"] / row["oracle"],
-                            "met": row["select"] >= 0.9 * row["oracle"]}
+            floors[name] = {
+                "floor": "select >= 0.9 x oracle",
+                "value": row["select"] / row["oracle"],
+                "met": row["select"] >= 0.9 * row["oracle"],
+            }
     for name, f in floors.items():
         print(f"floor {name}: {f['floor']}: {f['value']:.3f} {'met' if f['met'] else 'NOT MET'}")
     print(f"weights in agent/select.py: {sel._WEIGHTS} (tune objective {module_tune:.4f})")
     print(f"weights found on the tune split: {tuned} (tune objective {tuned_objective:.4f})")
-    print("tune objective (mean select accuracy of the 4 settings) at each value, the other weights as found:")
+    print(
+        "tune objective (mean select accuracy of the 4 settings) at each value, the other weights as found:"
+    )
     for key, row in sensitivity.items():
         print(f"  {key:<6} " + "  ".join(f"{v}:{a:.4f}" for v, a in row.items()))
     print(f"report run: {t_report:.1f} s")
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({
-        "benchmark": "selection", "data": "spider/train.json", "p": P, "q": Q, "r": R, "ks": list(KS),
-        "max_repairs": MAX_REPAIRS, "error_rate": args.error_rate, "trials": args.trials, "seed": args.seed,
-        "questions": {"total": len(pools), "tune": len(tune_pools), "report": len(report_pools)},
-        "pools": stats, "report": table, "floors": floors,
-        "weights": {"module": sel._WEIGHTS, "module_tune_objective": module_tune, "tuned": tuned,
-                    "tuned_objective": tuned_objective, "min_gain": MIN_GAIN,
-                    "sensitivity": sensitivity},
-        "seconds": {"pools": round(t_pools, 1), "report": round(t_report, 1)},
-    }, indent=2) + "\n")
+    args.out.write_text(
+        json.dumps(
+            {
+                "benchmark": "selection",
+                "data": "spider/train.json",
+                "p": P,
+                "q": Q,
+                "r": R,
+                "ks": list(KS),
+                "max_repairs": MAX_REPAIRS,
+                "error_rate": args.error_rate,
+                "trials": args.trials,
+                "seed": args.seed,
+                "questions": {"total": len(pools), "tune": len(tune_pools), "report": len(report_pools)},
+                "pools": stats,
+                "report": table,
+                "floors": floors,
+                "weights": {
+                    "module": sel._WEIGHTS,
+                    "module_tune_objective": module_tune,
+                    "tuned": tuned,
+                    "tuned_objective": tuned_objective,
+                    "min_gain": MIN_GAIN,
+                    "sensitivity": sensitivity,
+                },
+                "seconds": {"pools": round(t_pools, 1), "report": round(t_report, 1)},
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"wrote {args.out}")
 
 

@@ -51,13 +51,22 @@ def main() -> None:
                     source.execute("SELECT count(*) FROM orders")
                     follow.append((time.perf_counter() - started) * 1000)
                 source.close()
-                rows.append({"engine": engine, "timeout_s": args.timeout, "median_s": round(statistics.median(waits), 3),
-                             "max_s": round(max(waits), 3), "overshoot_max_s": round(max(waits) - args.timeout, 3),
-                             "next_query_ms": round(statistics.median(follow), 2)})
+                rows.append(
+                    {
+                        "engine": engine,
+                        "timeout_s": args.timeout,
+                        "median_s": round(statistics.median(waits), 3),
+                        "max_s": round(max(waits), 3),
+                        "overshoot_max_s": round(max(waits) - args.timeout, 3),
+                        "next_query_ms": round(statistics.median(follow), 2),
+                    }
+                )
     print(f"{'engine':<10}{'timeout':>8}{'median s':>10}{'max s':>8}{'overshoot':>11}{'next query ms':>15}")
     for r in rows:
-        print(f"{r['engine']:<10}{r['timeout_s']:>8}{r['median_s']:>10}{r['max_s']:>8}{r['overshoot_max_s']:>11}"
-              f"{r['next_query_ms']:>15}")
+        print(
+            f"{r['engine']:<10}{r['timeout_s']:>8}{r['median_s']:>10}{r['max_s']:>8}{r['overshoot_max_s']:>11}"
+            f"{r['next_query_ms']:>15}"
+        )
     out = Path(__file__).parent / "results" / "timeouts.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(rows, indent=2))

@@ -33,8 +33,15 @@ async def measure() -> list[dict]:
     for tool in listed.tools:
         schema = json.dumps(tool.input_schema)  # default separators: the stricter count
         output = json.dumps(tool.output_schema, separators=(",", ":")) if tool.output_schema else ""
-        rows.append({"tool": tool.name, "description": len(tool.description or ""), "input_schema": len(schema),
-                     "read": len(tool.name) + len(tool.description or "") + len(schema), "output_schema": len(output)})
+        rows.append(
+            {
+                "tool": tool.name,
+                "description": len(tool.description or ""),
+                "input_schema": len(schema),
+                "read": len(tool.name) + len(tool.description or "") + len(schema),
+                "output_schema": len(output),
+            }
+        )
     return rows
 
 
@@ -44,7 +51,9 @@ def main() -> None:
     for col in ("tool", "description", "input_schema", "read", "output_schema"):
         table.add_column(col, justify="left" if col == "tool" else "right")
     for r in rows:
-        table.add_row(r["tool"], *(f"{r[k]:,}" for k in ("description", "input_schema", "read", "output_schema")))
+        table.add_row(
+            r["tool"], *(f"{r[k]:,}" for k in ("description", "input_schema", "read", "output_schema"))
+        )
     total = {k: sum(r[k] for r in rows) for k in ("description", "input_schema", "read", "output_schema")}
     table.add_row(f"total ({len(rows)} tools)", *(f"{total[k]:,}" for k in total), style="bold")
     Console().print(table)

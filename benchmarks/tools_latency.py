@@ -27,7 +27,13 @@ from flexsql.tools import catalog, query, search, values  # noqa: E402
 from flexsql.tools.context import ToolContext  # noqa: E402
 from flexsql.tools.sources import SourceRegistry, open_source  # noqa: E402
 
-TARGETS_MS = {"describe_table": 20, "search_schema": 50, "find_values": 100, "sample_rows": 50, "stdio list_sources": 5}
+TARGETS_MS = {
+    "describe_table": 20,
+    "search_schema": 50,
+    "find_values": 100,
+    "sample_rows": 50,
+    "stdio list_sources": 5,
+}
 
 
 def median_ms(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
@@ -44,8 +50,24 @@ def median_ms(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
 def wide_catalog(directory: Path, tables: int = 2000, columns: int = 15) -> str:
     path = directory / "wide.duckdb"
     con = duckdb.connect(str(path))
-    words = ["customer", "order", "invoice", "payment", "shipment", "product", "supplier", "employee", "region",
-             "campaign", "session", "ticket", "contract", "account", "ledger", "asset"]
+    words = [
+        "customer",
+        "order",
+        "invoice",
+        "payment",
+        "shipment",
+        "product",
+        "supplier",
+        "employee",
+        "region",
+        "campaign",
+        "session",
+        "ticket",
+        "contract",
+        "account",
+        "ledger",
+        "asset",
+    ]
     for i in range(tables):
         schema = f"s{i % 20}"
         con.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
@@ -53,8 +75,10 @@ def wide_catalog(directory: Path, tables: int = 2000, columns: int = 15) -> str:
         cols = ", ".join(f"{words[(i + c) % len(words)]}_attr_{c} VARCHAR" for c in range(columns))
         con.execute(f"CREATE TABLE {schema}.{name} (id INTEGER, {cols})")
         if i % 50 == 0:
-            con.execute(f"INSERT INTO {schema}.{name} (id, {words[i % len(words)]}_attr_0) "
-                        f"SELECT r, 'value ' || r FROM range(100) t(r)")
+            con.execute(
+                f"INSERT INTO {schema}.{name} (id, {words[i % len(words)]}_attr_0) "
+                f"SELECT r, 'value ' || r FROM range(100) t(r)"
+            )
     con.close()
     return f"duckdb:///{path}"
 
@@ -87,8 +111,11 @@ def main() -> None:
     started = time.perf_counter()
     url = demo_url(args.scale)
     build_s = time.perf_counter() - started
-    fact_rows = duckdb.connect(str(demo_db_path(args.scale)), read_only=True).execute(
-        "SELECT count(*) FROM order_items").fetchone()[0]
+    fact_rows = (
+        duckdb.connect(str(demo_db_path(args.scale)), read_only=True)
+        .execute("SELECT count(*) FROM order_items")
+        .fetchone()[0]
+    )
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         demo = ToolContext(sources=SourceRegistry([open_source(url, name="demo")]))
@@ -97,7 +124,11 @@ def main() -> None:
         index_s = time.perf_counter() - started
         cases: list[tuple[str, str, Callable[[], Any]]] = [
             ("describe_table", "demo", lambda: catalog.describe_table(demo, "order_items")),
-            ("search_schema", "demo", lambda: search.search_schema(demo, "net revenue by product category in France")),
+            (
+                "search_schema",
+                "demo",
+                lambda: search.search_schema(demo, "net revenue by product category in France"),
+            ),
             ("find_values", "demo", lambda: values.find_values(demo, "Frnace")),
             ("sample_rows", "demo", lambda: query.sample_rows(demo, "order_items", limit=10)),
             ("list_tables", "demo", lambda: catalog.list_tables(demo)),
@@ -107,27 +138,51 @@ def main() -> None:
         described, sampled = wide_tables[len(wide_tables) // 2].qualified, wide_tables[0].qualified
         cases += [
             ("describe_table", "2000 tables", lambda: catalog.describe_table(wide, described)),
-            ("search_schema", "2000 tables", lambda: search.search_schema(wide, "which supplier invoices were paid")),
+            (
+                "search_schema",
+                "2000 tables",
+                lambda: search.search_schema(wide, "which supplier invoices were paid"),
+            ),
             ("find_values", "2000 tables", lambda: values.find_values(wide, "value 42")),
             ("sample_rows", "2000 tables", lambda: query.sample_rows(wide, sampled, limit=10)),
             ("list_tables", "2000 tables", lambda: catalog.list_tables(wide)),
         ]
         for tool, where, fn in cases:
             ms, out = median_ms(fn, args.repeat)
-            rows.append({"tool": tool, "database": where, "median_ms": round(ms, 2), "text_chars": len(out.to_text()),
-                         "target_ms": TARGETS_MS.get(tool)})
-        rows.append({"tool": "stdio list_sources", "database": "demo", "median_ms": round(stdio_round_trip(url, args.repeat), 2),
-                     "text_chars": None, "target_ms": TARGETS_MS["stdio list_sources"]})
+            rows.append(
+                {
+                    "tool": tool,
+                    "database": where,
+                    "median_ms": round(ms, 2),
+                    "text_chars": len(out.to_text()),
+                    "target_ms": TARGETS_MS.get(tool),
+                }
+            )
+        rows.append(
+            {
+                "tool": "stdio list_sources",
+                "database": "demo",
+                "median_ms": round(stdio_round_trip(url, args.repeat), 2),
+                "text_chars": None,
+                "target_ms": TARGETS_MS["stdio list_sources"],
+            }
+        )
     print(f"demo scale {args.scale:g}: {fact_rows:,} order_items rows (database ready in {build_s:.1f} s)")
-    print(f"value index for the whole demo database: {index_s:.1f} s ({stats.model_dump() if hasattr(stats, 'model_dump') else stats})")
+    print(
+        f"value index for the whole demo database: {index_s:.1f} s ({stats.model_dump() if hasattr(stats, 'model_dump') else stats})"
+    )
     print(f"{'tool':<20}{'database':<14}{'median ms':>10}{'target':>8}{'chars':>8}")
     for r in rows:
         target = f"≤{r['target_ms']}" if r["target_ms"] else ""
         print(f"{r['tool']:<20}{r['database']:<14}{r['median_ms']:>10}{target:>8}{r['text_chars'] or '':>8}")
     out = Path(__file__).parent / "results" / "tools_latency.json"
     out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"scale": args.scale, "fact_rows": fact_rows, "value_index_s": round(index_s, 2),
-                               "rows": rows}, indent=2))
+    out.write_text(
+        json.dumps(
+            {"scale": args.scale, "fact_rows": fact_rows, "value_index_s": round(index_s, 2), "rows": rows},
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -89,8 +89,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "flexsql-bench")
     parser.add_argument("--misses", type=Path, help="write the misses here (JSON)")
     parser.add_argument("--scopes", default="database,catalog+context,catalog")
-    parser.add_argument("--part", choices=("all", "tune", "held-out"), default="all",
-                        help="tune: the cases at even positions (ranking weights were set on these); held-out: odd")
+    parser.add_argument(
+        "--part",
+        choices=("all", "tune", "held-out"),
+        default="all",
+        help="tune: the cases at even positions (ranking weights were set on these); held-out: odd",
+    )
     args = parser.parse_args(argv)
 
     from flexsql.tools.context import ToolContext
@@ -121,8 +125,16 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             for table, column, literal in comparisons:
                 if appears_in(literal, q["question"]):
-                    cases.append({"set": set_name, "db": db, "table": table, "column": column, "literal": literal,
-                                  "question": q["question"]})
+                    cases.append(
+                        {
+                            "set": set_name,
+                            "db": db,
+                            "table": table,
+                            "column": column,
+                            "literal": literal,
+                            "question": q["question"],
+                        }
+                    )
 
     for i, case in enumerate(cases):
         case["part"] = "tune" if i % 2 == 0 else "held-out"
@@ -140,8 +152,13 @@ def main(argv: list[str] | None = None) -> int:
         for case in cases:
             schema = schema_names.get(case["db"].lower(), case["db"])
             t0 = time.perf_counter()
-            result = find_values(ctx, case["literal"], limit=TOP, schema=schema if scope == "database" else None,
-                                 context=case["question"] if scope == "catalog+context" else None)
+            result = find_values(
+                ctx,
+                case["literal"],
+                limit=TOP,
+                schema=schema if scope == "database" else None,
+                context=case["question"] if scope == "catalog+context" else None,
+            )
             times.append((time.perf_counter() - t0) * 1000)
             got = [(m.table.lower(), m.column.lower()) for m in result.matches]
             want = (f"{schema}.{case['table']}".lower(), case["column"])
@@ -152,32 +169,44 @@ def main(argv: list[str] | None = None) -> int:
             part_hits[case["part"]][0] += ok
             part_hits[case["part"]][1] += 1
             if not ok:
-                misses[scope].append({**case, "got": [f"{m.table}.{m.column}={m.value!r} ({m.match})"
-                                                      for m in result.matches]})
+                misses[scope].append(
+                    {**case, "got": [f"{m.table}.{m.column}={m.value!r} ({m.match})" for m in result.matches]}
+                )
         total_hit = sum(h[0] for h in hits.values())
         report["scopes"][scope] = {
             f"top{TOP}": round(total_hit / max(len(cases), 1), 4),
             "top1": round(top1 / max(len(cases), 1), 4),
-            "by_set": {k: {"cases": v[1], f"top{TOP}": round(v[0] / max(v[1], 1), 4)} for k, v in hits.items()},
-            "by_part": {k: {"cases": v[1], f"top{TOP}": round(v[0] / max(v[1], 1), 4)}
-                        for k, v in part_hits.items()},
+            "by_set": {
+                k: {"cases": v[1], f"top{TOP}": round(v[0] / max(v[1], 1), 4)} for k, v in hits.items()
+            },
+            "by_part": {
+                k: {"cases": v[1], f"top{TOP}": round(v[0] / max(v[1], 1), 4)} for k, v in part_hits.items()
+            },
             "median_ms": round(statistics.median(times), 2) if times else None,
             "p95_ms": round(sorted(times)[int(0.95 * (len(times) - 1))], 2) if times else None,
         }
 
-    print(f"{len(cases)} gold comparisons column = 'literal' with the literal in the question "
-          f"(train {sum(1 for c in cases if c['set'] == 'train')}, dev_open "
-          f"{sum(1 for c in cases if c['set'] == 'dev_open')})")
-    header = (f"{'scope':<16} | top{TOP}   top1  | train top{TOP} | dev_open top{TOP} | tune / held-out top{TOP} "
-              "| median ms | p95 ms")
+    print(
+        f"{len(cases)} gold comparisons column = 'literal' with the literal in the question "
+        f"(train {sum(1 for c in cases if c['set'] == 'train')}, dev_open "
+        f"{sum(1 for c in cases if c['set'] == 'dev_open')})"
+    )
+    header = (
+        f"{'scope':<16} | top{TOP}   top1  | train top{TOP} | dev_open top{TOP} | tune / held-out top{TOP} "
+        "| median ms | p95 ms"
+    )
     print(header)
     print("-" * len(header))
     for scope, r in report["scopes"].items():
-        print(f"{scope:<16} | {r[f'top{TOP}']:.3f}  {r['top1']:.3f} | {r['by_set']['train'][f'top{TOP}']:.3f}      "
-              f"| {r['by_set']['dev_open'][f'top{TOP}']:.3f}         "
-              f"| {r['by_part']['tune'][f'top{TOP}']:.3f} / {r['by_part']['held-out'][f'top{TOP}']:.3f}        "
-              f"| {r['median_ms']:<9} | {r['p95_ms']}")
-    out = HERE / "results" / ("value_linking.json" if args.part == "all" else f"value_linking-{args.part}.json")
+        print(
+            f"{scope:<16} | {r[f'top{TOP}']:.3f}  {r['top1']:.3f} | {r['by_set']['train'][f'top{TOP}']:.3f}      "
+            f"| {r['by_set']['dev_open'][f'top{TOP}']:.3f}         "
+            f"| {r['by_part']['tune'][f'top{TOP}']:.3f} / {r['by_part']['held-out'][f'top{TOP}']:.3f}        "
+            f"| {r['median_ms']:<9} | {r['p95_ms']}"
+        )
+    out = (
+        HERE / "results" / ("value_linking.json" if args.part == "all" else f"value_linking-{args.part}.json")
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2))
     if args.misses:

@@ -27,10 +27,24 @@ DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "spider2-snow"
 DEFAULT_WORKDIR = Path(tempfile.gettempdir()) / "flexsql-bench" / "warehouse"
 csv.field_size_limit(1 << 30)
 
-_TYPES = {"NUMBER": "DOUBLE", "FLOAT": "DOUBLE", "TEXT": "VARCHAR", "VARCHAR": "VARCHAR", "BOOLEAN": "BOOLEAN",
-          "DATE": "DATE", "TIME": "TIME", "TIMESTAMP_NTZ": "TIMESTAMP", "TIMESTAMP_TZ": "TIMESTAMPTZ",
-          "TIMESTAMP": "TIMESTAMP", "BINARY": "BLOB", "ARRAY": "VARCHAR", "VARIANT": "VARCHAR", "OBJECT": "VARCHAR",
-          "GEOGRAPHY": "VARCHAR", "GEOMETRY": "VARCHAR"}
+_TYPES = {
+    "NUMBER": "DOUBLE",
+    "FLOAT": "DOUBLE",
+    "TEXT": "VARCHAR",
+    "VARCHAR": "VARCHAR",
+    "BOOLEAN": "BOOLEAN",
+    "DATE": "DATE",
+    "TIME": "TIME",
+    "TIMESTAMP_NTZ": "TIMESTAMP",
+    "TIMESTAMP_TZ": "TIMESTAMPTZ",
+    "TIMESTAMP": "TIMESTAMP",
+    "BINARY": "BLOB",
+    "ARRAY": "VARCHAR",
+    "VARIANT": "VARCHAR",
+    "OBJECT": "VARCHAR",
+    "GEOGRAPHY": "VARCHAR",
+    "GEOMETRY": "VARCHAR",
+}
 _COLUMN = re.compile(r'^\s*"?(?P<name>[^"\n]+?)"?\s+(?P<type>[A-Z_]+)(?P<args>\([\d, ]+\))?(?P<rest>.*)$')
 _COMMENT = re.compile(r"COMMENT\s+'((?:[^']|'')*)'", re.IGNORECASE)
 
@@ -60,8 +74,13 @@ def _ddl_columns(ddl: str) -> list[tuple[str, str, str | None]]:
         if not m or m.group("type") == "TABLE":
             continue
         comment = _COMMENT.search(m.group("rest") or "")
-        out.append((m.group("name"), duck_type(m.group("type"), m.group("args")),
-                    comment.group(1).replace("''", "'") if comment else None))
+        out.append(
+            (
+                m.group("name"),
+                duck_type(m.group("type"), m.group("args")),
+                comment.group(1).replace("''", "'") if comment else None,
+            )
+        )
     return out
 
 
@@ -88,12 +107,20 @@ def read_database(folder: Path) -> tuple[list[WTable], int]:
             table = WTable(schema, name, (row.get("description") or "").strip() or None)
             columns = _ddl_columns(row.get("DDL") or "")
             if info:
-                descriptions = dict(zip(info.get("column_names", []), info.get("description", []), strict=False))
+                descriptions = dict(
+                    zip(info.get("column_names", []), info.get("description", []), strict=False)
+                )
                 if not columns:
-                    columns = [(c, duck_type(re.sub(r"\(.*", "", t)), None)
-                               for c, t in zip(info.get("column_names", []), info.get("column_types", []),
-                                               strict=False)]
-                columns = [(c, t, comment or (descriptions.get(c) or "").strip() or None) for c, t, comment in columns]
+                    columns = [
+                        (c, duck_type(re.sub(r"\(.*", "", t)), None)
+                        for c, t in zip(
+                            info.get("column_names", []), info.get("column_types", []), strict=False
+                        )
+                    ]
+                columns = [
+                    (c, t, comment or (descriptions.get(c) or "").strip() or None)
+                    for c, t, comment in columns
+                ]
                 table.rows = list(info.get("sample_rows") or [])[:5]
             seen: set[str] = set()
             for c in columns:  # DuckDB names are case-insensitive: keep the first of a clash
@@ -128,8 +155,14 @@ def build_database(folder: Path, target: Path) -> dict[str, Any]:
     import duckdb
 
     tables, skipped = read_database(folder)
-    stats = {"db": folder.name, "file": str(target), "tables": len(tables), "skipped_no_columns": skipped,
-             "columns": sum(len(t.columns) for t in tables), "schemas": len({t.schema for t in tables})}
+    stats = {
+        "db": folder.name,
+        "file": str(target),
+        "tables": len(tables),
+        "skipped_no_columns": skipped,
+        "columns": sum(len(t.columns) for t in tables),
+        "schemas": len({t.schema for t in tables}),
+    }
     if target.exists():
         return stats
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -182,10 +215,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     stats = build_all(args.data, args.workdir, set(args.only.split(",")) if args.only else None)
     for s in stats:
-        print(f"{s['db']:<48} {s['schemas']:>3} schemas {s['tables']:>4} tables {s['columns']:>6} columns "
-              f"({s['skipped_no_columns']} without columns) {s['build_seconds']:>6.1f} s")
-    print(f"{len(stats)} databases, {sum(s['tables'] for s in stats)} tables, "
-          f"{sum(s['columns'] for s in stats)} columns in {args.workdir}")
+        print(
+            f"{s['db']:<48} {s['schemas']:>3} schemas {s['tables']:>4} tables {s['columns']:>6} columns "
+            f"({s['skipped_no_columns']} without columns) {s['build_seconds']:>6.1f} s"
+        )
+    print(
+        f"{len(stats)} databases, {sum(s['tables'] for s in stats)} tables, "
+        f"{sum(s['columns'] for s in stats)} columns in {args.workdir}"
+    )
     return 0
 
 

@@ -104,8 +104,9 @@ def _gold_band(n: int) -> str:
     return str(n) if n < 5 else "5+"
 
 
-def evaluate(tasks: list[dict[str, Any]], workdir: Path, limit: int,
-             overrides: dict[str, float] | None = None) -> dict[str, Any]:
+def evaluate(
+    tasks: list[dict[str, Any]], workdir: Path, limit: int, overrides: dict[str, float] | None = None
+) -> dict[str, Any]:
     from flexsql.tools.context import ToolContext
     from flexsql.tools.search import search_schema
     from flexsql.tools.search_families import family_units
@@ -131,8 +132,11 @@ def evaluate(tasks: list[dict[str, Any]], workdir: Path, limit: int,
         catalog = source.catalog()
         unit_of = family_units(catalog.tables)  # qualified (lower) -> unit key
         n_tables = len(catalog.tables)
-        cold[db] = {"tables": n_tables, "columns": sum(len(t.columns) for t in catalog.tables),
-                    "cold_first_call_s": round(cold_s, 3)}
+        cold[db] = {
+            "tables": n_tables,
+            "columns": sum(len(t.columns) for t in catalog.tables),
+            "cold_first_call_s": round(cold_s, 3),
+        }
         bm25 = CommentBM25(catalog)
         for task in db_tasks:
             gold = {g.split(".", 1)[1].lower() for g in task["gold"]}
@@ -144,10 +148,22 @@ def evaluate(tasks: list[dict[str, Any]], workdir: Path, limit: int,
             ms = (time.perf_counter() - t0) * 1000
             got = [unit_of.get(h.table.lower(), h.table.lower()) for h in result.tables]
             base = [unit_of.get(q.lower(), q.lower()) for q in bm25.search(question, limit)]
-            rows.append({"id": task["instance_id"], "db": db, "part": task["part"], "tables": n_tables,
-                         "units": len(units), "missing_from_catalog": len(missing), "ms": ms,
-                         "ranks": _ranks(units, got), "bm25_ranks": _ranks(units, base),
-                         "question": question[:300], "gold_units": sorted(units), "top10": got[:10]})
+            rows.append(
+                {
+                    "id": task["instance_id"],
+                    "db": db,
+                    "part": task["part"],
+                    "tables": n_tables,
+                    "units": len(units),
+                    "missing_from_catalog": len(missing),
+                    "ms": ms,
+                    "ranks": _ranks(units, got),
+                    "bm25_ranks": _ranks(units, base),
+                    "question": question[:300],
+                    "gold_units": sorted(units),
+                    "top10": got[:10],
+                }
+            )
         source.close()
     return {"rows": rows, "cold": cold}
 
@@ -164,7 +180,9 @@ def _summary(rows: list[dict[str, Any]], key: str = "ranks") -> dict[str, Any]:
         return {"tasks": 0}
     out: dict[str, Any] = {"tasks": len(rows)}
     for k in KS:
-        out[f"all@{k}"] = round(sum(all(r is not None and r <= k for r in row[key]) for row in rows) / len(rows), 4)
+        out[f"all@{k}"] = round(
+            sum(all(r is not None and r <= k for r in row[key]) for row in rows) / len(rows), 4
+        )
     recall = [sum(r is not None and r <= 10 for r in row[key]) / len(row[key]) for row in rows]
     out["recall@10"] = round(statistics.mean(recall), 4)
     return out
@@ -175,16 +193,28 @@ def report(result: dict[str, Any]) -> dict[str, Any]:
     ms = sorted(r["ms"] for r in rows)
     cold = sorted(result["cold"].values(), key=lambda c: -c["columns"])
     rep: dict[str, Any] = {
-        "tasks": len(rows), "databases": len(result["cold"]),
-        "search_schema": _summary(rows), "bm25": _summary(rows, "bm25_ranks"),
-        "by_part": {p: {"search_schema": _summary([r for r in rows if r["part"] == p]),
-                        "bm25": _summary([r for r in rows if r["part"] == p], "bm25_ranks")}
-                    for p in ("tune", "held-out")},
-        "by_db_size": {}, "by_gold_units": {},
-        "warm_ms": {"median": round(statistics.median(ms), 2), "p95": round(ms[int(0.95 * (len(ms) - 1))], 2)},
-        "cold_first_call_s": {"largest_db": cold[0] if cold else None,
-                              "max": max((c["cold_first_call_s"] for c in cold), default=None),
-                              "per_db": result["cold"]},
+        "tasks": len(rows),
+        "databases": len(result["cold"]),
+        "search_schema": _summary(rows),
+        "bm25": _summary(rows, "bm25_ranks"),
+        "by_part": {
+            p: {
+                "search_schema": _summary([r for r in rows if r["part"] == p]),
+                "bm25": _summary([r for r in rows if r["part"] == p], "bm25_ranks"),
+            }
+            for p in ("tune", "held-out")
+        },
+        "by_db_size": {},
+        "by_gold_units": {},
+        "warm_ms": {
+            "median": round(statistics.median(ms), 2),
+            "p95": round(ms[int(0.95 * (len(ms) - 1))], 2),
+        },
+        "cold_first_call_s": {
+            "largest_db": cold[0] if cold else None,
+            "max": max((c["cold_first_call_s"] for c in cold), default=None),
+            "per_db": result["cold"],
+        },
         "gold_tables_missing_from_catalog": sum(r["missing_from_catalog"] for r in rows),
     }
     for _, _, label in SIZE_BANDS:
@@ -194,16 +224,25 @@ def report(result: dict[str, Any]) -> dict[str, Any]:
     for label in ("1", "2", "3", "4", "5+"):
         part = [r for r in rows if _gold_band(r["units"]) == label]
         if part:
-            rep["by_gold_units"][label] = {"search_schema": _summary(part), "bm25": _summary(part, "bm25_ranks")}
-    rep["failures@10"] = [{k: r[k] for k in ("id", "db", "question", "gold_units", "ranks", "top10")}
-                          for r in rows if not all(x is not None and x <= 10 for x in r["ranks"])]
+            rep["by_gold_units"][label] = {
+                "search_schema": _summary(part),
+                "bm25": _summary(part, "bm25_ranks"),
+            }
+    rep["failures@10"] = [
+        {k: r[k] for k in ("id", "db", "question", "gold_units", "ranks", "top10")}
+        for r in rows
+        if not all(x is not None and x <= 10 for x in r["ranks"])
+    ]
     return rep
 
 
 def print_report(rep: dict[str, Any]) -> None:
     def line(label: str, s: dict[str, Any]) -> str:
-        return (f"{label:<28} {s['tasks']:>4} | " + "  ".join(f"{s[f'all@{k}']:.3f}" for k in KS)
-                + f" | {s['recall@10']:.3f}")
+        return (
+            f"{label:<28} {s['tasks']:>4} | "
+            + "  ".join(f"{s[f'all@{k}']:.3f}" for k in KS)
+            + f" | {s['recall@10']:.3f}"
+        )
 
     print(f"{rep['tasks']} tasks on {rep['databases']} databases (question only, no value index)")
     header = f"{'':<28} {'n':>4} | all@5  all@10 all@20 all@50 | rec@10"
@@ -215,15 +254,23 @@ def print_report(rep: dict[str, Any]) -> None:
         print(line(f"  {part}: search_schema", r["search_schema"]))
         print(line(f"  {part}: bm25", r["bm25"]))
     for label, r in rep["by_db_size"].items():
-        print(line(f"  db {label} tables", r["search_schema"]) + f"   (bm25 all@10 {r['bm25']['all@10']:.3f})")
+        print(
+            line(f"  db {label} tables", r["search_schema"]) + f"   (bm25 all@10 {r['bm25']['all@10']:.3f})"
+        )
     for label, r in rep["by_gold_units"].items():
-        print(line(f"  {label} gold units", r["search_schema"]) + f"   (bm25 all@10 {r['bm25']['all@10']:.3f})")
+        print(
+            line(f"  {label} gold units", r["search_schema"]) + f"   (bm25 all@10 {r['bm25']['all@10']:.3f})"
+        )
     largest = rep["cold_first_call_s"]["largest_db"]
-    print(f"warm latency median {rep['warm_ms']['median']} ms, p95 {rep['warm_ms']['p95']} ms; cold first call max "
-          f"{rep['cold_first_call_s']['max']} s, on the largest database ({largest['columns']} columns) "
-          f"{largest['cold_first_call_s']} s")
-    print(f"gold tables absent from the built catalog (no columns known in the data): "
-          f"{rep['gold_tables_missing_from_catalog']}")
+    print(
+        f"warm latency median {rep['warm_ms']['median']} ms, p95 {rep['warm_ms']['p95']} ms; cold first call max "
+        f"{rep['cold_first_call_s']['max']} s, on the largest database ({largest['columns']} columns) "
+        f"{largest['cold_first_call_s']} s"
+    )
+    print(
+        f"gold tables absent from the built catalog (no columns known in the data): "
+        f"{rep['gold_tables_missing_from_catalog']}"
+    )
 
 
 def _synonyms(mode: str) -> dict[str, Any]:
@@ -236,7 +283,9 @@ def _synonyms(mode: str) -> dict[str, Any]:
         return {"mode": "off"}
     folder = wordnet_dir()
     if folder is None:
-        print("synonyms: no WordNet files (apt-get install wordnet-base, or FLEXSQL_WORDNET_DIR); running without")
+        print(
+            "synonyms: no WordNet files (apt-get install wordnet-base, or FLEXSQL_WORDNET_DIR); running without"
+        )
         return {"mode": "on", "wordnet": None}
     started = time.perf_counter()
     wn = wordnet(wait=True)
@@ -253,8 +302,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="comma-separated database names")
     parser.add_argument("--params", help="query-time weight overrides, e.g. coverage_decay=1,date_only=0.3")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "warehouse_linking.json")
-    parser.add_argument("--synonyms", choices=("on", "off"), default="on",
-                        help="WordNet expansion of question words (on: where WordNet is installed)")
+    parser.add_argument(
+        "--synonyms",
+        choices=("on", "off"),
+        default="on",
+        help="WordNet expansion of question words (on: where WordNet is installed)",
+    )
     args = parser.parse_args(argv)
     # the cold call must not find a search index cached by an earlier run
     os.environ.setdefault("FLEXSQL_CACHE_DIR", str(args.workdir / f"cache-{os.getpid()}"))
@@ -262,7 +315,9 @@ def main(argv: list[str] | None = None) -> int:
     only = set(args.only.split(",")) if args.only else None
     build_all(args.data, args.workdir, only)
     tasks = [t for t in load_tasks(args.data) if not only or t["db_id"] in only]
-    overrides = {k: float(v) for k, v in (kv.split("=") for kv in args.params.split(","))} if args.params else None
+    overrides = (
+        {k: float(v) for k, v in (kv.split("=") for kv in args.params.split(","))} if args.params else None
+    )
     rep = report(evaluate(tasks, args.workdir, args.limit, overrides))
     rep["synonyms"] = synonyms
     print_report(rep)

@@ -28,14 +28,26 @@ from flexsql.tools.sources.base import set_engine_limits
 class BuiltinRunner(Runner):
     name = "builtin"
 
-    def __init__(self, settings: Settings, locator: DatabaseLocator | None, out_dir: Path,
-                 external_knowledge: Path | None = None, timeout_s: float = 600.0, plans: int | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        locator: DatabaseLocator | None,
+        out_dir: Path,
+        external_knowledge: Path | None = None,
+        timeout_s: float = 600.0,
+        plans: int | None = None,
+    ) -> None:
         if locator is None:
             raise ConfigError("--runner builtin answers on the task databases: pass --dbs DIR or --db URL")
         if not configured(settings.model):
             raise ModelUnavailable()
-        self.settings = settings.model_copy(update={"agent": settings.agent.model_copy(
-            update={"max_seconds": min(settings.agent.max_seconds, timeout_s)})})
+        self.settings = settings.model_copy(
+            update={
+                "agent": settings.agent.model_copy(
+                    update={"max_seconds": min(settings.agent.max_seconds, timeout_s)}
+                )
+            }
+        )
         set_engine_limits(settings.limits.engine_memory_mb, settings.limits.engine_temp_mb)
         self.locator = locator
         self.out_dir = Path(out_dir)
@@ -54,8 +66,13 @@ class BuiltinRunner(Runner):
                 registry.add(open_source(url, name="db"))
                 self._caches[url] = {}
         limits = self.settings.limits
-        return ToolContext(sources=registry, limits=limits, sandbox=self.settings.sandbox,
-                           results=ResultStore(max_bytes=limits.store_mb * 1024 * 1024), caches=self._caches[url])
+        return ToolContext(
+            sources=registry,
+            limits=limits,
+            sandbox=self.settings.sandbox,
+            results=ResultStore(max_bytes=limits.store_mb * 1024 * 1024),
+            caches=self._caches[url],
+        )
 
     def _document(self, task: Task) -> str | None:
         doc = find_external_knowledge(task, self.external_knowledge)
@@ -73,22 +90,44 @@ class BuiltinRunner(Runner):
         conversation = f"dialogue-{task.dialogue_index}" if task.dialogue_index is not None else None
         try:
             tools = self._context(self.locator.url_for(task.db))
-            result = anyio.run(lambda: ask_question(
-                tools, self.settings, task.question, conversation_id=conversation,
-                external_knowledge=self._document(task), plans=self.plans, trace_path=trace,
-                run_id=safe_name(task.instance_id), conversations=self.conversations))
+            result = anyio.run(
+                lambda: ask_question(
+                    tools,
+                    self.settings,
+                    task.question,
+                    conversation_id=conversation,
+                    external_knowledge=self._document(task),
+                    plans=self.plans,
+                    trace_path=trace,
+                    run_id=safe_name(task.instance_id),
+                    conversations=self.conversations,
+                )
+            )
         except FlexSQLError as exc:
-            return Prediction(error=error_text(exc), error_category=error_code(exc), runner_s=time.perf_counter() - started,
-                              trace=str(trace))
+            return Prediction(
+                error=error_text(exc),
+                error_category=error_code(exc),
+                runner_s=time.perf_counter() - started,
+                trace=str(trace),
+            )
         usage = result.usage
         prediction = Prediction(
-            sql=result.sql, origin="builtin agent", status=result.status, runner_s=time.perf_counter() - started,
-            answer_text=result.clarifying_question or result.reply or (result.reason if result.status != "answered"
-                                                                        else None),
+            sql=result.sql,
+            origin="builtin agent",
+            status=result.status,
+            runner_s=time.perf_counter() - started,
+            answer_text=result.clarifying_question
+            or result.reply
+            or (result.reason if result.status != "answered" else None),
             tokens={"prompt": usage.prompt_tokens, "completion": usage.completion_tokens},
-            model_calls=usage.model_calls, tool_calls=usage.tool_calls, trace=str(trace),
-            note=f"budget spent: {result.budget_exhausted}" if result.budget_exhausted else None)
-        if result.status == "answered" and result.sql is None and result.code:  # a Python answer: its result as CSV
+            model_calls=usage.model_calls,
+            tool_calls=usage.tool_calls,
+            trace=str(trace),
+            note=f"budget spent: {result.budget_exhausted}" if result.budget_exhausted else None,
+        )
+        if (
+            result.status == "answered" and result.sql is None and result.code
+        ):  # a Python answer: its result as CSV
             csv_path = task_dir / "answer.csv"
             stored = tools.results.get(result.result_id or "")
             import pandas as pd

@@ -56,55 +56,145 @@ are skipped. The command exits 0 when the evaluation ran, whatever the accuracy 
 
 @click.command("eval", epilog=EPILOG, context_settings={"max_content_width": 110})
 @click.argument("tasks", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--runner", type=click.Choice(["gold", "predictions", "command", "builtin"]), required=True,
-              help="Where answers come from: gold SQL replayed, a predictions folder, an external command per "
-                   "task, or the built-in agent.")
-@click.option("--dbs", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Folder of SQLite/DuckDB files: <db>.sqlite or <db>/<db>.sqlite (names match case-insensitively).")
-@click.option("--db", "db_url", metavar="URL",
-              help="One source URL for every task (sqlite:///…, duckdb:///…, postgresql://…, snowflake://…); "
-                   "{db} in it becomes the task's database name.")
-@click.option("--gold", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Gold folder: exec_result/ CSVs (or the CSVs directly) and optionally sql/<id>.sql.")
-@click.option("--eval-config", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="The spider2*_eval.jsonl (condition_cols, ignore_order); found in --gold when omitted.")
-@click.option("--predictions", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Folder of <id>.sql / <id>.csv for --runner predictions.")
-@click.option("--prediction-mode", type=click.Choice(["auto", "sql", "csv"]), default="auto", show_default=True,
-              help="With both <id>.sql and <id>.csv present, auto uses the SQL (the official default mode).")
-@click.option("--scorer", type=click.Choice(["spider2", "spider2-strict", "ex"]),
-              help="The score reported as `score` (all three are recorded). Default: spider2 for Spider 2.0 "
-                   "tasks, ex otherwise.")
-@click.option("--flavor", type=click.Choice(["lite", "snow"]),
-              help="Which official evaluator's condition_cols quirk to reproduce. Default: from the task file.")
-@click.option("--jobs", "-j", type=click.IntRange(1, 256), default=4, show_default=True,
-              help="Tasks run at the same time.")
-@click.option("--timeout", type=click.FloatRange(0.1), default=120.0, show_default=True,
-              help="Seconds per task: for the command, and for each SQL execution.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
-              help="Output folder. Default: ./flexsql-eval/<tasks file>-<runner>.")
-@click.option("--external-knowledge", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Folder of the external-knowledge documents Spider 2.0 tasks name.")
-@click.option("--command", "command", metavar="\"CMD …\"",
-              help="For --runner command: the program to run per task (see placeholders below).")
-@click.option("--via-mcp", is_flag=True,
-              help="Run SQL through `flexsql serve` subprocesses over MCP stdio instead of in-process.")
+@click.option(
+    "--runner",
+    type=click.Choice(["gold", "predictions", "command", "builtin"]),
+    required=True,
+    help="Where answers come from: gold SQL replayed, a predictions folder, an external command per "
+    "task, or the built-in agent.",
+)
+@click.option(
+    "--dbs",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Folder of SQLite/DuckDB files: <db>.sqlite or <db>/<db>.sqlite (names match case-insensitively).",
+)
+@click.option(
+    "--db",
+    "db_url",
+    metavar="URL",
+    help="One source URL for every task (sqlite:///…, duckdb:///…, postgresql://…, snowflake://…); "
+    "{db} in it becomes the task's database name.",
+)
+@click.option(
+    "--gold",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Gold folder: exec_result/ CSVs (or the CSVs directly) and optionally sql/<id>.sql.",
+)
+@click.option(
+    "--eval-config",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The spider2*_eval.jsonl (condition_cols, ignore_order); found in --gold when omitted.",
+)
+@click.option(
+    "--predictions",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Folder of <id>.sql / <id>.csv for --runner predictions.",
+)
+@click.option(
+    "--prediction-mode",
+    type=click.Choice(["auto", "sql", "csv"]),
+    default="auto",
+    show_default=True,
+    help="With both <id>.sql and <id>.csv present, auto uses the SQL (the official default mode).",
+)
+@click.option(
+    "--scorer",
+    type=click.Choice(["spider2", "spider2-strict", "ex"]),
+    help="The score reported as `score` (all three are recorded). Default: spider2 for Spider 2.0 "
+    "tasks, ex otherwise.",
+)
+@click.option(
+    "--flavor",
+    type=click.Choice(["lite", "snow"]),
+    help="Which official evaluator's condition_cols quirk to reproduce. Default: from the task file.",
+)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(1, 256),
+    default=4,
+    show_default=True,
+    help="Tasks run at the same time.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0.1),
+    default=120.0,
+    show_default=True,
+    help="Seconds per task: for the command, and for each SQL execution.",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Output folder. Default: ./flexsql-eval/<tasks file>-<runner>.",
+)
+@click.option(
+    "--external-knowledge",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Folder of the external-knowledge documents Spider 2.0 tasks name.",
+)
+@click.option(
+    "--command",
+    "command",
+    metavar='"CMD …"',
+    help="For --runner command: the program to run per task (see placeholders below).",
+)
+@click.option(
+    "--via-mcp",
+    is_flag=True,
+    help="Run SQL through `flexsql serve` subprocesses over MCP stdio instead of in-process.",
+)
 @click.option("--limit", type=click.IntRange(1), help="Only the first N tasks.")
 @click.option("--ids", help="Only these instance ids (comma-separated).")
-@click.option("--resume/--no-resume", default=True, show_default=True,
-              help="Skip tasks already in results.jsonl (--no-resume starts over).")
-@click.option("--max-rows", type=click.IntRange(1), default=1_000_000, show_default=True,
-              help="Largest result fetched; a bigger one scores 0 as too large.")
+@click.option(
+    "--resume/--no-resume",
+    default=True,
+    show_default=True,
+    help="Skip tasks already in results.jsonl (--no-resume starts over).",
+)
+@click.option(
+    "--max-rows",
+    type=click.IntRange(1),
+    default=1_000_000,
+    show_default=True,
+    help="Largest result fetched; a bigger one scores 0 as too large.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False),
-              help="flexsql.toml with [model] / [agent] for --runner builtin")
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    help="flexsql.toml with [model] / [agent] for --runner builtin",
+)
 @model_options
-def eval_command(tasks: Path, runner: str, dbs: Path | None, db_url: str | None, gold: Path | None,
-                 eval_config: Path | None, predictions: Path | None, prediction_mode: str, scorer: str | None,
-                 flavor: str | None, jobs: int, timeout: float, out: Path | None, external_knowledge: Path | None,
-                 command: str | None, via_mcp: bool, limit: int | None, ids: str | None, resume: bool,
-                 max_rows: int, quiet: bool, config_file: str | None, base_url: str | None,
-                 model_name: str | None, api_key_env: str | None, plans: int | None) -> None:
+def eval_command(
+    tasks: Path,
+    runner: str,
+    dbs: Path | None,
+    db_url: str | None,
+    gold: Path | None,
+    eval_config: Path | None,
+    predictions: Path | None,
+    prediction_mode: str,
+    scorer: str | None,
+    flavor: str | None,
+    jobs: int,
+    timeout: float,
+    out: Path | None,
+    external_knowledge: Path | None,
+    command: str | None,
+    via_mcp: bool,
+    limit: int | None,
+    ids: str | None,
+    resume: bool,
+    max_rows: int,
+    quiet: bool,
+    config_file: str | None,
+    base_url: str | None,
+    model_name: str | None,
+    api_key_env: str | None,
+    plans: int | None,
+) -> None:
     """Evaluate an agent on TASKS: a Spider 2.0 JSONL (lite or snow), a Spider 1.0 JSON, or a
     CoSQL/SParC dialogue JSON (the format is detected).
 
@@ -118,15 +208,34 @@ def eval_command(tasks: Path, runner: str, dbs: Path | None, db_url: str | None,
     if dbs and db_url:
         raise click.UsageError("give --dbs DIR or --db URL, not both")
     out = out or Path("flexsql-eval") / f"{tasks.stem}-{runner}"
-    options = EvalOptions(tasks=tasks, runner=runner, dbs=dbs, db=db_url, gold=gold, eval_config=eval_config,
-                          predictions=predictions, prediction_mode=prediction_mode, scorer=scorer, flavor=flavor,
-                          jobs=jobs, timeout=timeout, out=out, external_knowledge=external_knowledge,
-                          command=command, via_mcp=via_mcp, limit=limit,
-                          ids=[i.strip() for i in ids.split(",") if i.strip()] if ids else None,
-                          resume=resume, max_rows=max_rows, plans=plans)
+    options = EvalOptions(
+        tasks=tasks,
+        runner=runner,
+        dbs=dbs,
+        db=db_url,
+        gold=gold,
+        eval_config=eval_config,
+        predictions=predictions,
+        prediction_mode=prediction_mode,
+        scorer=scorer,
+        flavor=flavor,
+        jobs=jobs,
+        timeout=timeout,
+        out=out,
+        external_knowledge=external_knowledge,
+        command=command,
+        via_mcp=via_mcp,
+        limit=limit,
+        ids=[i.strip() for i in ids.split(",") if i.strip()] if ids else None,
+        resume=resume,
+        max_rows=max_rows,
+        plans=plans,
+    )
     try:
         if runner == "builtin":
-            options.settings = apply_model_flags(load_settings(config_file), base_url, model_name, api_key_env, plans)
+            options.settings = apply_model_flags(
+                load_settings(config_file), base_url, model_name, api_key_env, plans
+            )
         evaluation = Evaluation(options)
     except NotFoundError as exc:  # --ids naming no task: a usage error (exit 2)
         raise click.BadParameter(str(exc).removeprefix("--ids: "), param_hint="'--ids'") from None
@@ -140,16 +249,23 @@ def eval_command(tasks: Path, runner: str, dbs: Path | None, db_url: str | None,
     console.print(
         f"[bold]{s['scorer']}[/]: {_pct(s['accuracy_evaluated'])} of evaluated ({s['passed']}/{s['evaluated']}), "
         f"{_pct(s['accuracy_all'])} of all ({s['passed']}/{s['scored_tasks']}); "
-        + " ".join(f"{k} {_pct(v['accuracy_evaluated'])}" for k, v in s["scorers"].items() if k != s["scorer"]))
+        + " ".join(
+            f"{k} {_pct(v['accuracy_evaluated'])}" for k, v in s["scorers"].items() if k != s["scorer"]
+        )
+    )
     if outcome.skipped:
-        console.print(f"{outcome.skipped} task(s) already in {outcome.out / 'results.jsonl'} were skipped "
-                      "(--no-resume to run them again)")
+        console.print(
+            f"{outcome.skipped} task(s) already in {outcome.out / 'results.jsonl'} were skipped "
+            "(--no-resume to run them again)"
+        )
     if s.get("tasks_per_s"):
         console.print(f"{outcome.ran} tasks in {outcome.wall_s:.2f} s ({s['tasks_per_s']} tasks/s)")
     console.print(f"report: {outcome.out / 'report.html'}  results: {outcome.out / 'results.jsonl'}")
     if outcome.interrupted:
-        console.print(f"[yellow]interrupted[/]: {outcome.ran} task(s) finished this time; "
-                      "run the same command again to resume")
+        console.print(
+            f"[yellow]interrupted[/]: {outcome.ran} task(s) finished this time; "
+            "run the same command again to resume"
+        )
         sys.exit(130)
 
 
@@ -171,9 +287,16 @@ def _run(evaluation: Any, console: Any, quiet: bool):
     )
 
     counts = {"passed": 0, "evaluated": 0}
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("{task.fields[accuracy]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-                  console=console, transient=False) as progress:
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[accuracy]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    ) as progress:
         bar = progress.add_task(f"{evaluation.runner.name}", total=todo_hint, accuracy="")
 
         def on_progress(record: dict[str, Any], done: int, total: int) -> None:
@@ -181,8 +304,12 @@ def _run(evaluation: Any, console: Any, quiet: bool):
                 counts["evaluated"] += 1
                 counts["passed"] += int(record.get("score", 0))
             acc = (100.0 * counts["passed"] / counts["evaluated"]) if counts["evaluated"] else 0.0
-            progress.update(bar, completed=done, total=total,
-                            accuracy=f"{evaluation.scorer} {acc:.1f}% ({counts['passed']}/{counts['evaluated']})")
+            progress.update(
+                bar,
+                completed=done,
+                total=total,
+                accuracy=f"{evaluation.scorer} {acc:.1f}% ({counts['passed']}/{counts['evaluated']})",
+            )
 
         return evaluation.run(on_progress)
 

@@ -44,7 +44,9 @@ _STATUS_LINE = re.compile(r"^\s*status\s*[:=]\s*([a-z_-]+)\s*$", re.IGNORECASE |
 
 def conversation_id(task: Task) -> str:
     """The conversation a runner keeps for the dialogue this turn belongs to."""
-    return f"dialogue-{task.dialogue_index}" if task.dialogue_index is not None else f"task-{task.instance_id}"
+    return (
+        f"dialogue-{task.dialogue_index}" if task.dialogue_index is not None else f"task-{task.instance_id}"
+    )
 
 
 def expected_status(task: Task) -> str | None:
@@ -118,10 +120,16 @@ def status_record(task: Task, status: str | None, present: bool, error: str | No
     if ok:
         reason = f"{task.turn_type} turn answered with status {got}"
     else:
-        reason = (f"{task.turn_type} turn: expected status {expected}, got {got}"
-                  + (f" ({error})" if error and got == "failed" else ""))
-    return {"score": int(ok), "reason": reason, "category": "ok" if ok else "wrong_status",
-            "expected_status": expected, "returned_status": got}
+        reason = f"{task.turn_type} turn: expected status {expected}, got {got}" + (
+            f" ({error})" if error and got == "failed" else ""
+        )
+    return {
+        "score": int(ok),
+        "reason": reason,
+        "category": "ok" if ok else "wrong_status",
+        "expected_status": expected,
+        "returned_status": got,
+    }
 
 
 def work_units(tasks: list[Task], finished: set[str]) -> list[list[Task]]:
@@ -146,6 +154,7 @@ def work_units(tasks: list[Task], finished: set[str]) -> list[list[Task]]:
 
 
 # -- summary ---------------------------------------------------------------------------------------
+
 
 def dialogue_summary(records: list[dict[str, Any]], tasks: list[Task], scorer: str) -> dict[str, Any] | None:
     """Per-type accuracy, confusion matrix, question- and interaction-level accuracy; None when the
@@ -177,7 +186,9 @@ def dialogue_summary(records: list[dict[str, Any]], tasks: list[Task], scorer: s
         questions["scored"] += 1
         questions["passed"] += score
         interactions[t.dialogue_index or 0].append(score)
-        got = r.get("returned_status") or ("answered" if r.get("sql") or r.get("prediction_origin") else "failed")
+        got = r.get("returned_status") or (
+            "answered" if r.get("sql") or r.get("prediction_origin") else "failed"
+        )
         confusion[expected][got] += 1
     for row in per_type.values():
         row["accuracy"] = _pct(row["passed"], row["scored"])
@@ -186,8 +197,11 @@ def dialogue_summary(records: list[dict[str, Any]], tasks: list[Task], scorer: s
         "per_type": dict(sorted(per_type.items())),
         "confusion": {e: dict(sorted(g.items())) for e, g in sorted(confusion.items())},
         "question": {**questions, "accuracy": _pct(questions["passed"], questions["scored"])},
-        "interaction": {"dialogues": len(interactions), "passed": all_right,
-                        "accuracy": _pct(all_right, len(interactions))},
+        "interaction": {
+            "dialogues": len(interactions),
+            "passed": all_right,
+            "accuracy": _pct(all_right, len(interactions)),
+        },
     }
 
 
@@ -206,18 +220,31 @@ def _columns(d: dict[str, Any]) -> list[str]:
 
 def markdown(d: dict[str, Any]) -> list[str]:
     q, i = d["question"], d["interaction"]
-    lines = ["", "## Dialogues", "",
-             f"- question-level accuracy: **{_fmt(q['accuracy'])}** ({q['passed']}/{q['scored']} scored turns; "
-             f"{q['not_scored']} not scored, {q['not_run']} not run)",
-             f"- interaction-level accuracy: **{_fmt(i['accuracy'])}** ({i['passed']}/{i['dialogues']} dialogues "
-             "with every scored turn right)",
-             "", "| turn type | turns | scored | passed | accuracy |", "| --- | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "",
+        "## Dialogues",
+        "",
+        f"- question-level accuracy: **{_fmt(q['accuracy'])}** ({q['passed']}/{q['scored']} scored turns; "
+        f"{q['not_scored']} not scored, {q['not_run']} not run)",
+        f"- interaction-level accuracy: **{_fmt(i['accuracy'])}** ({i['passed']}/{i['dialogues']} dialogues "
+        "with every scored turn right)",
+        "",
+        "| turn type | turns | scored | passed | accuracy |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
     for kind, row in d["per_type"].items():
-        lines.append(f"| {kind} | {row['turns']} | {row['scored']} | {row['passed']} | {_fmt(row['accuracy'])} |")
+        lines.append(
+            f"| {kind} | {row['turns']} | {row['scored']} | {row['passed']} | {_fmt(row['accuracy'])} |"
+        )
     cols = _columns(d)
     if cols:
-        lines += ["", "Expected status (rows) vs returned status (columns):", "",
-                  "| expected \\ returned | " + " | ".join(cols) + " |", "| --- |" + " ---: |" * len(cols)]
+        lines += [
+            "",
+            "Expected status (rows) vs returned status (columns):",
+            "",
+            "| expected \\ returned | " + " | ".join(cols) + " |",
+            "| --- |" + " ---: |" * len(cols),
+        ]
         for expected, row in d["confusion"].items():
             lines.append(f"| {expected} | " + " | ".join(str(row.get(c, 0)) for c in cols) + " |")
     return lines
@@ -228,23 +255,33 @@ def html(d: dict[str, Any]) -> str:
 
     e = h.escape
     q, i = d["question"], d["interaction"]
-    out = ["<h2>Dialogues</h2><div class=cards>",
-           f"<div class=card><div class=muted>question-level accuracy</div><div class=big>{_fmt(q['accuracy'])}</div>"
-           f"<div class=muted>{q['passed']} / {q['scored']} scored turns</div></div>",
-           f"<div class=card><div class=muted>interaction-level accuracy</div><div class=big>{_fmt(i['accuracy'])}</div>"
-           f"<div class=muted>{i['passed']} / {i['dialogues']} dialogues</div></div></div>",
-           "<table><tr><th>turn type</th><th class=n>turns</th><th class=n>scored</th><th class=n>passed</th>"
-           "<th class=n>accuracy</th></tr>"]
+    out = [
+        "<h2>Dialogues</h2><div class=cards>",
+        f"<div class=card><div class=muted>question-level accuracy</div><div class=big>{_fmt(q['accuracy'])}</div>"
+        f"<div class=muted>{q['passed']} / {q['scored']} scored turns</div></div>",
+        f"<div class=card><div class=muted>interaction-level accuracy</div><div class=big>{_fmt(i['accuracy'])}</div>"
+        f"<div class=muted>{i['passed']} / {i['dialogues']} dialogues</div></div></div>",
+        "<table><tr><th>turn type</th><th class=n>turns</th><th class=n>scored</th><th class=n>passed</th>"
+        "<th class=n>accuracy</th></tr>",
+    ]
     for kind, row in d["per_type"].items():
-        out.append(f"<tr><td>{e(kind)}</td><td class=n>{row['turns']}</td><td class=n>{row['scored']}</td>"
-                   f"<td class=n>{row['passed']}</td><td class=n>{_fmt(row['accuracy'])}</td></tr>")
+        out.append(
+            f"<tr><td>{e(kind)}</td><td class=n>{row['turns']}</td><td class=n>{row['scored']}</td>"
+            f"<td class=n>{row['passed']}</td><td class=n>{_fmt(row['accuracy'])}</td></tr>"
+        )
     out.append("</table>")
     cols = _columns(d)
     if cols:
-        out.append("<p class=muted>Expected status (rows) vs returned status (columns)</p><table><tr><th>expected</th>"
-                   + "".join(f"<th class=n>{e(c)}</th>" for c in cols) + "</tr>")
+        out.append(
+            "<p class=muted>Expected status (rows) vs returned status (columns)</p><table><tr><th>expected</th>"
+            + "".join(f"<th class=n>{e(c)}</th>" for c in cols)
+            + "</tr>"
+        )
         for expected, row in d["confusion"].items():
-            out.append(f"<tr><td>{e(expected)}</td>" + "".join(f"<td class=n>{row.get(c, 0)}</td>" for c in cols)
-                       + "</tr>")
+            out.append(
+                f"<tr><td>{e(expected)}</td>"
+                + "".join(f"<td class=n>{row.get(c, 0)}</td>" for c in cols)
+                + "</tr>"
+            )
         out.append("</table>")
     return "".join(out)

@@ -79,8 +79,9 @@ class InProcessExecutor(Executor):
 
         source = self.source(url)
         # scoring compares whole values: no byte or cell cap (a cut cell would compare as its prefix)
-        limits = FetchLimits(max_rows=self.max_rows, max_bytes=2**62, count_limit=self.max_rows + 1,
-                             max_cell_bytes=2**62)
+        limits = FetchLimits(
+            max_rows=self.max_rows, max_bytes=2**62, count_limit=self.max_rows + 1, max_cell_bytes=2**62
+        )
         try:
             result = source.execute(sql, timeout_s=timeout_s, limits=limits)
         except FlexSQLError as exc:
@@ -88,8 +89,9 @@ class InProcessExecutor(Executor):
             raise ExecutionFailure(category, str(exc)) from None
         if result.truncated:
             raise ExecutionFailure("too_large", f"the result has more than {self.max_rows} rows")
-        return TableResult(columns=result.columns, rows=result.rows, engine=source.engine,
-                           elapsed_s=result.elapsed_ms / 1000)
+        return TableResult(
+            columns=result.columns, rows=result.rows, engine=source.engine, elapsed_s=result.elapsed_ms / 1000
+        )
 
     def close(self) -> None:
         with self._lock:
@@ -116,8 +118,12 @@ class McpExecutor(Executor):
 
     name = "mcp-stdio"
 
-    def __init__(self, command: Sequence[str] | None = None, max_rows: int = DEFAULT_MAX_ROWS,
-                 log_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        command: Sequence[str] | None = None,
+        max_rows: int = DEFAULT_MAX_ROWS,
+        log_dir: Path | None = None,
+    ) -> None:
         self.command = list(command or flexsql_command())
         self.max_rows = max_rows
         self.log_dir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="flexsql-eval-mcp-"))
@@ -160,8 +166,9 @@ class McpExecutor(Executor):
 
         stop = asyncio.Event()
         self._stops.append(stop)
-        params = StdioServerParameters(command=self.command[0], args=[*self.command[1:], "serve", "--db", url],
-                                       env={**os.environ})
+        params = StdioServerParameters(
+            command=self.command[0], args=[*self.command[1:], "serve", "--db", url], env={**os.environ}
+        )
         log_path = self.log_dir / f"serve-{len(self._stops)}.log"
         with open(log_path, "w", encoding="utf-8") as log:
             try:
@@ -172,9 +179,13 @@ class McpExecutor(Executor):
                 if not ready.done():
                     log.flush()
                     tail = _tail(log_path)
-                    ready.set_exception(ExecutionFailure(
-                        "execution_error", f"could not start `{' '.join(self.command)} serve --db {url}`: "
-                                           f"{_leaf(exc)}" + (f"; its stderr ends with: {tail}" if tail else "")))
+                    ready.set_exception(
+                        ExecutionFailure(
+                            "execution_error",
+                            f"could not start `{' '.join(self.command)} serve --db {url}`: "
+                            f"{_leaf(exc)}" + (f"; its stderr ends with: {tail}" if tail else ""),
+                        )
+                    )
                 if not isinstance(exc, Exception):
                     raise
 
@@ -185,7 +196,9 @@ class McpExecutor(Executor):
             return future.result(timeout=timeout_s + 30)
         except TimeoutError:
             future.cancel()
-            raise ExecutionFailure("timeout", f"no answer from the MCP server within {timeout_s + 30:g} s") from None
+            raise ExecutionFailure(
+                "timeout", f"no answer from the MCP server within {timeout_s + 30:g} s"
+            ) from None
 
     async def _query(self, client, sql: str, timeout_s: float) -> TableResult:
         import time
@@ -200,17 +213,25 @@ class McpExecutor(Executor):
         if data.get("truncated"):
             result_id = data.get("result_id")
             if data.get("total_is_lower_bound") or total is None or total > self.max_rows or not result_id:
-                raise ExecutionFailure("too_large", f"the result has more than {len(rows)} rows that can be fetched")
+                raise ExecutionFailure(
+                    "too_large", f"the result has more than {len(rows)} rows that can be fetched"
+                )
             while len(rows) < total:
-                more = _structured(await client.call_tool(
-                    "fetch_rows", {"result_id": result_id, "offset": len(rows), "limit": page}))
+                more = _structured(
+                    await client.call_tool(
+                        "fetch_rows", {"result_id": result_id, "offset": len(rows), "limit": page}
+                    )
+                )
                 batch = [tuple(r) for r in more.get("rows") or []]
                 if not batch:
                     break
                 rows += batch
             if len(rows) < total:
-                raise ExecutionFailure("too_large", f"only {len(rows)} of {total} rows could be fetched over MCP "
-                                                    "(the server keeps fewer rows; raise its store limit)")
+                raise ExecutionFailure(
+                    "too_large",
+                    f"only {len(rows)} of {total} rows could be fetched over MCP "
+                    "(the server keeps fewer rows; raise its store limit)",
+                )
         return TableResult(columns=columns, rows=rows, engine="mcp", elapsed_s=time.perf_counter() - started)
 
     def close(self) -> None:
@@ -249,7 +270,12 @@ def _structured(result: Any) -> dict[str, Any]:
         category = {"timeout": "timeout", "refused": "refused"}.get(code or "", "execution_error")
         raise ExecutionFailure(category, text or "the tool call failed without a message")
     data = result.structured_content
-    if isinstance(data, dict) and "result" in data and "columns" not in data and isinstance(data["result"], dict):
+    if (
+        isinstance(data, dict)
+        and "result" in data
+        and "columns" not in data
+        and isinstance(data["result"], dict)
+    ):
         data = data["result"]
     if not isinstance(data, dict) or "columns" not in data:
         raise ExecutionFailure("execution_error", f"run_query returned no structured result: {text[:300]}")

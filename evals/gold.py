@@ -30,8 +30,10 @@ class GoldStore:
         self.sql_dir: Path | None = None
         if self.gold_dir is not None:
             if not self.gold_dir.is_dir():
-                raise ConfigError(f"--gold {self.gold_dir} is not a folder; give the folder holding exec_result/ "
-                                  "(or the gold CSVs themselves)")
+                raise ConfigError(
+                    f"--gold {self.gold_dir} is not a folder; give the folder holding exec_result/ "
+                    "(or the gold CSVs themselves)"
+                )
             sub = self.gold_dir / "exec_result"
             self.csv_dir = sub if sub.is_dir() else self.gold_dir
             sql = self.gold_dir / "sql"
@@ -109,8 +111,9 @@ def load_eval_config(path: Path) -> dict[str, EvalConfig]:
             continue
         try:
             item = json.loads(line)
-            configs[str(item["instance_id"])] = EvalConfig(condition_cols=item.get("condition_cols"),
-                                                           ignore_order=bool(item.get("ignore_order", True)))
+            configs[str(item["instance_id"])] = EvalConfig(
+                condition_cols=item.get("condition_cols"), ignore_order=bool(item.get("ignore_order", True))
+            )
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise ConfigError(f"{path}:{n}: not an eval-config line with instance_id ({exc})") from None
     return configs

@@ -109,8 +109,10 @@ class Evaluation:
             unknown = [i for i in dict.fromkeys(options.ids) if i not in {t.instance_id for t in tasks}]
             if unknown:
                 sample = ", ".join(t.instance_id for t in tasks[:3]) + (" …" if len(tasks) > 3 else "")
-                raise NotFoundError(f"--ids: no task in {options.tasks} has the id {', '.join(unknown)} "
-                                    f"(its {len(tasks)} ids look like {sample or 'nothing: the file has no tasks'})")
+                raise NotFoundError(
+                    f"--ids: no task in {options.tasks} has the id {', '.join(unknown)} "
+                    f"(its {len(tasks)} ids look like {sample or 'nothing: the file has no tasks'})"
+                )
             tasks = [t for t in tasks if t.instance_id in wanted]
         if options.limit is not None:
             tasks = tasks[: options.limit]
@@ -119,8 +121,11 @@ class Evaluation:
         self.out = Path(options.out)
         self.gold = GoldStore(options.gold, options.eval_config)
         self.locator = DatabaseLocator(options.dbs, options.db) if (options.dbs or options.db) else None
-        self.executor: Executor = McpExecutor(max_rows=options.max_rows, log_dir=self.out / "mcp-logs") \
-            if options.via_mcp else InProcessExecutor(max_rows=options.max_rows)
+        self.executor: Executor = (
+            McpExecutor(max_rows=options.max_rows, log_dir=self.out / "mcp-logs")
+            if options.via_mcp
+            else InProcessExecutor(max_rows=options.max_rows)
+        )
         self.runner = self._make_runner()
 
     def _make_runner(self) -> Runner:
@@ -129,15 +134,20 @@ class Evaluation:
             from flexsql.config import Settings
             from flexsql.evals.builtin import BuiltinRunner
 
-            return BuiltinRunner(o.settings or Settings(), self.locator, self.out, o.external_knowledge, o.timeout,
-                                 o.plans)
+            return BuiltinRunner(
+                o.settings or Settings(), self.locator, self.out, o.external_knowledge, o.timeout, o.plans
+            )
         if o.runner == "gold":
             if self.locator is None:
-                raise ConfigError("--runner gold replays gold SQL on the databases: pass --dbs DIR or --db URL")
+                raise ConfigError(
+                    "--runner gold replays gold SQL on the databases: pass --dbs DIR or --db URL"
+                )
             return GoldRunner(self.gold)
         if o.runner == "predictions":
             if o.predictions is None:
-                raise ConfigError("--runner predictions needs --predictions DIR (a folder of <id>.sql / <id>.csv)")
+                raise ConfigError(
+                    "--runner predictions needs --predictions DIR (a folder of <id>.sql / <id>.csv)"
+                )
             return PredictionsRunner(o.predictions, o.prediction_mode)
         if o.runner == "command":
             return CommandRunner(o.command or "", self.locator, self.out, o.external_knowledge, o.timeout)
@@ -148,14 +158,26 @@ class Evaluation:
         started = time.perf_counter()
         timings: dict[str, float] = {}
         record: dict[str, Any] = {
-            "instance_id": task.instance_id, "db": task.db, "benchmark": task.benchmark,
-            "question": task.question, "runner": self.runner.name, "scorer": self.scorer,
+            "instance_id": task.instance_id,
+            "db": task.db,
+            "benchmark": task.benchmark,
+            "question": task.question,
+            "runner": self.runner.name,
+            "scorer": self.scorer,
         }
         if task.turn_type is not None or task.dialogue_index is not None:
-            record.update(turn_type=task.turn_type, dialogue_index=task.dialogue_index, turn_index=task.turn_index)
+            record.update(
+                turn_type=task.turn_type, dialogue_index=task.dialogue_index, turn_index=task.turn_index
+            )
         if not task.scored and isinstance(self.runner, GoldRunner):
-            return self._finish(record, "not_scored", None, timings, started,
-                                reason=f"{task.turn_type or 'this'} turn has no gold SQL: recorded, not scored")
+            return self._finish(
+                record,
+                "not_scored",
+                None,
+                timings,
+                started,
+                reason=f"{task.turn_type or 'this'} turn has no gold SQL: recorded, not scored",
+            )
         try:
             prediction = self.runner.predict(task)
         except FlexSQLError as exc:
@@ -163,36 +185,80 @@ class Evaluation:
         except Exception as exc:  # a runner bug must not stop the whole evaluation
             prediction = Prediction(error=f"{type(exc).__name__}: {exc}", error_category="runner_error")
         timings["runner_s"] = round(prediction.runner_s, 4)
-        record.update(sql=extract_sql(prediction.sql) if prediction.sql else None, prediction_origin=prediction.origin or None, tokens=prediction.tokens,
-                      cost_usd=prediction.cost_usd, runner_note=prediction.note, answer_text=prediction.answer_text)
+        record.update(
+            sql=extract_sql(prediction.sql) if prediction.sql else None,
+            prediction_origin=prediction.origin or None,
+            tokens=prediction.tokens,
+            cost_usd=prediction.cost_usd,
+            runner_note=prediction.note,
+            answer_text=prediction.answer_text,
+        )
         if self.runner.name == "builtin":
             # the contract (DESIGN.md): builtin lines carry the agent's `status`; `outcome` is the evaluation's
-            record.update(agent_status=prediction.status, model_calls=prediction.model_calls,
-                          tool_calls=prediction.tool_calls, trace=prediction.trace)
+            record.update(
+                agent_status=prediction.status,
+                model_calls=prediction.model_calls,
+                tool_calls=prediction.tool_calls,
+                trace=prediction.trace,
+            )
         if task.benchmark == "dialogue":
-            record.update(expected_status=expected_status(task),
-                          returned_status=returned_status(prediction.status, prediction.present, prediction.error))
+            record.update(
+                expected_status=expected_status(task),
+                returned_status=returned_status(prediction.status, prediction.present, prediction.error),
+            )
         if is_status_turn(task):  # ambiguous / unanswerable / improper: scored by status (evals/dialogue.py)
             fields = status_record(task, prediction.status, prediction.present, prediction.error)
-            record.update(expected_status=fields["expected_status"], returned_status=fields["returned_status"])
-            verdict = Verdict(scorer=self.scorer, score=fields["score"], reason=fields["reason"],
-                              category=fields["category"])
+            record.update(
+                expected_status=fields["expected_status"], returned_status=fields["returned_status"]
+            )
+            verdict = Verdict(
+                scorer=self.scorer,
+                score=fields["score"],
+                reason=fields["reason"],
+                category=fields["category"],
+            )
             return self._finish(record, "scored", {self.scorer: verdict}, timings, started)
         if not task.scored:
-            return self._finish(record, "not_scored", None, timings, started,
-                                reason=f"{task.turn_type or 'this'} turn has no gold SQL: answer recorded, not scored")
+            return self._finish(
+                record,
+                "not_scored",
+                None,
+                timings,
+                started,
+                reason=f"{task.turn_type or 'this'} turn has no gold SQL: answer recorded, not scored",
+            )
         if not prediction.present:
-            return self._finish(record, "no_prediction", None, timings, started,
-                                reason=prediction.error or "no prediction", category=prediction.error_category)
+            return self._finish(
+                record,
+                "no_prediction",
+                None,
+                timings,
+                started,
+                reason=prediction.error or "no prediction",
+                category=prediction.error_category,
+            )
         try:
             gold = self._gold(task, timings)
         except ExecutionFailure as exc:
-            return self._finish(record, "gold_error", None, timings, started,
-                                reason=f"the gold SQL failed ({exc.category}): {exc}", category="no_gold")
+            return self._finish(
+                record,
+                "gold_error",
+                None,
+                timings,
+                started,
+                reason=f"the gold SQL failed ({exc.category}): {exc}",
+                category="no_gold",
+            )
         if gold is None:
-            return self._finish(record, "no_gold", None, timings, started,
-                                reason="no gold for this task: neither a gold CSV under --gold nor gold SQL",
-                                category="no_gold")
+            return self._finish(
+                record,
+                "no_gold",
+                None,
+                timings,
+                started,
+                reason="no gold for this task: neither a gold CSV under --gold nor gold SQL",
+                category="no_gold",
+            )
         verdicts = self._score(task, prediction, gold, timings)
         return self._finish(record, "scored", verdicts, timings, started)
 
@@ -204,7 +270,9 @@ class Evaluation:
                 config = self.gold.config(task.instance_id)
                 for t in tables:
                     t.ordered = not config.ignore_order
-                return _Gold(tables=tables, condition_cols=config.condition_cols, ignore_order=config.ignore_order)
+                return _Gold(
+                    tables=tables, condition_cols=config.condition_cols, ignore_order=config.ignore_order
+                )
             sql = task.gold_sql or self.gold.sql(task.instance_id)
             if not sql:
                 return None
@@ -213,10 +281,12 @@ class Evaluation:
             ordered = orders_result(sql, _dialect(url))
             frame = frame_from_result(result.columns, result.rows)
             config = self.gold.config(task.instance_id)
-            return _Gold(tables=[GoldTable(name="gold SQL", frame=frame, ordered=ordered)],
-                         raw=[("gold SQL", result.columns, result.rows, ordered)],
-                         condition_cols=config.condition_cols,
-                         ignore_order=config.ignore_order if task.instance_id in self.gold.configs else not ordered)
+            return _Gold(
+                tables=[GoldTable(name="gold SQL", frame=frame, ordered=ordered)],
+                raw=[("gold SQL", result.columns, result.rows, ordered)],
+                condition_cols=config.condition_cols,
+                ignore_order=config.ignore_order if task.instance_id in self.gold.configs else not ordered,
+            )
         finally:
             timings["gold_s"] = round(time.perf_counter() - t0, 4)
 
@@ -229,7 +299,9 @@ class Evaluation:
         except FlexSQLError as exc:
             raise ExecutionFailure("no_database", str(exc)) from None
 
-    def _score(self, task: Task, prediction: Prediction, gold: _Gold, timings: dict[str, float]) -> dict[str, Verdict]:
+    def _score(
+        self, task: Task, prediction: Prediction, gold: _Gold, timings: dict[str, float]
+    ) -> dict[str, Verdict]:
         flavor = self.options.flavor or task.flavor
         t0 = time.perf_counter()
         sub = self.out / SUBMISSION
@@ -254,12 +326,16 @@ class Evaluation:
                 empty_cloud = False
         except ExecutionFailure as exc:
             timings["exec_s"] = round(time.perf_counter() - t0, 4)
-            reason = f"execution error: {exc}" if exc.category == "execution_error" else f"{exc.category}: {exc}"
+            reason = (
+                f"execution error: {exc}" if exc.category == "execution_error" else f"{exc.category}: {exc}"
+            )
             return {s: failure(s, exc.category, reason) for s in ("spider2", "spider2-strict", "ex")}
         except Exception as exc:  # unreadable CSV (empty file, bad quoting)
             timings["exec_s"] = round(time.perf_counter() - t0, 4)
             reason = f"the prediction CSV could not be read: {type(exc).__name__}: {exc}"
-            return {s: failure(s, "unreadable_prediction", reason) for s in ("spider2", "spider2-strict", "ex")}
+            return {
+                s: failure(s, "unreadable_prediction", reason) for s in ("spider2", "spider2-strict", "ex")
+            }
         timings["exec_s"] = round(time.perf_counter() - t0, 4)
         t1 = time.perf_counter()
         verdicts: dict[str, Verdict] = {}
@@ -268,12 +344,18 @@ class Evaluation:
                 verdicts[s] = failure(s, "unreadable_prediction", "the prediction has no columns")
         elif empty_cloud:
             for s in ("spider2", "spider2-strict"):
-                verdicts[s] = failure(s, "empty_result", "empty result (the official evaluator scores an empty "
-                                                        "result 0 on cloud engines)")
+                verdicts[s] = failure(
+                    s,
+                    "empty_result",
+                    "empty result (the official evaluator scores an empty result 0 on cloud engines)",
+                )
         else:
-            verdicts["spider2"] = score_spider2(pred_frame, gold.tables, gold.condition_cols, gold.ignore_order, flavor)
-            verdicts["spider2-strict"] = score_spider2_strict(pred_frame, gold.tables, gold.condition_cols,
-                                                              gold.ignore_order)
+            verdicts["spider2"] = score_spider2(
+                pred_frame, gold.tables, gold.condition_cols, gold.ignore_order, flavor
+            )
+            verdicts["spider2-strict"] = score_spider2_strict(
+                pred_frame, gold.tables, gold.condition_cols, gold.ignore_order
+            )
         if gold.raw:
             verdicts["ex"] = score_ex(pred_cols, pred_rows, gold_tables=gold.raw)
         else:
@@ -281,21 +363,36 @@ class Evaluation:
         timings["score_s"] = round(time.perf_counter() - t1, 4)
         return verdicts
 
-    def _finish(self, record: dict[str, Any], status: str, verdicts: dict[str, Verdict] | None,
-                timings: dict[str, float], started: float, *, reason: str = "",
-                category: str | None = None) -> dict[str, Any]:
+    def _finish(
+        self,
+        record: dict[str, Any],
+        status: str,
+        verdicts: dict[str, Verdict] | None,
+        timings: dict[str, float],
+        started: float,
+        *,
+        reason: str = "",
+        category: str | None = None,
+    ) -> dict[str, Any]:
         timings["total_s"] = round(time.perf_counter() - started, 4)
         record["outcome"] = status  # scored / no_prediction / not_scored / gold_error / no_gold
         record["status"] = record.pop("agent_status", None) or status
         record["evaluated"] = status == "scored"
         if verdicts:
             main = verdicts[self.scorer]
-            record.update(score=main.score, reason=main.reason, category=main.category, variant=main.variant,
-                          scores={k: v.score for k, v in verdicts.items()},
-                          reasons={k: v.reason for k, v in verdicts.items() if v.score == 0},
-                          categories={k: v.category for k, v in verdicts.items()})
+            record.update(
+                score=main.score,
+                reason=main.reason,
+                category=main.category,
+                variant=main.variant,
+                scores={k: v.score for k, v in verdicts.items()},
+                reasons={k: v.reason for k, v in verdicts.items() if v.score == 0},
+                categories={k: v.category for k, v in verdicts.items()},
+            )
         else:
-            record.update(score=0, reason=reason, category=category or status, scores={}, reasons={}, categories={})
+            record.update(
+                score=0, reason=reason, category=category or status, scores={}, reasons={}, categories={}
+            )
         record["timings"] = timings
         record["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
         return record
@@ -306,8 +403,10 @@ class Evaluation:
             self.out.mkdir(parents=True, exist_ok=True)
             (self.out / SUBMISSION).mkdir(exist_ok=True)
         except OSError as exc:
-            raise ConfigError(f"cannot write the results to {self.out}: {exc.strerror or exc}; "
-                              "pass --out a folder you can create and write") from None
+            raise ConfigError(
+                f"cannot write the results to {self.out}: {exc.strerror or exc}; "
+                "pass --out a folder you can create and write"
+            ) from None
         results_path = self.out / RESULTS
         previous = self._previous(results_path)
         # A dialogue is one unit, its turns in order (evals/dialogue.py); any other task is its own.
@@ -368,12 +467,27 @@ class Evaluation:
         records = self._merge(previous, new_records)
         from flexsql.evals.report import summarize, write_reports
 
-        summary = summarize(records, self.tasks, self.scorer, ran=len(new_records), wall_s=wall,
-                            runner=self.runner.name, executor=self.executor.name, interrupted=interrupted)
+        summary = summarize(
+            records,
+            self.tasks,
+            self.scorer,
+            ran=len(new_records),
+            wall_s=wall,
+            runner=self.runner.name,
+            executor=self.executor.name,
+            interrupted=interrupted,
+        )
         write_reports(self.out, summary, records)
-        return RunOutcome(out=self.out, total_tasks=len(self.tasks), ran=len(new_records),
-                          skipped=len(self.tasks) - len(todo), interrupted=interrupted, wall_s=wall,
-                          records=records, summary=summary)
+        return RunOutcome(
+            out=self.out,
+            total_tasks=len(self.tasks),
+            ran=len(new_records),
+            skipped=len(self.tasks) - len(todo),
+            interrupted=interrupted,
+            wall_s=wall,
+            records=records,
+            summary=summary,
+        )
 
     def _previous(self, results_path: Path) -> dict[str, dict[str, Any]]:
         if not self.options.resume:
@@ -383,11 +497,14 @@ class Evaluation:
         info_path = self.out / "run.json"
         if info_path.exists() and results_path.exists():
             info = json.loads(info_path.read_text(encoding="utf-8"))
-            same = info.get("runner") == self.runner.name and info.get("tasks") == str(Path(self.options.tasks).resolve())
+            same = info.get("runner") == self.runner.name and info.get("tasks") == str(
+                Path(self.options.tasks).resolve()
+            )
             if not same:
                 raise ConfigError(
                     f"{self.out} holds results of another run (runner {info.get('runner')}, tasks {info.get('tasks')}); "
-                    "use another --out, or --no-resume to start over")
+                    "use another --out, or --no-resume to start over"
+                )
         records: dict[str, dict[str, Any]] = {}
         if results_path.exists():
             for line in results_path.read_text(encoding="utf-8").splitlines():
@@ -412,10 +529,17 @@ class Evaluation:
         return sorted(kept, key=lambda r: order[r["instance_id"]])
 
     def _write_run_info(self, todo: int) -> None:
-        info = {"tasks": str(Path(self.options.tasks).resolve()), "runner": self.runner.name, "scorer": self.scorer,
-                "executor": self.executor.name, "jobs": self.options.jobs, "timeout": self.options.timeout,
-                "started_at": datetime.now(UTC).isoformat(timespec="seconds"), "tasks_to_run": todo,
-                "options": json.loads(self.options.model_dump_json())}
+        info = {
+            "tasks": str(Path(self.options.tasks).resolve()),
+            "runner": self.runner.name,
+            "scorer": self.scorer,
+            "executor": self.executor.name,
+            "jobs": self.options.jobs,
+            "timeout": self.options.timeout,
+            "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "tasks_to_run": todo,
+            "options": json.loads(self.options.model_dump_json()),
+        }
         if info["options"].get("db"):
             info["options"]["db"] = redact(info["options"]["db"])
         write_private(self.out / "run.json", json.dumps(info, indent=2))

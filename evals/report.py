@@ -20,11 +20,11 @@ from flexsql.evals.tasks import Task
 
 SCORER_NOTES = {
     "spider2": "the official Spider 2.0 rule: every gold column (condition_cols) equals some predicted column, "
-               "each column sorted on its own, NULL = 0, numbers within 0.01",
+    "each column sorted on its own, NULL = 0, numbers within 0.01",
     "spider2-strict": "one-to-one column mapping, rows compared as a multiset, NULL distinct from 0, "
-                      "condition_cols as written (fixes the official weaknesses)",
+    "condition_cols as written (fixes the official weaknesses)",
     "ex": "execution match: all columns, any column order, no extra columns, rows as a multiset (ordered when the "
-          "gold SQL has a top-level ORDER BY)",
+    "gold SQL has a top-level ORDER BY)",
 }
 
 
@@ -32,8 +32,17 @@ def _pct(n: int, d: int) -> float | None:
     return round(100.0 * n / d, 2) if d else None
 
 
-def summarize(records: list[dict[str, Any]], tasks: list[Task], scorer: str, *, ran: int = 0, wall_s: float = 0.0,
-              runner: str = "", executor: str = "", interrupted: bool = False) -> dict[str, Any]:
+def summarize(
+    records: list[dict[str, Any]],
+    tasks: list[Task],
+    scorer: str,
+    *,
+    ran: int = 0,
+    wall_s: float = 0.0,
+    runner: str = "",
+    executor: str = "",
+    interrupted: bool = False,
+) -> dict[str, Any]:
     scored_tasks = [t for t in tasks if t.scored]
     all_n = len(scored_tasks)
     by_id = {r["instance_id"]: r for r in records}
@@ -45,10 +54,23 @@ def summarize(records: list[dict[str, Any]], tasks: list[Task], scorer: str, *, 
         if not have:
             continue
         passed = sum(r["scores"][name] for r in have)
-        scorers[name] = {"passed": passed, "evaluated": len(have), "all": all_n,
-                         "accuracy_evaluated": _pct(passed, len(have)), "accuracy_all": _pct(passed, all_n)}
-    primary = scorers.get(scorer, {"passed": 0, "evaluated": len(evaluated), "all": all_n,
-                                   "accuracy_evaluated": None, "accuracy_all": _pct(0, all_n)})
+        scorers[name] = {
+            "passed": passed,
+            "evaluated": len(have),
+            "all": all_n,
+            "accuracy_evaluated": _pct(passed, len(have)),
+            "accuracy_all": _pct(passed, all_n),
+        }
+    primary = scorers.get(
+        scorer,
+        {
+            "passed": 0,
+            "evaluated": len(evaluated),
+            "all": all_n,
+            "accuracy_evaluated": None,
+            "accuracy_all": _pct(0, all_n),
+        },
+    )
 
     by_db: dict[str, dict[str, int]] = defaultdict(lambda: {"tasks": 0, "evaluated": 0, "passed": 0})
     for t in scored_tasks:
@@ -58,13 +80,17 @@ def summarize(records: list[dict[str, Any]], tasks: list[Task], scorer: str, *, 
         if r and r.get("evaluated"):
             row["evaluated"] += 1
             row["passed"] += int(r.get("scores", {}).get(scorer, r.get("score", 0)))
-    failures = [r for r in scored_records if not (r.get("evaluated") and r.get("scores", {}).get(scorer) == 1)]
+    failures = [
+        r for r in scored_records if not (r.get("evaluated") and r.get("scores", {}).get(scorer) == 1)
+    ]
     missing = [t.instance_id for t in scored_tasks if t.instance_id not in by_id]
     reasons = Counter(_category(r, scorer) for r in failures)
     if missing:
         reasons["not run yet"] += len(missing)
 
-    turn_types: dict[str, dict[str, int]] = defaultdict(lambda: {"turns": 0, "scored": 0, "passed": 0, "answered_sql": 0})
+    turn_types: dict[str, dict[str, int]] = defaultdict(
+        lambda: {"turns": 0, "scored": 0, "passed": 0, "answered_sql": 0}
+    )
     for t in tasks:
         if t.benchmark != "dialogue":
             continue
@@ -78,7 +104,11 @@ def summarize(records: list[dict[str, Any]], tasks: list[Task], scorer: str, *, 
         if r and r.get("sql") and r.get("runner") != "gold":
             row["answered_sql"] += 1
 
-    times = [r.get("timings", {}).get("total_s") for r in records if r.get("timings", {}).get("total_s") is not None]
+    times = [
+        r.get("timings", {}).get("total_s")
+        for r in records
+        if r.get("timings", {}).get("total_s") is not None
+    ]
     tokens: Counter = Counter()
     cost = 0.0
     for r in records:
@@ -94,40 +124,75 @@ def summarize(records: list[dict[str, Any]], tasks: list[Task], scorer: str, *, 
             row["evaluated"] += 1
             row["passed"] += int(r.get("scores", {}).get(scorer, r.get("score", 0)))
     return {
-        "by_benchmark": dict(sorted(by_benchmark.items())), "agent": agent_usage(records),
-        "runner": runner, "executor": executor, "scorer": scorer, "interrupted": interrupted,
-        "tasks": len(tasks), "scored_tasks": all_n, "recorded": len(scored_records), "evaluated": len(evaluated),
-        "passed": primary["passed"], "accuracy_evaluated": primary["accuracy_evaluated"],
-        "accuracy_all": primary["accuracy_all"], "scorers": scorers,
-        "by_db": dict(sorted(by_db.items())), "failure_reasons": dict(reasons.most_common()),
-        "failures": [{"instance_id": r["instance_id"], "db": r.get("db"), "category": _category(r, scorer),
-                      "reason": _reason(r, scorer)} for r in failures],
+        "by_benchmark": dict(sorted(by_benchmark.items())),
+        "agent": agent_usage(records),
+        "runner": runner,
+        "executor": executor,
+        "scorer": scorer,
+        "interrupted": interrupted,
+        "tasks": len(tasks),
+        "scored_tasks": all_n,
+        "recorded": len(scored_records),
+        "evaluated": len(evaluated),
+        "passed": primary["passed"],
+        "accuracy_evaluated": primary["accuracy_evaluated"],
+        "accuracy_all": primary["accuracy_all"],
+        "scorers": scorers,
+        "by_db": dict(sorted(by_db.items())),
+        "failure_reasons": dict(reasons.most_common()),
+        "failures": [
+            {
+                "instance_id": r["instance_id"],
+                "db": r.get("db"),
+                "category": _category(r, scorer),
+                "reason": _reason(r, scorer),
+            }
+            for r in failures
+        ],
         "not_run": missing,
         "turn_types": dict(sorted(turn_types.items())),
         "dialogue": dialogue.dialogue_summary(records, tasks, scorer),
-        "ran_this_session": ran, "wall_s": round(wall_s, 3),
+        "ran_this_session": ran,
+        "wall_s": round(wall_s, 3),
         "tasks_per_s": round(ran / wall_s, 2) if wall_s > 0 and ran else None,
         "median_task_s": round(statistics.median(times), 4) if times else None,
-        "tokens": dict(tokens) or None, "cost_usd": round(cost, 4) if cost else None,
+        "tokens": dict(tokens) or None,
+        "cost_usd": round(cost, 4) if cost else None,
     }
 
 
 def agent_usage(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Model calls, tool calls and tokens per task, for runners that report them (the builtin agent)."""
-    rows = [{"instance_id": r["instance_id"], "status": r.get("status"), "score": r.get("score", 0),
-             "model_calls": r.get("model_calls") or 0, "tool_calls": r.get("tool_calls") or 0,
-             "prompt_tokens": (r.get("tokens") or {}).get("prompt", 0),
-             "completion_tokens": (r.get("tokens") or {}).get("completion", 0)}
-            for r in records if r.get("model_calls") is not None]
+    rows = [
+        {
+            "instance_id": r["instance_id"],
+            "status": r.get("status"),
+            "score": r.get("score", 0),
+            "model_calls": r.get("model_calls") or 0,
+            "tool_calls": r.get("tool_calls") or 0,
+            "prompt_tokens": (r.get("tokens") or {}).get("prompt", 0),
+            "completion_tokens": (r.get("tokens") or {}).get("completion", 0),
+        }
+        for r in records
+        if r.get("model_calls") is not None
+    ]
     if not rows:
         return None
-    mean = {k: round(statistics.mean(row[k] for row in rows), 1)
-            for k in ("model_calls", "tool_calls", "prompt_tokens", "completion_tokens")}
+    mean = {
+        k: round(statistics.mean(row[k] for row in rows), 1)
+        for k in ("model_calls", "tool_calls", "prompt_tokens", "completion_tokens")
+    }
     return {"tasks": len(rows), "mean": mean, "per_task": rows}
 
 
 def _category(record: dict[str, Any], scorer: str) -> str:
-    category = record.get("categories", {}).get(scorer) or record.get("category") or record.get("outcome") or record.get("status") or "?"
+    category = (
+        record.get("categories", {}).get(scorer)
+        or record.get("category")
+        or record.get("outcome")
+        or record.get("status")
+        or "?"
+    )
     return CATEGORY_TEXT.get(category, category)
 
 
@@ -150,46 +215,86 @@ def markdown(s: dict[str, Any]) -> str:
     lines = [f"# flexsql eval — {s['runner']} runner, {s['scorer']} scorer", ""]
     if s["interrupted"]:
         lines += ["**Interrupted**: re-run the same command to finish the remaining tasks.", ""]
-    lines += [f"- tasks: {s['scored_tasks']} scored ({s['tasks']} in the file), {s['evaluated']} evaluated, "
-              f"{s['passed']} passed",
-              f"- accuracy ({s['scorer']}): **{_fmt(s['accuracy_evaluated'])}** of evaluated "
-              f"({s['passed']}/{s['evaluated']}), **{_fmt(s['accuracy_all'])}** of all tasks "
-              f"({s['passed']}/{s['scored_tasks']})"]
+    lines += [
+        f"- tasks: {s['scored_tasks']} scored ({s['tasks']} in the file), {s['evaluated']} evaluated, "
+        f"{s['passed']} passed",
+        f"- accuracy ({s['scorer']}): **{_fmt(s['accuracy_evaluated'])}** of evaluated "
+        f"({s['passed']}/{s['evaluated']}), **{_fmt(s['accuracy_all'])}** of all tasks "
+        f"({s['passed']}/{s['scored_tasks']})",
+    ]
     if s.get("tasks_per_s"):
-        lines.append(f"- this session: {s['ran_this_session']} tasks in {s['wall_s']:.2f} s "
-                     f"({s['tasks_per_s']} tasks/s, median {s['median_task_s']} s per task, {s['executor']})")
+        lines.append(
+            f"- this session: {s['ran_this_session']} tasks in {s['wall_s']:.2f} s "
+            f"({s['tasks_per_s']} tasks/s, median {s['median_task_s']} s per task, {s['executor']})"
+        )
     if s.get("tokens"):
-        lines.append(f"- tokens: {', '.join(f'{k} {v}' for k, v in s['tokens'].items())}"
-                     + (f"; cost ${s['cost_usd']}" if s.get("cost_usd") else ""))
-    lines += ["", "## Scorers", "", "| scorer | passed | evaluated | all | accuracy (evaluated) | accuracy (all) |",
-              "| --- | ---: | ---: | ---: | ---: | ---: |"]
+        lines.append(
+            f"- tokens: {', '.join(f'{k} {v}' for k, v in s['tokens'].items())}"
+            + (f"; cost ${s['cost_usd']}" if s.get("cost_usd") else "")
+        )
+    lines += [
+        "",
+        "## Scorers",
+        "",
+        "| scorer | passed | evaluated | all | accuracy (evaluated) | accuracy (all) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for name, v in s["scorers"].items():
-        lines.append(f"| {name} | {v['passed']} | {v['evaluated']} | {v['all']} | {_fmt(v['accuracy_evaluated'])} "
-                     f"| {_fmt(v['accuracy_all'])} |")
+        lines.append(
+            f"| {name} | {v['passed']} | {v['evaluated']} | {v['all']} | {_fmt(v['accuracy_evaluated'])} "
+            f"| {_fmt(v['accuracy_all'])} |"
+        )
     lines += [""] + [f"- **{k}**: {v}" for k, v in SCORER_NOTES.items() if k in s["scorers"]]
     if len(s.get("by_benchmark") or {}) > 1 or s.get("agent"):
-        lines += ["", "## By benchmark", "", "| benchmark | tasks | evaluated | passed | accuracy (all) |",
-                  "| --- | ---: | ---: | ---: | ---: |"]
+        lines += [
+            "",
+            "## By benchmark",
+            "",
+            "| benchmark | tasks | evaluated | passed | accuracy (all) |",
+            "| --- | ---: | ---: | ---: | ---: |",
+        ]
         for name, v in s["by_benchmark"].items():
-            lines.append(f"| {name} | {v['tasks']} | {v['evaluated']} | {v['passed']} "
-                         f"| {_fmt(_pct(v['passed'], v['tasks']))} |")
+            lines.append(
+                f"| {name} | {v['tasks']} | {v['evaluated']} | {v['passed']} "
+                f"| {_fmt(_pct(v['passed'], v['tasks']))} |"
+            )
     if s.get("agent"):
         a = s["agent"]
         m = a["mean"]
-        lines += ["", "## Agent usage", "", f"Per task on average: {m['model_calls']} model calls, {m['tool_calls']} "
-                  f"tool calls, {m['prompt_tokens']:,} prompt + {m['completion_tokens']:,} completion tokens.", "",
-                  "| task | status | score | model calls | tool calls | prompt tokens | completion tokens |",
-                  "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+        lines += [
+            "",
+            "## Agent usage",
+            "",
+            f"Per task on average: {m['model_calls']} model calls, {m['tool_calls']} "
+            f"tool calls, {m['prompt_tokens']:,} prompt + {m['completion_tokens']:,} completion tokens.",
+            "",
+            "| task | status | score | model calls | tool calls | prompt tokens | completion tokens |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        ]
         for row in a["per_task"]:
-            lines.append(f"| {row['instance_id']} | {row['status']} | {row['score']} | {row['model_calls']} "
-                         f"| {row['tool_calls']} | {row['prompt_tokens']} | {row['completion_tokens']} |")
-    lines += ["", "## By database", "", "| database | tasks | evaluated | passed | accuracy (all) |",
-              "| --- | ---: | ---: | ---: | ---: |"]
+            lines.append(
+                f"| {row['instance_id']} | {row['status']} | {row['score']} | {row['model_calls']} "
+                f"| {row['tool_calls']} | {row['prompt_tokens']} | {row['completion_tokens']} |"
+            )
+    lines += [
+        "",
+        "## By database",
+        "",
+        "| database | tasks | evaluated | passed | accuracy (all) |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
     for db, v in s["by_db"].items():
-        lines.append(f"| {db} | {v['tasks']} | {v['evaluated']} | {v['passed']} | {_fmt(_pct(v['passed'], v['tasks']))} |")
+        lines.append(
+            f"| {db} | {v['tasks']} | {v['evaluated']} | {v['passed']} | {_fmt(_pct(v['passed'], v['tasks']))} |"
+        )
     if s["turn_types"]:
-        lines += ["", "## Dialogue turns by type", "", "| type | turns | scored | passed | answered with SQL |",
-                  "| --- | ---: | ---: | ---: | ---: |"]
+        lines += [
+            "",
+            "## Dialogue turns by type",
+            "",
+            "| type | turns | scored | passed | answered with SQL |",
+            "| --- | ---: | ---: | ---: | ---: |",
+        ]
         for k, v in s["turn_types"].items():
             lines.append(f"| {k} | {v['turns']} | {v['scored']} | {v['passed']} | {v['answered_sql']} |")
     if s.get("dialogue"):
@@ -201,7 +306,13 @@ def markdown(s: dict[str, Any]) -> str:
     else:
         lines.append("none")
     if s["failures"]:
-        lines += ["", "## Every failure", "", "| task | database | category | reason |", "| --- | --- | --- | --- |"]
+        lines += [
+            "",
+            "## Every failure",
+            "",
+            "| task | database | category | reason |",
+            "| --- | --- | --- | --- |",
+        ]
         for f in s["failures"]:
             reason = str(f["reason"]).replace("|", "\\|").replace("\n", " ")
             lines.append(f"| {f['instance_id']} | {f['db']} | {f['category']} | {reason[:500]} |")
@@ -227,17 +338,25 @@ def _bar_chart(rows: list[tuple[str, float, str]], max_value: float, color: str,
         return ""
     label_w, bar_w, row_h = 220, 560, 24
     height = row_h * len(rows) + 10
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{html.escape(title)}" '
-             f'width="{label_w + bar_w + 160}" height="{height}" style="max-width:100%">']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{html.escape(title)}" '
+        f'width="{label_w + bar_w + 160}" height="{height}" style="max-width:100%">'
+    ]
     for i, (label, value, text) in enumerate(rows):
         y = 5 + i * row_h
         w = 0 if max_value <= 0 else max(1.0, bar_w * value / max_value) if value > 0 else 0
         short = label if len(label) <= 32 else label[:31] + "…"
-        parts.append(f'<text x="{label_w - 8}" y="{y + 16}" text-anchor="end" font-size="12">{html.escape(short)}</text>')
+        parts.append(
+            f'<text x="{label_w - 8}" y="{y + 16}" text-anchor="end" font-size="12">{html.escape(short)}</text>'
+        )
         parts.append(f'<rect x="{label_w}" y="{y + 3}" width="{bar_w}" height="{row_h - 8}" fill="#eef1f6"/>')
-        parts.append(f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row_h - 8}" fill="{color}">'
-                     f'<title>{html.escape(label)}: {html.escape(text)}</title></rect>')
-        parts.append(f'<text x="{label_w + bar_w + 8}" y="{y + 16}" font-size="12">{html.escape(text)}</text>')
+        parts.append(
+            f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row_h - 8}" fill="{color}">'
+            f"<title>{html.escape(label)}: {html.escape(text)}</title></rect>"
+        )
+        parts.append(
+            f'<text x="{label_w + bar_w + 8}" y="{y + 16}" font-size="12">{html.escape(text)}</text>'
+        )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -245,78 +364,127 @@ def _bar_chart(rows: list[tuple[str, float, str]], max_value: float, color: str,
 def html_report(s: dict[str, Any]) -> str:
     e = html.escape
     title = f"flexsql eval — {s['runner']} runner, {s['scorer']} scorer"
-    out = [f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{e(title)}</title>"
-           f"<style>{_CSS}</style></head><body><h1>{e(title)}</h1>"]
+    out = [
+        f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{e(title)}</title>"
+        f"<style>{_CSS}</style></head><body><h1>{e(title)}</h1>"
+    ]
     if s["interrupted"]:
-        out.append('<p class=warn>Interrupted: re-run the same command to finish the remaining tasks.</p>')
-    out.append('<div class=cards>')
-    out.append(f'<div class=card><div class=muted>accuracy, evaluated</div><div class=big>{_fmt(s["accuracy_evaluated"])}</div>'
-               f'<div class=muted>{s["passed"]} / {s["evaluated"]} evaluated</div></div>')
-    out.append(f'<div class=card><div class=muted>accuracy, all tasks</div><div class=big>{_fmt(s["accuracy_all"])}</div>'
-               f'<div class=muted>{s["passed"]} / {s["scored_tasks"]} tasks</div></div>')
+        out.append("<p class=warn>Interrupted: re-run the same command to finish the remaining tasks.</p>")
+    out.append("<div class=cards>")
+    out.append(
+        f"<div class=card><div class=muted>accuracy, evaluated</div><div class=big>{_fmt(s['accuracy_evaluated'])}</div>"
+        f"<div class=muted>{s['passed']} / {s['evaluated']} evaluated</div></div>"
+    )
+    out.append(
+        f"<div class=card><div class=muted>accuracy, all tasks</div><div class=big>{_fmt(s['accuracy_all'])}</div>"
+        f"<div class=muted>{s['passed']} / {s['scored_tasks']} tasks</div></div>"
+    )
     if s.get("tasks_per_s"):
-        out.append(f'<div class=card><div class=muted>speed ({e(s["executor"])})</div><div class=big>{s["tasks_per_s"]} tasks/s</div>'
-                   f'<div class=muted>{s["ran_this_session"]} tasks in {s["wall_s"]:.1f} s</div></div>')
+        out.append(
+            f"<div class=card><div class=muted>speed ({e(s['executor'])})</div><div class=big>{s['tasks_per_s']} tasks/s</div>"
+            f"<div class=muted>{s['ran_this_session']} tasks in {s['wall_s']:.1f} s</div></div>"
+        )
     if s.get("tokens"):
         total = sum(s["tokens"].values())
-        out.append(f'<div class=card><div class=muted>tokens</div><div class=big>{total:,}</div>'
-                   f'<div class=muted>{e(", ".join(f"{k} {v:,}" for k, v in s["tokens"].items()))}</div></div>')
+        out.append(
+            f"<div class=card><div class=muted>tokens</div><div class=big>{total:,}</div>"
+            f"<div class=muted>{e(', '.join(f'{k} {v:,}' for k, v in s['tokens'].items()))}</div></div>"
+        )
     out.append("</div>")
 
-    out.append("<h2>Scorers</h2><table><tr><th>scorer</th><th class=n>passed</th><th class=n>evaluated</th>"
-               "<th class=n>all</th><th class=n>accuracy (evaluated)</th><th class=n>accuracy (all)</th><th>rule</th></tr>")
+    out.append(
+        "<h2>Scorers</h2><table><tr><th>scorer</th><th class=n>passed</th><th class=n>evaluated</th>"
+        "<th class=n>all</th><th class=n>accuracy (evaluated)</th><th class=n>accuracy (all)</th><th>rule</th></tr>"
+    )
     for name, v in s["scorers"].items():
-        out.append(f"<tr><td><code>{e(name)}</code></td><td class=n>{v['passed']}</td><td class=n>{v['evaluated']}</td>"
-                   f"<td class=n>{v['all']}</td><td class=n>{_fmt(v['accuracy_evaluated'])}</td>"
-                   f"<td class=n>{_fmt(v['accuracy_all'])}</td><td class=muted>{e(SCORER_NOTES.get(name, ''))}</td></tr>")
+        out.append(
+            f"<tr><td><code>{e(name)}</code></td><td class=n>{v['passed']}</td><td class=n>{v['evaluated']}</td>"
+            f"<td class=n>{v['all']}</td><td class=n>{_fmt(v['accuracy_evaluated'])}</td>"
+            f"<td class=n>{_fmt(v['accuracy_all'])}</td><td class=muted>{e(SCORER_NOTES.get(name, ''))}</td></tr>"
+        )
     out.append("</table>")
 
     if s.get("agent"):
         a, m = s["agent"], s["agent"]["mean"]
-        out.append(f"<h2>Agent usage</h2><p>Per task on average: {m['model_calls']} model calls, {m['tool_calls']} tool "
-                   f"calls, {m['prompt_tokens']:,} prompt + {m['completion_tokens']:,} completion tokens.</p>")
-        out.append("<table><tr><th>task</th><th>status</th><th class=n>score</th><th class=n>model calls</th>"
-                   "<th class=n>tool calls</th><th class=n>prompt tokens</th><th class=n>completion tokens</th></tr>")
+        out.append(
+            f"<h2>Agent usage</h2><p>Per task on average: {m['model_calls']} model calls, {m['tool_calls']} tool "
+            f"calls, {m['prompt_tokens']:,} prompt + {m['completion_tokens']:,} completion tokens.</p>"
+        )
+        out.append(
+            "<table><tr><th>task</th><th>status</th><th class=n>score</th><th class=n>model calls</th>"
+            "<th class=n>tool calls</th><th class=n>prompt tokens</th><th class=n>completion tokens</th></tr>"
+        )
         for row in a["per_task"]:
-            out.append(f"<tr><td>{e(str(row['instance_id']))}</td><td>{e(str(row['status']))}</td>"
-                       f"<td class=n>{row['score']}</td><td class=n>{row['model_calls']}</td>"
-                       f"<td class=n>{row['tool_calls']}</td><td class=n>{row['prompt_tokens']:,}</td>"
-                       f"<td class=n>{row['completion_tokens']:,}</td></tr>")
+            out.append(
+                f"<tr><td>{e(str(row['instance_id']))}</td><td>{e(str(row['status']))}</td>"
+                f"<td class=n>{row['score']}</td><td class=n>{row['model_calls']}</td>"
+                f"<td class=n>{row['tool_calls']}</td><td class=n>{row['prompt_tokens']:,}</td>"
+                f"<td class=n>{row['completion_tokens']:,}</td></tr>"
+            )
         out.append("</table>")
     if len(s.get("by_benchmark") or {}) > 1:
         out.append("<h2>Accuracy by benchmark</h2>")
-        out.append(_bar_chart([(k, _pct(v["passed"], v["tasks"]) or 0.0, f"{v['passed']}/{v['tasks']}")
-                               for k, v in s["by_benchmark"].items()], 100.0, "#3b7dd8", "accuracy by benchmark"))
+        out.append(
+            _bar_chart(
+                [
+                    (k, _pct(v["passed"], v["tasks"]) or 0.0, f"{v['passed']}/{v['tasks']}")
+                    for k, v in s["by_benchmark"].items()
+                ],
+                100.0,
+                "#3b7dd8",
+                "accuracy by benchmark",
+            )
+        )
     out.append("<h2>Accuracy by database</h2>")
-    rows = [(db, _pct(v["passed"], v["tasks"]) or 0.0, f"{_fmt(_pct(v['passed'], v['tasks']))} ({v['passed']}/{v['tasks']})")
-            for db, v in s["by_db"].items()]
+    rows = [
+        (
+            db,
+            _pct(v["passed"], v["tasks"]) or 0.0,
+            f"{_fmt(_pct(v['passed'], v['tasks']))} ({v['passed']}/{v['tasks']})",
+        )
+        for db, v in s["by_db"].items()
+    ]
     out.append(_bar_chart(rows, 100.0, "#3b7dd8", "accuracy by database"))
 
     out.append("<h2>Failures by reason</h2>")
     if s["failure_reasons"]:
         top = max(s["failure_reasons"].values())
-        out.append(_bar_chart([(k, float(v), str(v)) for k, v in s["failure_reasons"].items()], float(top),
-                              "#d8613b", "failures by reason"))
+        out.append(
+            _bar_chart(
+                [(k, float(v), str(v)) for k, v in s["failure_reasons"].items()],
+                float(top),
+                "#d8613b",
+                "failures by reason",
+            )
+        )
     else:
         out.append("<p>none</p>")
 
     if s["turn_types"]:
-        out.append("<h2>Dialogue turns by type</h2><table><tr><th>type</th><th class=n>turns</th><th class=n>scored</th>"
-                   "<th class=n>passed</th><th class=n>answered with SQL</th></tr>")
+        out.append(
+            "<h2>Dialogue turns by type</h2><table><tr><th>type</th><th class=n>turns</th><th class=n>scored</th>"
+            "<th class=n>passed</th><th class=n>answered with SQL</th></tr>"
+        )
         for k, v in s["turn_types"].items():
-            out.append(f"<tr><td>{e(k)}</td><td class=n>{v['turns']}</td><td class=n>{v['scored']}</td>"
-                       f"<td class=n>{v['passed']}</td><td class=n>{v['answered_sql']}</td></tr>")
+            out.append(
+                f"<tr><td>{e(k)}</td><td class=n>{v['turns']}</td><td class=n>{v['scored']}</td>"
+                f"<td class=n>{v['passed']}</td><td class=n>{v['answered_sql']}</td></tr>"
+            )
         out.append("</table>")
 
     if s.get("dialogue"):
         out.append(dialogue.html(s["dialogue"]))
 
     if s["failures"]:
-        out.append(f"<h2>Every failure ({len(s['failures'])})</h2><table><tr><th>task</th><th>database</th>"
-                   "<th>category</th><th>reason</th></tr>")
+        out.append(
+            f"<h2>Every failure ({len(s['failures'])})</h2><table><tr><th>task</th><th>database</th>"
+            "<th>category</th><th>reason</th></tr>"
+        )
         for f in s["failures"]:
-            out.append(f"<tr><td>{e(str(f['instance_id']))}</td><td>{e(str(f['db']))}</td><td>{e(f['category'])}</td>"
-                       f"<td class=reason>{e(str(f['reason'])[:1000])}</td></tr>")
+            out.append(
+                f"<tr><td>{e(str(f['instance_id']))}</td><td>{e(str(f['db']))}</td><td>{e(f['category'])}</td>"
+                f"<td class=reason>{e(str(f['reason'])[:1000])}</td></tr>"
+            )
         out.append("</table>")
     out.append("</body></html>\n")
     return "".join(out)

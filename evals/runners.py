@@ -32,8 +32,17 @@ from flexsql.paths import write_private
 from flexsql.tools.sources.urls import split_password
 
 RUNNERS = ("gold", "predictions", "command", "builtin")
-PLACEHOLDERS = ("question_file", "question", "db_url", "db", "mcp_config", "out_dir", "task_dir", "instance_id",
-                "external_knowledge_file")
+PLACEHOLDERS = (
+    "question_file",
+    "question",
+    "db_url",
+    "db",
+    "mcp_config",
+    "out_dir",
+    "task_dir",
+    "instance_id",
+    "external_knowledge_file",
+)
 
 
 class Prediction(BaseModel):
@@ -92,18 +101,24 @@ class PredictionsRunner(Runner):
     def __init__(self, folder: Path, mode: str = "auto") -> None:
         self.folder = Path(folder)
         if not self.folder.is_dir():
-            raise ConfigError(f"--predictions {self.folder} is not a folder; give the folder holding <id>.sql or <id>.csv")
+            raise ConfigError(
+                f"--predictions {self.folder} is not a folder; give the folder holding <id>.sql or <id>.csv"
+            )
         self.mode = mode
 
     def predict(self, task: Task) -> Prediction:
         sql_path = self.folder / f"{task.instance_id}.sql"
         csv_path = self.folder / f"{task.instance_id}.csv"
         if self.mode in ("auto", "sql") and sql_path.is_file():
-            return Prediction(sql=sql_path.read_text(encoding="utf-8", errors="replace"), origin=str(sql_path))
+            return Prediction(
+                sql=sql_path.read_text(encoding="utf-8", errors="replace"), origin=str(sql_path)
+            )
         if self.mode in ("auto", "csv") and csv_path.is_file():
             return Prediction(csv_path=str(csv_path), origin=str(csv_path))
         wanted = {"auto": ".sql or .csv", "sql": ".sql", "csv": ".csv"}[self.mode]
-        return Prediction(error=f"no {task.instance_id}{wanted} in {self.folder}", error_category="no_prediction")
+        return Prediction(
+            error=f"no {task.instance_id}{wanted} in {self.folder}", error_category="no_prediction"
+        )
 
 
 class CommandRunner(Runner):
@@ -111,10 +126,16 @@ class CommandRunner(Runner):
 
     name = "command"
 
-    def __init__(self, template: str, locator: DatabaseLocator | None, out_dir: Path,
-                 external_knowledge: Path | None = None, timeout_s: float = 600.0) -> None:
+    def __init__(
+        self,
+        template: str,
+        locator: DatabaseLocator | None,
+        out_dir: Path,
+        external_knowledge: Path | None = None,
+        timeout_s: float = 600.0,
+    ) -> None:
         if not template or not template.strip():
-            raise ConfigError("--runner command needs --command \"CMD …\" (the program to run per task)")
+            raise ConfigError('--runner command needs --command "CMD …" (the program to run per task)')
         self.template = template
         self.locator = locator
         self.out_dir = Path(out_dir)
@@ -137,8 +158,10 @@ class CommandRunner(Runner):
         db_url, secret_env = split_password(self.locator.url_for(task.db)) if self.locator else ("", {})
         self._secret_env[task.instance_id] = secret_env
         (task_dir / "question.txt").write_text(task.question + "\n", encoding="utf-8")
-        server: dict[str, Any] = {"command": flexsql_command()[0],
-                                  "args": [*flexsql_command()[1:], "serve", "--db", db_url]}
+        server: dict[str, Any] = {
+            "command": flexsql_command()[0],
+            "args": [*flexsql_command()[1:], "serve", "--db", db_url],
+        }
         if secret_env:  # MCP clients such as Claude Code expand ${VAR} from their own environment
             server["env"] = {name: "${" + name + "}" for name in secret_env}
         write_private(task_dir / "mcp.json", json.dumps({"mcpServers": {"flexsql": server}}, indent=2))
@@ -154,15 +177,30 @@ class CommandRunner(Runner):
             ek_file = str(target)
         if task.history:  # the earlier questions only: their gold SQL and turn labels are the answers
             (task_dir / "history.json").write_text(
-                json.dumps([{"question": t.question} for t in task.history], indent=2), encoding="utf-8")
-        info = {"instance_id": task.instance_id, "db": task.db, "db_url": db_url, "question": task.question,
-                "external_knowledge_file": ek_file or None, "dialogue_index": task.dialogue_index,
-                "turn_index": task.turn_index,
-                "history_file": str(task_dir / "history.json") if task.history else None}
+                json.dumps([{"question": t.question} for t in task.history], indent=2), encoding="utf-8"
+            )
+        info = {
+            "instance_id": task.instance_id,
+            "db": task.db,
+            "db_url": db_url,
+            "question": task.question,
+            "external_knowledge_file": ek_file or None,
+            "dialogue_index": task.dialogue_index,
+            "turn_index": task.turn_index,
+            "history_file": str(task_dir / "history.json") if task.history else None,
+        }
         write_private(task_dir / "task.json", json.dumps(info, indent=2))
-        return {"question_file": str(task_dir / "question.txt"), "question": task.question, "db_url": db_url,
-                "db": task.db or "", "mcp_config": str(task_dir / "mcp.json"), "out_dir": str(out),
-                "task_dir": str(task_dir), "instance_id": task.instance_id, "external_knowledge_file": ek_file}
+        return {
+            "question_file": str(task_dir / "question.txt"),
+            "question": task.question,
+            "db_url": db_url,
+            "db": task.db or "",
+            "mcp_config": str(task_dir / "mcp.json"),
+            "out_dir": str(out),
+            "task_dir": str(task_dir),
+            "instance_id": task.instance_id,
+            "external_knowledge_file": ek_file,
+        }
 
     def command_line(self, values: dict[str, str]) -> str:
         line = self.template
@@ -175,13 +213,24 @@ class CommandRunner(Runner):
             return Prediction(error="stopped", error_category="runner_error")
         values = self.prepare(task)
         task_dir, out = Path(values["task_dir"]), Path(values["out_dir"])
-        env = {**os.environ, **{f"FLEXSQL_{k.upper()}": v for k, v in values.items()},
-               **self._secret_env.pop(task.instance_id, {})}
+        env = {
+            **os.environ,
+            **{f"FLEXSQL_{k.upper()}": v for k, v in values.items()},
+            **self._secret_env.pop(task.instance_id, {}),
+        }
         started = time.perf_counter()
         note = None
         with open(task_dir / "stdout.txt", "wb") as stdout, open(task_dir / "stderr.txt", "wb") as stderr:
-            proc = subprocess.Popen(self.command_line(values), shell=True, cwd=task_dir, env=env, stdout=stdout,
-                                    stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen(
+                self.command_line(values),
+                shell=True,
+                cwd=task_dir,
+                env=env,
+                stdout=stdout,
+                stderr=stderr,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
             with self._lock:
                 self._running[proc.pid] = proc
             try:
@@ -201,7 +250,9 @@ class CommandRunner(Runner):
         prediction.note = note
         if not prediction.present and prediction.error is None:
             timed_out = note is not None and "timeout" in note
-            prediction.error = note or f"the command wrote no {task.instance_id}.sql/.csv, answer.sql or result.csv in {out}"
+            prediction.error = (
+                note or f"the command wrote no {task.instance_id}.sql/.csv, answer.sql or result.csv in {out}"
+            )
             prediction.error_category = "timeout" if timed_out else "no_prediction"
         return prediction
 
@@ -238,7 +289,9 @@ def read_answer(out: Path, instance_id: str, stdout_path: Path | None = None) ->
     stdout_json = _stdout_json(stdout_path)
     usage = _read_json(out / "usage.json") or (stdout_json or {}).get("usage")
     if isinstance(usage, dict):
-        prediction.tokens = {k: int(v) for k, v in usage.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+        prediction.tokens = {
+            k: int(v) for k, v in usage.items() if isinstance(v, int | float) and not isinstance(v, bool)
+        }
     cost = (stdout_json or {}).get("total_cost_usd")
     if isinstance(cost, int | float):
         prediction.cost_usd = float(cost)
@@ -256,7 +309,9 @@ def read_answer(out: Path, instance_id: str, stdout_path: Path | None = None) ->
                 prediction.origin = f"command: {name}"
                 break
     answer = _read_text(out / "answer.txt")
-    final_text = (stdout_json or {}).get("result") if isinstance((stdout_json or {}).get("result"), str) else None
+    final_text = (
+        (stdout_json or {}).get("result") if isinstance((stdout_json or {}).get("result"), str) else None
+    )
     prediction.answer_text = answer or final_text
     if not prediction.present and final_text and "```" in final_text:
         sql = extract_sql(final_text, last=True)

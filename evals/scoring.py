@@ -75,6 +75,7 @@ class Verdict(BaseModel):
 
 # -- tables ----------------------------------------------------------------------------------------
 
+
 @dataclass
 class GoldTable:
     """One gold answer: a CSV variant (`local002_a.csv`) or the result of the gold SQL."""
@@ -109,8 +110,11 @@ def frame_from_result(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> 
 
 
 def csv_text(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    frame = pd.DataFrame.from_records(list(rows), columns=list(columns), coerce_float=True) if rows else \
-        pd.DataFrame(columns=list(columns))
+    frame = (
+        pd.DataFrame.from_records(list(rows), columns=list(columns), coerce_float=True)
+        if rows
+        else pd.DataFrame(columns=list(columns))
+    )
     return frame.to_csv(index=False)
 
 
@@ -129,6 +133,7 @@ def frame_columns(frame: pd.DataFrame, columns: Sequence[int] | None = None) -> 
 
 
 # -- condition_cols --------------------------------------------------------------------------------
+
 
 @dataclass
 class ColumnChoice:
@@ -154,8 +159,12 @@ def expand_official(cc: Any, n_variants: int, flavor: Flavor = "lite") -> list[C
     choices = []
     for i in range(n_variants):
         if i >= len(cc):
-            choices.append(ColumnChoice(error=f"condition_cols has no entry for variant {i + 1} "
-                                              f"({len(cc)} entries, {n_variants} variants)"))
+            choices.append(
+                ColumnChoice(
+                    error=f"condition_cols has no entry for variant {i + 1} "
+                    f"({len(cc)} entries, {n_variants} variants)"
+                )
+            )
         else:
             choice = _choice(cc[i], flavor)
             if n_variants == 1 and not isinstance(cc[0], list) and len(cc) > 1:
@@ -198,10 +207,14 @@ def expand_strict(cc: Any, n_variants: int) -> list[ColumnChoice]:
             elif all(isinstance(x, int) and not isinstance(x, bool) for x in entry):
                 out.append(ColumnChoice(columns=list(entry)))
             else:
-                out.append(ColumnChoice(error=f"condition_cols entry {entry!r} is not a list of column indices"))
+                out.append(
+                    ColumnChoice(error=f"condition_cols entry {entry!r} is not a list of column indices")
+                )
         return out
-    return [ColumnChoice(error=f"condition_cols {cc!r} is neither a list of indices nor a list of lists")
-            for _ in range(n_variants)]
+    return [
+        ColumnChoice(error=f"condition_cols {cc!r} is neither a list of indices nor a list of lists")
+        for _ in range(n_variants)
+    ]
 
 
 def _resolve_columns(choice: ColumnChoice, width: int) -> tuple[list[int] | None, str | None]:
@@ -217,6 +230,7 @@ def _resolve_columns(choice: ColumnChoice, width: int) -> tuple[list[int] | None
 
 
 # -- the official comparison -----------------------------------------------------------------------
+
 
 def _missing(x: Any) -> bool:
     t = type(x)
@@ -286,8 +300,9 @@ class _Prepared:
         return self.cache[ignore_order]
 
 
-def _variant_official(pred: _Prepared, gold: GoldTable, choice: ColumnChoice, ignore_order: bool
-                      ) -> tuple[bool, str, str]:
+def _variant_official(
+    pred: _Prepared, gold: GoldTable, choice: ColumnChoice, ignore_order: bool
+) -> tuple[bool, str, str]:
     """(passed, reason, category) for one gold variant under the official rules."""
     columns, error = _resolve_columns(choice, gold.frame.shape[1])
     if error:
@@ -302,9 +317,19 @@ def _variant_official(pred: _Prepared, gold: GoldTable, choice: ColumnChoice, ig
         if hit is None:
             where = columns[gi] if columns is not None else gi
             if pred.frame.shape[0] != gold.frame.shape[0]:
-                return False, f"row count {gold.frame.shape[0]} vs {pred.frame.shape[0]} (gold vs predicted)", "row_count"
-            return False, (f"column {where} of gold ({gold_names[gi]!r}) not matched by any predicted column"
-                           + _closest_official(gvec, pred_vecs, pred_names)), "column_values"
+                return (
+                    False,
+                    f"row count {gold.frame.shape[0]} vs {pred.frame.shape[0]} (gold vs predicted)",
+                    "row_count",
+                )
+            return (
+                False,
+                (
+                    f"column {where} of gold ({gold_names[gi]!r}) not matched by any predicted column"
+                    + _closest_official(gvec, pred_vecs, pred_names)
+                ),
+                "column_values",
+            )
         matched.append(hit)
     shown = ", ".join(f"{(columns[g] if columns is not None else g)}->{p}" for g, p in enumerate(matched))
     return True, f"gold columns matched (gold->predicted: {shown})", PASS
@@ -323,13 +348,22 @@ def _closest_official(gvec: list[Any], pred_vecs: list[list[Any]], names: list[s
             best, best_diff = pi, diff
     if best is None:
         return "; the prediction has no columns"
-    k = next(i for i, (a, b) in enumerate(zip(gvec, pred_vecs[best], strict=True)) if not official_equal(a, b))
-    return (f" (closest: predicted column {best} {names[best]!r}: {best_diff} of {len(gvec)} values differ, "
-            f"e.g. {show_value(gvec[k])} vs {show_value(pred_vecs[best][k])})")
+    k = next(
+        i for i, (a, b) in enumerate(zip(gvec, pred_vecs[best], strict=True)) if not official_equal(a, b)
+    )
+    return (
+        f" (closest: predicted column {best} {names[best]!r}: {best_diff} of {len(gvec)} values differ, "
+        f"e.g. {show_value(gvec[k])} vs {show_value(pred_vecs[best][k])})"
+    )
 
 
-def score_spider2(pred: pd.DataFrame, golds: Sequence[GoldTable], condition_cols: Any = None,
-                  ignore_order: bool = True, flavor: Flavor = "lite") -> Verdict:
+def score_spider2(
+    pred: pd.DataFrame,
+    golds: Sequence[GoldTable],
+    condition_cols: Any = None,
+    ignore_order: bool = True,
+    flavor: Flavor = "lite",
+) -> Verdict:
     """The official Spider 2.0 verdict for one prediction against a task's gold variants."""
     if not golds:
         return Verdict(scorer="spider2", score=0, reason="no gold table for this task", category="no_gold")
@@ -341,8 +375,13 @@ def score_spider2(pred: pd.DataFrame, golds: Sequence[GoldTable], condition_cols
         if choice.note:
             reason += f" [{choice.note}]"
         if ok:
-            return Verdict(scorer="spider2", score=1, reason=_with_variant(gold, golds, reason), category=PASS,
-                           variant=gold.name)
+            return Verdict(
+                scorer="spider2",
+                score=1,
+                reason=_with_variant(gold, golds, reason),
+                category=PASS,
+                variant=gold.name,
+            )
         failures.append((gold.name, reason, category))
         if category == "bad_condition":
             break  # the official code raises here, so later variants are never tried
@@ -362,18 +401,27 @@ def _failure(scorer: str, failures: list[tuple[str, str, str]]) -> Verdict:
     name, _, category = min(failures, key=lambda f: rank.get(f[2], 4))
     parts = "; ".join(f"{n}: {r}" for n, r, _ in failures[:4])
     more = f"; {len(failures) - 4} more" if len(failures) > 4 else ""
-    return Verdict(scorer=scorer, score=0, reason=f"no gold variant matched ({len(failures)}): {parts}{more}",
-                   category=category, variant=name)
+    return Verdict(
+        scorer=scorer,
+        score=0,
+        reason=f"no gold variant matched ({len(failures)}): {parts}{more}",
+        category=category,
+        variant=name,
+    )
 
 
 # -- strict ----------------------------------------------------------------------------------------
 
-def score_spider2_strict(pred: pd.DataFrame, golds: Sequence[GoldTable], condition_cols: Any = None,
-                         ignore_order: bool = True) -> Verdict:
+
+def score_spider2_strict(
+    pred: pd.DataFrame, golds: Sequence[GoldTable], condition_cols: Any = None, ignore_order: bool = True
+) -> Verdict:
     """Rows compared as a multiset under a one-to-one column mapping, NULL distinct from 0,
     condition_cols as written; extra predicted columns are still allowed."""
     if not golds:
-        return Verdict(scorer="spider2-strict", score=0, reason="no gold table for this task", category="no_gold")
+        return Verdict(
+            scorer="spider2-strict", score=0, reason="no gold table for this task", category="no_gold"
+        )
     pred_cols, pred_rows = frame_columns(pred), frame_rows(pred)
     failures: list[tuple[str, str, str]] = []
     for gold, choice in zip(golds, expand_strict(condition_cols, len(golds)), strict=True):
@@ -381,15 +429,30 @@ def score_spider2_strict(pred: pd.DataFrame, golds: Sequence[GoldTable], conditi
         if error:
             failures.append((gold.name, error, "bad_condition"))
             continue
-        eq = compare_tables(frame_columns(gold.frame, columns), gold.rows(columns), pred_cols, pred_rows,
-                            ordered=not ignore_order, tolerance=OFFICIAL_TOLERANCE, rel_tolerance=1e-9,
-                            null_equals_zero=False, allow_extra_columns=True, a_label="gold", b_label="predicted")
+        eq = compare_tables(
+            frame_columns(gold.frame, columns),
+            gold.rows(columns),
+            pred_cols,
+            pred_rows,
+            ordered=not ignore_order,
+            tolerance=OFFICIAL_TOLERANCE,
+            rel_tolerance=1e-9,
+            null_equals_zero=False,
+            allow_extra_columns=True,
+            a_label="gold",
+            b_label="predicted",
+        )
         reason = _eq_reason(eq, columns)
         if choice.note:
             reason += f" [{choice.note}]"
         if eq.equivalent:
-            return Verdict(scorer="spider2-strict", score=1, reason=_with_variant(gold, golds, reason),
-                           category=PASS, variant=gold.name)
+            return Verdict(
+                scorer="spider2-strict",
+                score=1,
+                reason=_with_variant(gold, golds, reason),
+                category=PASS,
+                variant=gold.name,
+            )
         failures.append((gold.name, reason, eq.kind))
     return _failure("spider2-strict", failures)
 
@@ -407,8 +470,14 @@ def _eq_reason(eq: Equivalence, columns: list[int] | None) -> str:
 
 # -- ex --------------------------------------------------------------------------------------------
 
-def score_ex(pred_columns: Sequence[str], pred_rows: Sequence[Sequence[Any]], golds: Sequence[GoldTable] | None = None,
-             *, gold_tables: Sequence[tuple[str, Sequence[str], Sequence[Sequence[Any]], bool]] | None = None) -> Verdict:
+
+def score_ex(
+    pred_columns: Sequence[str],
+    pred_rows: Sequence[Sequence[Any]],
+    golds: Sequence[GoldTable] | None = None,
+    *,
+    gold_tables: Sequence[tuple[str, Sequence[str], Sequence[Sequence[Any]], bool]] | None = None,
+) -> Verdict:
     """Execution match: all columns, any column order, no extra columns, rows as a multiset (as a list
     when the gold SQL orders its result), numbers equal up to float noise.
 
@@ -421,13 +490,27 @@ def score_ex(pred_columns: Sequence[str], pred_rows: Sequence[Sequence[Any]], go
         return Verdict(scorer="ex", score=0, reason="no gold table for this task", category="no_gold")
     failures: list[tuple[str, str, str]] = []
     for name, columns, rows, ordered in tables:
-        eq = compare_tables(columns, rows, pred_columns, pred_rows, ordered=ordered, tolerance=EX_TOLERANCE,
-                            rel_tolerance=EX_TOLERANCE, allow_extra_columns=False,
-                            a_label="gold", b_label="predicted")
+        eq = compare_tables(
+            columns,
+            rows,
+            pred_columns,
+            pred_rows,
+            ordered=ordered,
+            tolerance=EX_TOLERANCE,
+            rel_tolerance=EX_TOLERANCE,
+            allow_extra_columns=False,
+            a_label="gold",
+            b_label="predicted",
+        )
         reason = _eq_reason(eq, None)
         if eq.equivalent:
-            return Verdict(scorer="ex", score=1, reason=f"{name}: {reason}" if len(tables) > 1 else reason,
-                           category=PASS, variant=name)
+            return Verdict(
+                scorer="ex",
+                score=1,
+                reason=f"{name}: {reason}" if len(tables) > 1 else reason,
+                category=PASS,
+                variant=name,
+            )
         failures.append((name, reason, eq.kind))
     return _failure("ex", failures)
 

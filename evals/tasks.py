@@ -57,7 +57,9 @@ def load_tasks(path: Path) -> list[Task]:
     """Load a task file of any supported format (see the module docstring)."""
     path = Path(path)
     if not path.exists():
-        raise ConfigError(f"task file not found: {path}; give a Spider 2.0 JSONL, a Spider 1.0 JSON or a dialogue JSON")
+        raise ConfigError(
+            f"task file not found: {path}; give a Spider 2.0 JSONL, a Spider 1.0 JSON or a dialogue JSON"
+        )
     text = path.read_text(encoding="utf-8")
     stripped = text.lstrip()
     if not stripped:
@@ -75,7 +77,9 @@ def load_tasks(path: Path) -> list[Task]:
         try:
             items.append(json.loads(line))
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}:{n} is not a JSON object ({exc}); a Spider 2.0 task file has one task per line") from None
+            raise ConfigError(
+                f"{path}:{n} is not a JSON object ({exc}); a Spider 2.0 task file has one task per line"
+            ) from None
     return [_spider2_task(item, path, n) for n, item in enumerate(items)]
 
 
@@ -85,7 +89,9 @@ def _spider2_task(item: dict[str, Any], path: Path, n: int) -> Task:
     snow = "instruction" in item and "question" not in item
     question = item.get("instruction") if snow else item.get("question")
     if question is None:
-        raise ConfigError(f"{path}: task {item['instance_id']} has neither 'question' (lite) nor 'instruction' (snow)")
+        raise ConfigError(
+            f"{path}: task {item['instance_id']} has neither 'question' (lite) nor 'instruction' (snow)"
+        )
     return Task(
         instance_id=str(item["instance_id"]),
         benchmark="spider2-snow" if snow else "spider2-lite",
@@ -107,18 +113,22 @@ def _from_json_list(data: Any, path: Path) -> list[Task]:
         tasks = []
         for n, item in enumerate(data):
             gold = item.get("query", item.get("SQL"))
-            tasks.append(Task(
-                instance_id=str(item["instance_id"]) if "instance_id" in item else str(n),
-                benchmark="spider",
-                db=item.get("db_id"),
-                question=item["question"],
-                gold_sql=gold,
-                external_knowledge=item.get("evidence") or None,
-            ))
+            tasks.append(
+                Task(
+                    instance_id=str(item["instance_id"]) if "instance_id" in item else str(n),
+                    benchmark="spider",
+                    db=item.get("db_id"),
+                    question=item["question"],
+                    gold_sql=gold,
+                    external_knowledge=item.get("evidence") or None,
+                )
+            )
         return tasks
     keys = sorted(first) if isinstance(first, dict) else type(first).__name__
-    raise ConfigError(f"{path}: unknown task format (first item has {keys}); expected Spider 1.0 items "
-                      "(db_id, question, query) or dialogues (db_name, turns)")
+    raise ConfigError(
+        f"{path}: unknown task format (first item has {keys}); expected Spider 1.0 items "
+        "(db_id, question, query) or dialogues (db_name, turns)"
+    )
 
 
 def _dialogue_tasks(dialogues: list[dict[str, Any]]) -> list[Task]:
@@ -163,6 +173,7 @@ def _dialogue_tasks(dialogues: list[dict[str, Any]]) -> list[Task]:
 
 # -- databases -------------------------------------------------------------------------------------
 
+
 class DatabaseLocator:
     """Finds the source URL of a task's database: in a folder of SQLite/DuckDB files (`<db>.sqlite`
     or `<db>/<db>.sqlite`, names matched case-insensitively), or from a URL (`{db}` in the URL is
@@ -179,13 +190,17 @@ class DatabaseLocator:
         if self._index is None:
             assert self.dbs_dir is not None
             if not self.dbs_dir.is_dir():
-                raise ConfigError(f"--dbs {self.dbs_dir} is not a folder; give the folder holding <db>.sqlite or <db>/<db>.sqlite")
+                raise ConfigError(
+                    f"--dbs {self.dbs_dir} is not a folder; give the folder holding <db>.sqlite or <db>/<db>.sqlite"
+                )
             index: dict[str, Path] = {}
             for entry in sorted(self.dbs_dir.iterdir()):
                 if entry.is_file() and entry.suffix.lower() in DB_SUFFIXES:
                     index.setdefault(entry.stem.lower(), entry)
                 elif entry.is_dir():
-                    files = [f for f in sorted(entry.iterdir()) if f.is_file() and f.suffix.lower() in DB_SUFFIXES]
+                    files = [
+                        f for f in sorted(entry.iterdir()) if f.is_file() and f.suffix.lower() in DB_SUFFIXES
+                    ]
                     same = [f for f in files if f.stem.lower() == entry.name.lower()]
                     if same or len(files) == 1:
                         index.setdefault(entry.name.lower(), (same or files)[0])
@@ -200,7 +215,9 @@ class DatabaseLocator:
                 return self.db_url.replace("{db}", db)
             return self.db_url
         if not db:
-            raise NotFoundError("this task names no database; pass --db URL to use one database for every task")
+            raise NotFoundError(
+                "this task names no database; pass --db URL to use one database for every task"
+            )
         files = self._files()
         path = files.get(db.lower())
         if path is None:
@@ -208,8 +225,10 @@ class DatabaseLocator:
 
             close = difflib.get_close_matches(db.lower(), list(files), n=3, cutoff=0.6)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise NotFoundError(f"database {db!r} not found under {self.dbs_dir} "
-                                f"(looked for {db}.sqlite/.db/.duckdb or {db}/{db}.sqlite){hint}")
+            raise NotFoundError(
+                f"database {db!r} not found under {self.dbs_dir} "
+                f"(looked for {db}.sqlite/.db/.duckdb or {db}/{db}.sqlite){hint}"
+            )
         scheme = "duckdb" if path.suffix.lower() == ".duckdb" else "sqlite"
         return f"{scheme}:///{path.resolve()}"
 

@@ -114,8 +114,10 @@ class ModelConfig(StrictModel):
     def _known_stages(cls, value: dict[str, ModelStageConfig]) -> dict[str, ModelStageConfig]:
         unknown = sorted(set(value) - set(MODEL_STAGES))
         if unknown:
-            raise ValueError(f"unknown stage {', '.join(unknown)} in [model.stages]; "
-                             f"the stages are {', '.join(MODEL_STAGES)}")
+            raise ValueError(
+                f"unknown stage {', '.join(unknown)} in [model.stages]; "
+                f"the stages are {', '.join(MODEL_STAGES)}"
+            )
         return value
 
 
@@ -147,12 +149,17 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)
     auth_token: str | None = None
-    allowed_hosts: list[str] = []  # extra Host names HTTP clients may use (a proxy's, a DNS alias), `name[:port]`
+    allowed_hosts: list[
+        str
+    ] = []  # extra Host names HTTP clients may use (a proxy's, a DNS alias), `name[:port]`
 
     @classmethod
     def settings_customise_sources(
-        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # init (flags) > FLEXSQL_* environment > the TOML file named in model_config
@@ -179,8 +186,13 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
         env_field = re.search(r'field "(\w+)" from source "EnvSettingsSource"', str(exc))
         if env_field:
             name = f"FLEXSQL_{env_field.group(1).upper()}"
-            example = (f"{name}='[{{\"name\": \"sales\", \"url\": \"duckdb:///data/sales.duckdb\"}}]'"
-                       if name == "FLEXSQL_SOURCES" else f"{name}__<KEY>=<value> for one setting")
-            raise ConfigError(f"the environment variable {name} is not valid JSON (flexsql reads it as the "
-                              f"`{env_field.group(1)}` setting): give JSON, e.g. {example}, or unset it") from None
+            example = (
+                f'{name}=\'[{{"name": "sales", "url": "duckdb:///data/sales.duckdb"}}]\''
+                if name == "FLEXSQL_SOURCES"
+                else f"{name}__<KEY>=<value> for one setting"
+            )
+            raise ConfigError(
+                f"the environment variable {name} is not valid JSON (flexsql reads it as the "
+                f"`{env_field.group(1)}` setting): give JSON, e.g. {example}, or unset it"
+            ) from None
         raise ConfigError(f"cannot read the configuration {path}: {exc}") from None

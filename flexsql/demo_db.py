@@ -41,48 +41,232 @@ WEB_EVENT_MONTHS = [f"2024{m:02d}" for m in range(1, 13)]
 # -- word lists (deterministic picks by hash index) ----------------------------------------------
 
 FIRST_NAMES = [
-    "Emma", "Liam", "Olivia", "Noah", "Ava", "Lucas", "Mia", "Hugo", "Chloé", "Léa", "Louis", "Jules",
-    "Sofia", "Mateo", "Lucía", "Pablo", "Giulia", "Marco", "Francesca", "Luca", "Hannah", "Felix",
-    "Lena", "Jonas", "Sophie", "Max", "Anna", "Paul", "Oliver", "Amelia", "Harry", "Isla", "George",
-    "James", "Charlotte", "William", "Benjamin", "Grace", "Daan", "Sanne", "Ruben", "Fleur", "Noor",
-    "Emily", "Jack", "Ethan", "Chiara", "Mohammed", "Yasmine", "Aiko", "Chen", "Priya", "Arjun",
+    "Emma",
+    "Liam",
+    "Olivia",
+    "Noah",
+    "Ava",
+    "Lucas",
+    "Mia",
+    "Hugo",
+    "Chloé",
+    "Léa",
+    "Louis",
+    "Jules",
+    "Sofia",
+    "Mateo",
+    "Lucía",
+    "Pablo",
+    "Giulia",
+    "Marco",
+    "Francesca",
+    "Luca",
+    "Hannah",
+    "Felix",
+    "Lena",
+    "Jonas",
+    "Sophie",
+    "Max",
+    "Anna",
+    "Paul",
+    "Oliver",
+    "Amelia",
+    "Harry",
+    "Isla",
+    "George",
+    "James",
+    "Charlotte",
+    "William",
+    "Benjamin",
+    "Grace",
+    "Daan",
+    "Sanne",
+    "Ruben",
+    "Fleur",
+    "Noor",
+    "Emily",
+    "Jack",
+    "Ethan",
+    "Chiara",
+    "Mohammed",
+    "Yasmine",
+    "Aiko",
+    "Chen",
+    "Priya",
+    "Arjun",
 ]
 LAST_NAMES = [
-    "Martin", "Bernard", "Dubois", "Durand", "Lefèvre", "Moreau", "Laurent", "Müller", "Schmidt",
-    "Schneider", "Fischer", "Weber", "Meyer", "Wagner", "García", "Fernández", "López", "Martínez",
-    "Rossi", "Russo", "Ferrari", "Esposito", "Bianchi", "Smith", "Jones", "Taylor", "Brown",
-    "Williams", "Wilson", "Johnson", "Davies", "O'Brien", "O'Connor", "de Jong", "Jansen", "de Vries",
-    "van den Berg", "Peeters", "Janssens", "Maes", "Miller", "Davis", "Anderson", "Thomas", "Lee",
-    "Nguyen", "Kowalski", "Novak", "Silva", "Santos", "Khan", "Tanaka", "Wang",
+    "Martin",
+    "Bernard",
+    "Dubois",
+    "Durand",
+    "Lefèvre",
+    "Moreau",
+    "Laurent",
+    "Müller",
+    "Schmidt",
+    "Schneider",
+    "Fischer",
+    "Weber",
+    "Meyer",
+    "Wagner",
+    "García",
+    "Fernández",
+    "López",
+    "Martínez",
+    "Rossi",
+    "Russo",
+    "Ferrari",
+    "Esposito",
+    "Bianchi",
+    "Smith",
+    "Jones",
+    "Taylor",
+    "Brown",
+    "Williams",
+    "Wilson",
+    "Johnson",
+    "Davies",
+    "O'Brien",
+    "O'Connor",
+    "de Jong",
+    "Jansen",
+    "de Vries",
+    "van den Berg",
+    "Peeters",
+    "Janssens",
+    "Maes",
+    "Miller",
+    "Davis",
+    "Anderson",
+    "Thomas",
+    "Lee",
+    "Nguyen",
+    "Kowalski",
+    "Novak",
+    "Silva",
+    "Santos",
+    "Khan",
+    "Tanaka",
+    "Wang",
 ]
 # (ISO-2, ISO-3, name, spelling variants found in hand-typed addresses, region_id, cities)
 COUNTRIES = [
-    ("FR", "FRA", "France", ["france", "FRANCE", "France "], 1,
-     ["Paris", "Lyon", "Marseille", "Toulouse", "Bordeaux", "Lille", "Nantes"]),
-    ("BE", "BEL", "Belgium", ["belgium", "BELGIUM", "Belgique"], 1,
-     ["Brussels", "Antwerp", "Ghent", "Liège"]),
-    ("NL", "NLD", "Netherlands", ["netherlands", "The Netherlands", "Holland"], 1,
-     ["Amsterdam", "Rotterdam", "Utrecht", "The Hague", "Eindhoven"]),
-    ("DE", "DEU", "Germany", ["germany", "GERMANY", "Deutschland"], 2,
-     ["Berlin", "Munich", "Hamburg", "Cologne", "Frankfurt", "Stuttgart", "Düsseldorf"]),
-    ("ES", "ESP", "Spain", ["spain", "SPAIN", "España"], 3,
-     ["Madrid", "Barcelona", "Valencia", "Seville", "Bilbao"]),
-    ("IT", "ITA", "Italy", ["italy", "ITALY", "Italia"], 3,
-     ["Rome", "Milan", "Naples", "Turin", "Florence", "Bologna"]),
-    ("GB", "GBR", "United Kingdom", ["UK", "united kingdom", "Great Britain"], 4,
-     ["London", "Manchester", "Birmingham", "Leeds", "Glasgow", "Bristol", "Edinburgh"]),
-    ("US", "USA", "United States", ["USA", "united states", "U.S."], 5,
-     ["New York", "Los Angeles", "Chicago", "Houston", "Seattle", "Boston", "Austin", "Denver"]),
+    (
+        "FR",
+        "FRA",
+        "France",
+        ["france", "FRANCE", "France "],
+        1,
+        ["Paris", "Lyon", "Marseille", "Toulouse", "Bordeaux", "Lille", "Nantes"],
+    ),
+    (
+        "BE",
+        "BEL",
+        "Belgium",
+        ["belgium", "BELGIUM", "Belgique"],
+        1,
+        ["Brussels", "Antwerp", "Ghent", "Liège"],
+    ),
+    (
+        "NL",
+        "NLD",
+        "Netherlands",
+        ["netherlands", "The Netherlands", "Holland"],
+        1,
+        ["Amsterdam", "Rotterdam", "Utrecht", "The Hague", "Eindhoven"],
+    ),
+    (
+        "DE",
+        "DEU",
+        "Germany",
+        ["germany", "GERMANY", "Deutschland"],
+        2,
+        ["Berlin", "Munich", "Hamburg", "Cologne", "Frankfurt", "Stuttgart", "Düsseldorf"],
+    ),
+    (
+        "ES",
+        "ESP",
+        "Spain",
+        ["spain", "SPAIN", "España"],
+        3,
+        ["Madrid", "Barcelona", "Valencia", "Seville", "Bilbao"],
+    ),
+    (
+        "IT",
+        "ITA",
+        "Italy",
+        ["italy", "ITALY", "Italia"],
+        3,
+        ["Rome", "Milan", "Naples", "Turin", "Florence", "Bologna"],
+    ),
+    (
+        "GB",
+        "GBR",
+        "United Kingdom",
+        ["UK", "united kingdom", "Great Britain"],
+        4,
+        ["London", "Manchester", "Birmingham", "Leeds", "Glasgow", "Bristol", "Edinburgh"],
+    ),
+    (
+        "US",
+        "USA",
+        "United States",
+        ["USA", "united states", "U.S."],
+        5,
+        ["New York", "Los Angeles", "Chicago", "Houston", "Seattle", "Boston", "Austin", "Denver"],
+    ),
 ]
 REGIONS = [
-    (1, "WEU", "Western Europe"), (2, "CEU", "Central Europe"), (3, "SEU", "Southern Europe"),
-    (4, "UKI", "UK & Ireland"), (5, "NAM", "North America"),
+    (1, "WEU", "Western Europe"),
+    (2, "CEU", "Central Europe"),
+    (3, "SEU", "Southern Europe"),
+    (4, "UKI", "UK & Ireland"),
+    (5, "NAM", "North America"),
 ]
-STREET_WORDS = ["Oak", "Maple", "Station", "Church", "Market", "Mill", "Park", "River", "King", "Queen",
-                "Victoria", "Harbour", "Garden", "Bridge", "Castle", "Lake", "Elm", "Cedar", "High", "Bay"]
+STREET_WORDS = [
+    "Oak",
+    "Maple",
+    "Station",
+    "Church",
+    "Market",
+    "Mill",
+    "Park",
+    "River",
+    "King",
+    "Queen",
+    "Victoria",
+    "Harbour",
+    "Garden",
+    "Bridge",
+    "Castle",
+    "Lake",
+    "Elm",
+    "Cedar",
+    "High",
+    "Bay",
+]
 STREET_KINDS = ["Street", "Road", "Avenue", "Lane", "Boulevard", "Way", "Place"]
-ADJECTIVES = ["Classic", "Essential", "Premium", "Everyday", "Urban", "Vintage", "Eco", "Ultra", "Compact",
-              "Deluxe", "Sport", "Soft", "Pro", "Lite", "Signature", "Heritage", "Nordic", "Coastal"]
+ADJECTIVES = [
+    "Classic",
+    "Essential",
+    "Premium",
+    "Everyday",
+    "Urban",
+    "Vintage",
+    "Eco",
+    "Ultra",
+    "Compact",
+    "Deluxe",
+    "Sport",
+    "Soft",
+    "Pro",
+    "Lite",
+    "Signature",
+    "Heritage",
+    "Nordic",
+    "Coastal",
+]
 COLORS = ["red", "blue", "black", "white", "green", "grey", "navy", "beige", "pink", "yellow"]
 MATERIALS = ["cotton", "wool", "polyester", "linen", "leather", "bamboo", "recycled nylon", "denim"]
 # parent categories: (id, name, description)
@@ -116,21 +300,58 @@ LEAF_CATEGORIES = [
     (24, 6, "Fragrance", ["Eau de Parfum", "Body Mist", "Eau de Toilette"], 75),
     (25, 6, "Hair Care", ["Shampoo", "Conditioner", "Hair Oil"], 18),
 ]
-SUPPLIER_WORDS = ["Atlas", "Nordwind", "Sunrise", "Bluebird", "Ironwood", "Alpine", "Meridian", "Lumen",
-                  "Cascade", "Orchard", "Granite", "Silverline", "Harbor", "Pioneer", "Everest", "Willow"]
+SUPPLIER_WORDS = [
+    "Atlas",
+    "Nordwind",
+    "Sunrise",
+    "Bluebird",
+    "Ironwood",
+    "Alpine",
+    "Meridian",
+    "Lumen",
+    "Cascade",
+    "Orchard",
+    "Granite",
+    "Silverline",
+    "Harbor",
+    "Pioneer",
+    "Everest",
+    "Willow",
+]
 SUPPLIER_SUFFIXES = ["Trading Co.", "GmbH", "S.A.", "Ltd", "Inc.", "S.r.l.", "B.V.", "Sourcing"]
 CUSTOMER_NOTES = [
-    "prefers delivery after 6pm", "VIP - handle with care", "asked not to receive catalogs",
-    "address verified by phone", "frequent returner", "corporate account", "gift wrapping requested",
-    "duplicate account merged 2023", "speaks French only", "disputed a charge once",
+    "prefers delivery after 6pm",
+    "VIP - handle with care",
+    "asked not to receive catalogs",
+    "address verified by phone",
+    "frequent returner",
+    "corporate account",
+    "gift wrapping requested",
+    "duplicate account merged 2023",
+    "speaks French only",
+    "disputed a charge once",
 ]
 ORDER_NOTES = [
-    "leave at the door", "call before delivery", "gift - no invoice in box", "deliver to neighbour if absent",
-    "customer requested express", "fragile!!", "ring twice", "back entrance", "address corrected by support",
+    "leave at the door",
+    "call before delivery",
+    "gift - no invoice in box",
+    "deliver to neighbour if absent",
+    "customer requested express",
+    "fragile!!",
+    "ring twice",
+    "back entrance",
+    "address corrected by support",
 ]
 RETURN_COMMENTS = [
-    "too small", "colour not as on the website", "arrived broken", "changed my mind", "ordered twice by mistake",
-    "quality lower than expected", "too big", "late delivery, no longer needed", None,
+    "too small",
+    "colour not as on the website",
+    "arrived broken",
+    "changed my mind",
+    "ordered twice by mistake",
+    "quality lower than expected",
+    "too big",
+    "late delivery, no longer needed",
+    None,
 ]
 STATUS_CODES = [
     ("P", "Pending", "Placed, payment authorised, not yet shipped"),
@@ -141,6 +362,7 @@ STATUS_CODES = [
 
 
 # -- the questions the demo answers ------------------------------------------------------------
+
 
 class DemoQuestion(BaseModel):
     """A natural-language question answerable on the demo database, with a reference SQL."""
@@ -154,8 +376,10 @@ class DemoQuestion(BaseModel):
 DEMO_QUESTIONS: list[DemoQuestion] = [
     DemoQuestion(
         id="france_top_categories",
-        question=("Which 5 product categories had the highest net revenue from shipped orders delivered "
-                  "to addresses in France in 2024?"),
+        question=(
+            "Which 5 product categories had the highest net revenue from shipped orders delivered "
+            "to addresses in France in 2024?"
+        ),
         sql="""SELECT pc.category_name,
        ROUND(SUM(oi.quantity * oi.unit_price - oi.discount_amount), 2) AS net_revenue
 FROM orders AS o
@@ -169,8 +393,10 @@ WHERE o.status = 'S'
 GROUP BY pc.category_name
 ORDER BY net_revenue DESC
 LIMIT 5""",
-        grounding=("'shipped' is the status code 'S' (order_status); France is spelled 'France', 'france', "
-                   "'FRANCE' and 'France ' in customer_addresses.country"),
+        grounding=(
+            "'shipped' is the status code 'S' (order_status); France is spelled 'France', 'france', "
+            "'FRANCE' and 'France ' in customer_addresses.country"
+        ),
     ),
     DemoQuestion(
         id="germany_cancellations",
@@ -220,13 +446,15 @@ LIMIT 5""",
             f"SELECT '{m[:4]}-{m[4:]}' AS month, COUNT(*) AS purchases FROM web.web_events_{m} "
             "WHERE event_type = 'purchase'"
             for m in WEB_EVENT_MONTHS
-        ) + "\nORDER BY month",
+        )
+        + "\nORDER BY month",
         grounding="web events are sharded into one table per month (web.web_events_YYYYMM); all twelve are needed",
     ),
 ]
 
 
 # -- schema: tables, columns, keys and comments ------------------------------------------------
+
 
 @dataclass(frozen=True)
 class _Table:
@@ -246,8 +474,11 @@ def _web_events_table(month: str) -> _Table:
             ("event_ts", "TIMESTAMP NOT NULL", "When the event happened (UTC)"),
             ("session_id", "VARCHAR NOT NULL", "Browser session (hex)"),
             ("customer_id", "BIGINT", "Logged-in customer; NULL for anonymous visitors"),
-            ("event_type", "VARCHAR NOT NULL",
-             "page_view, search, product_view, add_to_cart, checkout or purchase"),
+            (
+                "event_type",
+                "VARCHAR NOT NULL",
+                "page_view, search, product_view, add_to_cart, checkout or purchase",
+            ),
             ("page_url", "VARCHAR", "Path of the page"),
             ("product_id", "INTEGER", "Product shown or added, when there is one"),
             ("device", "VARCHAR", "desktop, mobile or tablet"),
@@ -257,131 +488,232 @@ def _web_events_table(month: str) -> _Table:
 
 
 SCHEMA: list[_Table] = [
-    _Table("main.regions", "Sales regions that group the countries stores operate in", [
-        ("region_id", "INTEGER PRIMARY KEY", "Region id"),
-        ("region_code", "VARCHAR NOT NULL", "Three-letter internal code"),
-        ("region_name", "VARCHAR NOT NULL", "Region name"),
-    ]),
-    _Table("main.stores", "Physical stores plus the single online store (store_type 'online')", [
-        ("store_id", "INTEGER PRIMARY KEY", "Store id"),
-        ("store_name", "VARCHAR NOT NULL", "Display name"),
-        ("store_type", "VARCHAR NOT NULL", "flagship, mall, outlet or online"),
-        ("city", "VARCHAR", "City; NULL for the online store"),
-        ("country_code", "VARCHAR", "ISO 3166-1 alpha-2 country code ('FR', 'DE', …); NULL for the online store"),
-        ("region_id", "INTEGER REFERENCES main.regions(region_id)", "Sales region"),
-        ("opened_on", "DATE", "Opening date"),
-        ("square_meters", "INTEGER", "Sales floor area; NULL for the online store"),
-        ("manager_name", "VARCHAR", None),
-    ]),
-    _Table("main.customers", "Customer accounts", [
-        ("customer_id", "BIGINT PRIMARY KEY", "Customer id"),
-        ("first_name", "VARCHAR NOT NULL", None),
-        ("last_name", "VARCHAR NOT NULL", None),
-        ("email", "VARCHAR", "Contact email; not always given, case as typed"),
-        ("phone", "VARCHAR", "Phone number as typed"),
-        ("signup_date", "VARCHAR", "Sign-up date as text in MM/DD/YYYY form (legacy CRM export)"),
-        ("birth_year", "INTEGER", "Year of birth, if the customer gave it"),
-        ("loyalty_tier", "VARCHAR", "Gold, Silver or Bronze; NULL when not a loyalty member"),
-        ("home_store_id", "INTEGER REFERENCES main.stores(store_id)", "Store the customer signed up at or shops at most"),
-        ("marketing_opt_in", "BOOLEAN", "Agreed to receive marketing email"),
-        ("notes", "VARCHAR", "Free-text notes by customer service"),
-    ]),
-    _Table("main.customer_addresses", "Shipping and billing addresses, typed in by customers", [
-        ("address_id", "BIGINT PRIMARY KEY", "Address id"),
-        ("customer_id", "BIGINT NOT NULL REFERENCES main.customers(customer_id)", "Owner of the address"),
-        ("address_type", "VARCHAR NOT NULL", "shipping or billing"),
-        ("street", "VARCHAR", "Street line"),
-        ("city", "VARCHAR", "City as typed (case varies)"),
-        ("postal_code", "VARCHAR", "Postal code as typed"),
-        ("country", "VARCHAR", "Country name as typed: spelling and case vary ('France', 'FRANCE', 'UK', …)"),
-        ("is_default", "BOOLEAN", "Default address of its type"),
-    ]),
-    _Table("main.product_categories", "Two-level product category tree", [
-        ("category_id", "INTEGER PRIMARY KEY", "Category id"),
-        ("category_name", "VARCHAR NOT NULL", "Category name"),
-        ("parent_category_id", "INTEGER REFERENCES main.product_categories(category_id)",
-         "Parent category; NULL for top-level categories"),
-        ("description", "VARCHAR", None),
-    ]),
-    _Table("main.suppliers", "Vendors the products are bought from", [
-        ("supplier_id", "INTEGER PRIMARY KEY", "Supplier id"),
-        ("supplier_name", "VARCHAR NOT NULL", "Legal name"),
-        ("country_iso3", "VARCHAR", "ISO 3166-1 alpha-3 country code of the supplier ('FRA', 'DEU', …)"),
-        ("contact_email", "VARCHAR", None),
-        ("lead_time_days", "INTEGER", "Typical days from purchase order to delivery"),
-        ("rating", "DECIMAL(2,1)", "Buyer rating 1.0–5.0; NULL when not yet rated"),
-    ]),
-    _Table("main.products", "Product catalogue (leaf categories only)", [
-        ("product_id", "INTEGER PRIMARY KEY", "Product id"),
-        ("sku", "VARCHAR NOT NULL", "Stock keeping unit"),
-        ("product_name", "VARCHAR NOT NULL", "Display name"),
-        ("category_id", "INTEGER NOT NULL REFERENCES main.product_categories(category_id)", "Leaf category"),
-        ("supplier_id", "INTEGER REFERENCES main.suppliers(supplier_id)", "Supplier"),
-        ("list_price", "DECIMAL(10,2) NOT NULL", "Current list price in EUR"),
-        ("unit_cost", "DECIMAL(10,2)", "Purchase cost per unit in EUR"),
-        ("attributes", "JSON", "Product attributes as JSON: color, size, material, … (keys depend on the category)"),
-        ("launched_on", "DATE", "Date the product went on sale"),
-        ("is_discontinued", "BOOLEAN", "No longer sold"),
-    ]),
-    _Table("main.order_status", "Code table for orders.status", [
-        ("status_code", "VARCHAR PRIMARY KEY", "One-letter code stored in orders.status"),
-        ("status_name", "VARCHAR NOT NULL", "Readable name"),
-        ("description", "VARCHAR", None),
-    ]),
-    _Table("main.promotions", "Marketing promotions; an order carries at most one", [
-        ("promotion_id", "INTEGER PRIMARY KEY", "Promotion id"),
-        ("promo_code", "VARCHAR NOT NULL", "Code customers type at checkout"),
-        ("promo_name", "VARCHAR", None),
-        ("discount_pct", "DECIMAL(4,1) NOT NULL", "Percent off every line of the order"),
-        ("starts_on", "DATE NOT NULL", "First day (inclusive)"),
-        ("ends_on", "DATE NOT NULL", "Last day (inclusive)"),
-        ("channel", "VARCHAR", "web or app when limited to one channel; NULL for every channel"),
-    ]),
-    _Table("main.orders", "Customer orders, one row per order (2023–2024)", [
-        ("order_id", "BIGINT PRIMARY KEY", "Order id (increases with time)"),
-        ("customer_id", "BIGINT NOT NULL REFERENCES main.customers(customer_id)", "Customer who placed it"),
-        ("store_id", "INTEGER NOT NULL REFERENCES main.stores(store_id)",
-         "Store that sold it; web and app orders belong to the online store"),
-        ("ordered_at", "TIMESTAMP NOT NULL", "When the order was placed"),
-        ("status", "VARCHAR NOT NULL REFERENCES main.order_status(status_code)", "Status code, see order_status"),
-        ("channel", "VARCHAR NOT NULL", "store, web or app"),
-        ("ship_address_id", "BIGINT REFERENCES main.customer_addresses(address_id)",
-         "Delivery address; NULL for in-store purchases"),
-        ("promotion_id", "INTEGER REFERENCES main.promotions(promotion_id)", "Promotion applied, if any"),
-        ("shipping_cost", "DECIMAL(8,2)", "Shipping charged to the customer in EUR"),
-        ("notes", "VARCHAR", "Delivery instructions typed by the customer"),
-    ]),
-    _Table("main.order_items", "Order lines: the sales fact table", [
-        ("order_item_id", "BIGINT PRIMARY KEY", "Order line id"),
-        ("order_id", "BIGINT NOT NULL REFERENCES main.orders(order_id)", "Order"),
-        ("line_number", "INTEGER NOT NULL", "Line number within the order, from 1"),
-        ("product_id", "INTEGER NOT NULL REFERENCES main.products(product_id)", "Product sold"),
-        ("quantity", "INTEGER NOT NULL", "Units"),
-        ("unit_price", "DECIMAL(10,2) NOT NULL", "Price per unit before discount, in EUR"),
-        ("discount_amount", "DECIMAL(10,2) NOT NULL",
-         "Discount on the whole line in EUR; net line revenue = quantity * unit_price - discount_amount"),
-    ]),
-    _Table("main.payments", "Payments captured for orders (split payments give two rows)", [
-        ("payment_id", "BIGINT PRIMARY KEY", "Payment id"),
-        ("order_id", "BIGINT NOT NULL REFERENCES main.orders(order_id)", "Order paid"),
-        ("payment_method", "VARCHAR", "Method as recorded by each payment provider (spelling varies)"),
-        ("amount", "DECIMAL(12,2) NOT NULL", "Amount captured in EUR"),
-        ("paid_at", "TIMESTAMP", "Capture time"),
-        ("card_last4", "VARCHAR", "Last four digits for card payments"),
-    ]),
-    _Table("main.returns", "Returned order lines", [
-        ("return_id", "BIGINT PRIMARY KEY", "Return id"),
-        ("order_item_id", "BIGINT NOT NULL REFERENCES main.order_items(order_item_id)", "Order line returned"),
-        ("returned_on", "DATE NOT NULL", "Date the parcel came back"),
-        ("reason_code", "VARCHAR NOT NULL", "DAMAGED, WRONG_SIZE, NOT_AS_DESCRIBED, CHANGED_MIND or LATE"),
-        ("customer_comment", "VARCHAR", "What the customer wrote, if anything"),
-        ("refund_amount", "DECIMAL(10,2)", "Amount refunded in EUR; NULL while pending"),
-    ]),
+    _Table(
+        "main.regions",
+        "Sales regions that group the countries stores operate in",
+        [
+            ("region_id", "INTEGER PRIMARY KEY", "Region id"),
+            ("region_code", "VARCHAR NOT NULL", "Three-letter internal code"),
+            ("region_name", "VARCHAR NOT NULL", "Region name"),
+        ],
+    ),
+    _Table(
+        "main.stores",
+        "Physical stores plus the single online store (store_type 'online')",
+        [
+            ("store_id", "INTEGER PRIMARY KEY", "Store id"),
+            ("store_name", "VARCHAR NOT NULL", "Display name"),
+            ("store_type", "VARCHAR NOT NULL", "flagship, mall, outlet or online"),
+            ("city", "VARCHAR", "City; NULL for the online store"),
+            (
+                "country_code",
+                "VARCHAR",
+                "ISO 3166-1 alpha-2 country code ('FR', 'DE', …); NULL for the online store",
+            ),
+            ("region_id", "INTEGER REFERENCES main.regions(region_id)", "Sales region"),
+            ("opened_on", "DATE", "Opening date"),
+            ("square_meters", "INTEGER", "Sales floor area; NULL for the online store"),
+            ("manager_name", "VARCHAR", None),
+        ],
+    ),
+    _Table(
+        "main.customers",
+        "Customer accounts",
+        [
+            ("customer_id", "BIGINT PRIMARY KEY", "Customer id"),
+            ("first_name", "VARCHAR NOT NULL", None),
+            ("last_name", "VARCHAR NOT NULL", None),
+            ("email", "VARCHAR", "Contact email; not always given, case as typed"),
+            ("phone", "VARCHAR", "Phone number as typed"),
+            ("signup_date", "VARCHAR", "Sign-up date as text in MM/DD/YYYY form (legacy CRM export)"),
+            ("birth_year", "INTEGER", "Year of birth, if the customer gave it"),
+            ("loyalty_tier", "VARCHAR", "Gold, Silver or Bronze; NULL when not a loyalty member"),
+            (
+                "home_store_id",
+                "INTEGER REFERENCES main.stores(store_id)",
+                "Store the customer signed up at or shops at most",
+            ),
+            ("marketing_opt_in", "BOOLEAN", "Agreed to receive marketing email"),
+            ("notes", "VARCHAR", "Free-text notes by customer service"),
+        ],
+    ),
+    _Table(
+        "main.customer_addresses",
+        "Shipping and billing addresses, typed in by customers",
+        [
+            ("address_id", "BIGINT PRIMARY KEY", "Address id"),
+            ("customer_id", "BIGINT NOT NULL REFERENCES main.customers(customer_id)", "Owner of the address"),
+            ("address_type", "VARCHAR NOT NULL", "shipping or billing"),
+            ("street", "VARCHAR", "Street line"),
+            ("city", "VARCHAR", "City as typed (case varies)"),
+            ("postal_code", "VARCHAR", "Postal code as typed"),
+            (
+                "country",
+                "VARCHAR",
+                "Country name as typed: spelling and case vary ('France', 'FRANCE', 'UK', …)",
+            ),
+            ("is_default", "BOOLEAN", "Default address of its type"),
+        ],
+    ),
+    _Table(
+        "main.product_categories",
+        "Two-level product category tree",
+        [
+            ("category_id", "INTEGER PRIMARY KEY", "Category id"),
+            ("category_name", "VARCHAR NOT NULL", "Category name"),
+            (
+                "parent_category_id",
+                "INTEGER REFERENCES main.product_categories(category_id)",
+                "Parent category; NULL for top-level categories",
+            ),
+            ("description", "VARCHAR", None),
+        ],
+    ),
+    _Table(
+        "main.suppliers",
+        "Vendors the products are bought from",
+        [
+            ("supplier_id", "INTEGER PRIMARY KEY", "Supplier id"),
+            ("supplier_name", "VARCHAR NOT NULL", "Legal name"),
+            ("country_iso3", "VARCHAR", "ISO 3166-1 alpha-3 country code of the supplier ('FRA', 'DEU', …)"),
+            ("contact_email", "VARCHAR", None),
+            ("lead_time_days", "INTEGER", "Typical days from purchase order to delivery"),
+            ("rating", "DECIMAL(2,1)", "Buyer rating 1.0–5.0; NULL when not yet rated"),
+        ],
+    ),
+    _Table(
+        "main.products",
+        "Product catalogue (leaf categories only)",
+        [
+            ("product_id", "INTEGER PRIMARY KEY", "Product id"),
+            ("sku", "VARCHAR NOT NULL", "Stock keeping unit"),
+            ("product_name", "VARCHAR NOT NULL", "Display name"),
+            (
+                "category_id",
+                "INTEGER NOT NULL REFERENCES main.product_categories(category_id)",
+                "Leaf category",
+            ),
+            ("supplier_id", "INTEGER REFERENCES main.suppliers(supplier_id)", "Supplier"),
+            ("list_price", "DECIMAL(10,2) NOT NULL", "Current list price in EUR"),
+            ("unit_cost", "DECIMAL(10,2)", "Purchase cost per unit in EUR"),
+            (
+                "attributes",
+                "JSON",
+                "Product attributes as JSON: color, size, material, … (keys depend on the category)",
+            ),
+            ("launched_on", "DATE", "Date the product went on sale"),
+            ("is_discontinued", "BOOLEAN", "No longer sold"),
+        ],
+    ),
+    _Table(
+        "main.order_status",
+        "Code table for orders.status",
+        [
+            ("status_code", "VARCHAR PRIMARY KEY", "One-letter code stored in orders.status"),
+            ("status_name", "VARCHAR NOT NULL", "Readable name"),
+            ("description", "VARCHAR", None),
+        ],
+    ),
+    _Table(
+        "main.promotions",
+        "Marketing promotions; an order carries at most one",
+        [
+            ("promotion_id", "INTEGER PRIMARY KEY", "Promotion id"),
+            ("promo_code", "VARCHAR NOT NULL", "Code customers type at checkout"),
+            ("promo_name", "VARCHAR", None),
+            ("discount_pct", "DECIMAL(4,1) NOT NULL", "Percent off every line of the order"),
+            ("starts_on", "DATE NOT NULL", "First day (inclusive)"),
+            ("ends_on", "DATE NOT NULL", "Last day (inclusive)"),
+            ("channel", "VARCHAR", "web or app when limited to one channel; NULL for every channel"),
+        ],
+    ),
+    _Table(
+        "main.orders",
+        "Customer orders, one row per order (2023–2024)",
+        [
+            ("order_id", "BIGINT PRIMARY KEY", "Order id (increases with time)"),
+            (
+                "customer_id",
+                "BIGINT NOT NULL REFERENCES main.customers(customer_id)",
+                "Customer who placed it",
+            ),
+            (
+                "store_id",
+                "INTEGER NOT NULL REFERENCES main.stores(store_id)",
+                "Store that sold it; web and app orders belong to the online store",
+            ),
+            ("ordered_at", "TIMESTAMP NOT NULL", "When the order was placed"),
+            (
+                "status",
+                "VARCHAR NOT NULL REFERENCES main.order_status(status_code)",
+                "Status code, see order_status",
+            ),
+            ("channel", "VARCHAR NOT NULL", "store, web or app"),
+            (
+                "ship_address_id",
+                "BIGINT REFERENCES main.customer_addresses(address_id)",
+                "Delivery address; NULL for in-store purchases",
+            ),
+            ("promotion_id", "INTEGER REFERENCES main.promotions(promotion_id)", "Promotion applied, if any"),
+            ("shipping_cost", "DECIMAL(8,2)", "Shipping charged to the customer in EUR"),
+            ("notes", "VARCHAR", "Delivery instructions typed by the customer"),
+        ],
+    ),
+    _Table(
+        "main.order_items",
+        "Order lines: the sales fact table",
+        [
+            ("order_item_id", "BIGINT PRIMARY KEY", "Order line id"),
+            ("order_id", "BIGINT NOT NULL REFERENCES main.orders(order_id)", "Order"),
+            ("line_number", "INTEGER NOT NULL", "Line number within the order, from 1"),
+            ("product_id", "INTEGER NOT NULL REFERENCES main.products(product_id)", "Product sold"),
+            ("quantity", "INTEGER NOT NULL", "Units"),
+            ("unit_price", "DECIMAL(10,2) NOT NULL", "Price per unit before discount, in EUR"),
+            (
+                "discount_amount",
+                "DECIMAL(10,2) NOT NULL",
+                "Discount on the whole line in EUR; net line revenue = quantity * unit_price - discount_amount",
+            ),
+        ],
+    ),
+    _Table(
+        "main.payments",
+        "Payments captured for orders (split payments give two rows)",
+        [
+            ("payment_id", "BIGINT PRIMARY KEY", "Payment id"),
+            ("order_id", "BIGINT NOT NULL REFERENCES main.orders(order_id)", "Order paid"),
+            ("payment_method", "VARCHAR", "Method as recorded by each payment provider (spelling varies)"),
+            ("amount", "DECIMAL(12,2) NOT NULL", "Amount captured in EUR"),
+            ("paid_at", "TIMESTAMP", "Capture time"),
+            ("card_last4", "VARCHAR", "Last four digits for card payments"),
+        ],
+    ),
+    _Table(
+        "main.returns",
+        "Returned order lines",
+        [
+            ("return_id", "BIGINT PRIMARY KEY", "Return id"),
+            (
+                "order_item_id",
+                "BIGINT NOT NULL REFERENCES main.order_items(order_item_id)",
+                "Order line returned",
+            ),
+            ("returned_on", "DATE NOT NULL", "Date the parcel came back"),
+            (
+                "reason_code",
+                "VARCHAR NOT NULL",
+                "DAMAGED, WRONG_SIZE, NOT_AS_DESCRIBED, CHANGED_MIND or LATE",
+            ),
+            ("customer_comment", "VARCHAR", "What the customer wrote, if anything"),
+            ("refund_amount", "DECIMAL(10,2)", "Amount refunded in EUR; NULL while pending"),
+        ],
+    ),
     *[_web_events_table(m) for m in WEB_EVENT_MONTHS],
 ]
 
 
 # -- sizes -------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class _Sizes:
@@ -403,13 +735,14 @@ def _sizes(scale: float) -> _Sizes:
         order_candidates=math.ceil(items / 2.5 * 1.03) + 20,
         customers=max(50, round(5_000 * scale)),
         products=max(60, round(500 * math.sqrt(scale))),
-        stores=max(17, round(40 * scale ** 0.25)),
+        stores=max(17, round(40 * scale**0.25)),
         suppliers=40,
         events_per_month=max(50, round(2_000 * scale)),
     )
 
 
 # -- SQL helpers -------------------------------------------------------------------------------
+
 
 def _lit(value: object) -> str:
     if value is None:
@@ -444,7 +777,9 @@ def _ddl(table: _Table) -> tuple[list[str], list[str]]:
     self_referenced = any(f"REFERENCES {table.name}(" in typ for _, typ, _ in table.columns)
     pk = [name for name, typ, _ in table.columns if "PRIMARY KEY" in typ]
     defer = bool(pk) and not self_referenced
-    cols = [f"{name} {typ.replace('PRIMARY KEY', 'NOT NULL') if defer else typ}" for name, typ, _ in table.columns]
+    cols = [
+        f"{name} {typ.replace('PRIMARY KEY', 'NOT NULL') if defer else typ}" for name, typ, _ in table.columns
+    ]
     before = [f"CREATE TABLE {table.name} ({', '.join(cols + list(table.constraints))})"]
     if table.comment:
         before.append(f"COMMENT ON TABLE {table.name} IS {_lit(table.comment)}")
@@ -456,10 +791,14 @@ def _ddl(table: _Table) -> tuple[list[str], list[str]]:
 
 
 def _leaf_structs() -> str:
-    return "[" + ", ".join(
-        "{" + f"'id': {cid}, 'parent': {parent}, 'nouns': {_list(nouns)}, 'price': {price}" + "}"
-        for cid, parent, _, nouns, price in LEAF_CATEGORIES
-    ) + "]"
+    return (
+        "["
+        + ", ".join(
+            "{" + f"'id': {cid}, 'parent': {parent}, 'nouns': {_list(nouns)}, 'price': {price}" + "}"
+            for cid, parent, _, nouns, price in LEAF_CATEGORIES
+        )
+        + "]"
+    )
 
 
 def _fill(s: _Sizes) -> list[tuple[str, str]]:
@@ -473,19 +812,29 @@ def _fill(s: _Sizes) -> list[tuple[str, str]]:
     def add(table: str, statement: str) -> None:
         sql.append((table, statement))
 
-    add("main.regions", "INSERT INTO regions VALUES " + ", ".join(f"({i}, {_lit(c)}, {_lit(n)})" for i, c, n in REGIONS))
+    add(
+        "main.regions",
+        "INSERT INTO regions VALUES " + ", ".join(f"({i}, {_lit(c)}, {_lit(n)})" for i, c, n in REGIONS),
+    )
 
     # store 1 is the online store; physical stores cycle through the countries so every country
     # has stores even at small scales
     n_countries = len(COUNTRIES)
-    country_list = "[" + ", ".join(
-        "{" + f"'iso2': {_lit(c[0])}, 'region': {c[4]}, 'cities': {_list(c[5])}" + "}" for c in COUNTRIES
-    ) + "]"
-    add("main.stores",
-        "INSERT INTO stores VALUES (1, 'Online Store', 'online', NULL, NULL, NULL, DATE '2015-03-01', NULL, "
-        "'Digital Team')"
+    country_list = (
+        "["
+        + ", ".join(
+            "{" + f"'iso2': {_lit(c[0])}, 'region': {c[4]}, 'cities': {_list(c[5])}" + "}" for c in COUNTRIES
+        )
+        + "]"
     )
-    add("main.stores", f"""
+    add(
+        "main.stores",
+        "INSERT INTO stores VALUES (1, 'Online Store', 'online', NULL, NULL, NULL, DATE '2015-03-01', NULL, "
+        "'Digital Team')",
+    )
+    add(
+        "main.stores",
+        f"""
         INSERT INTO stores
         WITH base AS (
             SELECT i AS store_id, {country_list}[1 + ((i - 2) % {n_countries})] AS c
@@ -500,10 +849,13 @@ def _fill(s: _Sizes) -> list[tuple[str, str]]:
                DATE '2008-01-01' + rn(store_id, 'sopen', 5000)::INTEGER,
                300 + rn(store_id, 'sqm', 40) * 50,
                pick({first}, store_id, 'smf') || ' ' || pick({last}, store_id, 'sml')
-        FROM (SELECT *, pick(c.cities, store_id, 'scity') AS city FROM base)""")
+        FROM (SELECT *, pick(c.cities, store_id, 'scity') AS city FROM base)""",
+    )
 
     tiers = "['Gold', 'Silver', 'Silver', 'Bronze', 'Bronze', 'Bronze']"
-    add("main.customers", f"""
+    add(
+        "main.customers",
+        f"""
         INSERT INTO customers
         SELECT i AS customer_id,
                pick({first}, i, 'cf') AS fn,
@@ -523,15 +875,23 @@ def _fill(s: _Sizes) -> list[tuple[str, str]]:
                2 + rn(i, 'chome', {s.stores - 1})::INTEGER,
                ru(i, 'copt') < 0.55,
                CASE WHEN ru(i, 'cnote') < 0.06 THEN pick({_list(CUSTOMER_NOTES)}, i, 'cnt') END
-        FROM range(1, {s.customers} + 1) t(i)""")
+        FROM range(1, {s.customers} + 1) t(i)""",
+    )
 
     # Customers mostly live in their home store's country (stores cycle through COUNTRIES, so the
     # store id gives the country index); each has a shipping address (id 2k-1), 40% also a billing
     # address (id 2k).
-    countries_full = "[" + ", ".join(
-        "{" + f"'country': {_lit(c[2])}, 'variants': {_list(c[3])}, 'cities': {_list(c[5])}" + "}" for c in COUNTRIES
-    ) + "]"
-    add("main.customer_addresses", f"""
+    countries_full = (
+        "["
+        + ", ".join(
+            "{" + f"'country': {_lit(c[2])}, 'variants': {_list(c[3])}, 'cities': {_list(c[5])}" + "}"
+            for c in COUNTRIES
+        )
+        + "]"
+    )
+    add(
+        "main.customer_addresses",
+        f"""
         INSERT INTO customer_addresses
         WITH g AS (
             SELECT customer_id, k,
@@ -555,28 +915,40 @@ def _fill(s: _Sizes) -> list[tuple[str, str]]:
                     ELSE pick(place.variants, 2 * customer_id + k, 'avar') END,
                k = 0 OR ru(customer_id, 'adef') < 0.9
         FROM p
-        ORDER BY 1""")
+        ORDER BY 1""",
+    )
 
-    add("main.product_categories", "INSERT INTO product_categories VALUES " + ", ".join(
-        f"({i}, {_lit(n)}, NULL, {_lit(d)})" for i, n, d in PARENT_CATEGORIES))
+    add(
+        "main.product_categories",
+        "INSERT INTO product_categories VALUES "
+        + ", ".join(f"({i}, {_lit(n)}, NULL, {_lit(d)})" for i, n, d in PARENT_CATEGORIES),
+    )
     # a separate statement: DuckDB checks a self-referencing key against rows already stored
-    add("main.product_categories", "INSERT INTO product_categories VALUES " + ", ".join(
-        f"({i}, {_lit(n)}, {p}, NULL)" for i, p, n, _, _ in LEAF_CATEGORIES))
+    add(
+        "main.product_categories",
+        "INSERT INTO product_categories VALUES "
+        + ", ".join(f"({i}, {_lit(n)}, {p}, NULL)" for i, p, n, _, _ in LEAF_CATEGORIES),
+    )
 
-    add("main.suppliers", f"""
+    add(
+        "main.suppliers",
+        f"""
         INSERT INTO suppliers
         SELECT i,
                pick({_list(SUPPLIER_WORDS)}, i, 'supw') || ' ' || pick({_list(SUPPLIER_SUFFIXES)}, i, 'sups')
                    || CASE WHEN i > 16 THEN ' ' || pick(['Europe', 'International', 'Group', 'Holding'], i, 'supx')
                            ELSE '' END,
-               pick({_list([c[1] for c in COUNTRIES] + ['CHN', 'CHN', 'VNM', 'TUR', 'PRT', 'IND'])}, i, 'supc'),
+               pick({_list([c[1] for c in COUNTRIES] + ["CHN", "CHN", "VNM", "TUR", "PRT", "IND"])}, i, 'supc'),
                'orders@' || lower(pick({_list(SUPPLIER_WORDS)}, i, 'supw')) || '.example.com',
                5 + rn(i, 'suplt', 55)::INTEGER,
                CASE WHEN ru(i, 'suprn') < 0.2 THEN NULL ELSE round(1 + 4 * ru(i, 'supr'), 1) END
-        FROM range(1, {s.suppliers} + 1) t(i)""")
+        FROM range(1, {s.suppliers} + 1) t(i)""",
+    )
 
     sizes = "['XS', 'S', 'M', 'L', 'XL']"
-    add("main.products", f"""
+    add(
+        "main.products",
+        f"""
         INSERT INTO products
         WITH b AS (
             SELECT i AS product_id, pick({_leaf_structs()}, i, 'pcat') AS leaf,
@@ -612,15 +984,23 @@ def _fill(s: _Sizes) -> list[tuple[str, str]]:
                END,
                DATE '2018-01-01' + rn(product_id, 'plaunch', 2400)::INTEGER,
                ru(product_id, 'pdisc') < 0.07
-        FROM p""")
+        FROM p""",
+    )
 
-    add("main.order_status", "INSERT INTO order_status VALUES " + ", ".join(
-        f"({_lit(c)}, {_lit(n)}, {_lit(d)})" for c, n, d in STATUS_CODES))
+    add(
+        "main.order_status",
+        "INSERT INTO order_status VALUES "
+        + ", ".join(f"({_lit(c)}, {_lit(n)}, {_lit(d)})" for c, n, d in STATUS_CODES),
+    )
 
     # one promotion per month over 2023–2024, a week or two long, so windows never overlap
-    season_names = ("['Winter sale', 'Winter sale', 'Spring sale', 'Spring sale', 'Spring sale', 'Summer sale', "
-                    "'Summer sale', 'Summer sale', 'Autumn sale', 'Autumn sale', 'Black Friday', 'Christmas']")
-    add("main.promotions", f"""
+    season_names = (
+        "['Winter sale', 'Winter sale', 'Spring sale', 'Spring sale', 'Spring sale', 'Summer sale', "
+        "'Summer sale', 'Summer sale', 'Autumn sale', 'Autumn sale', 'Black Friday', 'Christmas']"
+    )
+    add(
+        "main.promotions",
+        f"""
         INSERT INTO promotions
         WITH m AS (SELECT i, (DATE '2023-01-01' + to_months(i - 1)::INTERVAL)::DATE AS month_start
                    FROM range(1, 25) t(i))
@@ -632,20 +1012,26 @@ def _fill(s: _Sizes) -> list[tuple[str, str]]:
                month_start + rn(i, 'prstart', 10)::INTEGER,
                month_start + rn(i, 'prstart', 10)::INTEGER + 6 + rn(i, 'prlen', 8)::INTEGER,
                CASE WHEN i % 5 = 0 THEN 'app' WHEN i % 7 = 0 THEN 'web' END
-        FROM m""")
+        FROM m""",
+    )
 
     # Orders: ids increase with time over 2023–2024 (about 2.5 lines each); candidates are trimmed
     # so that order_items has exactly s.order_items rows.
     span_s = 2 * 365 * 86400
     est_orders = s.order_items / 2.5
-    add("main.orders", f"""
+    add(
+        "main.orders",
+        f"""
         CREATE TEMP TABLE _orders AS
         WITH o AS (
             SELECT i AS order_id, 1 + rn(i, 'olines', 4) AS n_lines FROM range(1, {s.order_candidates} + 1) t(i)),
         w AS (SELECT *, sum(n_lines) OVER (ORDER BY order_id ROWS UNBOUNDED PRECEDING) - n_lines AS first_item
               FROM o)
-        SELECT * FROM w WHERE first_item < {s.order_items}""")
-    add("main.orders", f"""
+        SELECT * FROM w WHERE first_item < {s.order_items}""",
+    )
+    add(
+        "main.orders",
+        f"""
         INSERT INTO orders
         WITH b AS (
             SELECT o.order_id,
@@ -683,9 +1069,12 @@ def _fill(s: _Sizes) -> list[tuple[str, str]]:
                ON p.promotion_id = (year(c.ordered_at) - 2023) * 12 + month(c.ordered_at)
               AND c.ordered_at::DATE BETWEEN p.starts_on AND p.ends_on
               AND (p.channel IS NULL OR p.channel = c.channel)
-        ORDER BY c.order_id""")
+        ORDER BY c.order_id""",
+    )
 
-    add("main.order_items", f"""
+    add(
+        "main.order_items",
+        f"""
         INSERT INTO order_items
         WITH l AS (
             SELECT o.order_id, o.first_item + line AS order_item_id, line + 1 AS line_number, pr.discount_pct
@@ -705,10 +1094,13 @@ def _fill(s: _Sizes) -> list[tuple[str, str]]:
                     ELSE p.list_price END AS unit_price,
                coalesce(round(q.quantity * unit_price * q.discount_pct / 100, 2), 0)
         FROM q JOIN products p USING (product_id)
-        ORDER BY q.order_item_id""")
+        ORDER BY q.order_item_id""",
+    )
 
     methods_online = "['credit_card', 'credit_card', 'Credit Card', 'CARD', 'paypal', 'PayPal', 'apple_pay']"
-    add("main.payments", f"""
+    add(
+        "main.payments",
+        f"""
         INSERT INTO payments
         WITH t AS (
             SELECT o.order_id, o.channel, o.ordered_at,
@@ -736,9 +1128,12 @@ def _fill(s: _Sizes) -> list[tuple[str, str]]:
                CASE WHEN lower(method) IN ('credit_card', 'credit card', 'card') AND ru(order_id, 'pl4') < 0.9
                     THEN lpad(rn(2 * order_id + k, 'plast4', 10000)::VARCHAR, 4, '0') END
         FROM m
-        ORDER BY order_id, k""")
+        ORDER BY order_id, k""",
+    )
 
-    add("main.returns", f"""
+    add(
+        "main.returns",
+        f"""
         INSERT INTO returns
         WITH r AS (
             SELECT i.order_item_id, i.quantity * i.unit_price - i.discount_amount AS net, o.ordered_at
@@ -752,14 +1147,19 @@ def _fill(s: _Sizes) -> list[tuple[str, str]]:
                pick({_list(RETURN_COMMENTS)}, order_item_id, 'rcomment'),
                CASE WHEN ru(order_item_id, 'rpend') < 0.05 THEN NULL ELSE net END
         FROM r
-        ORDER BY order_item_id""")
+        ORDER BY order_item_id""",
+    )
 
-    event_types = ("['page_view', 'page_view', 'page_view', 'page_view', 'search', 'product_view', 'product_view', "
-                   "'product_view', 'add_to_cart', 'add_to_cart', 'checkout', 'purchase']")
+    event_types = (
+        "['page_view', 'page_view', 'page_view', 'page_view', 'search', 'product_view', 'product_view', "
+        "'product_view', 'add_to_cart', 'add_to_cart', 'checkout', 'purchase']"
+    )
     for month in WEB_EVENT_MONTHS:
         start = f"TIMESTAMP '{month[:4]}-{month[4:]}-01'"
         key = f"({month}::BIGINT * 10000000 + i)"
-        add(f"web.web_events_{month}", f"""
+        add(
+            f"web.web_events_{month}",
+            f"""
             INSERT INTO web.web_events_{month}
             WITH e AS (
                 SELECT i, {key} AS k, i // 6 AS sess,
@@ -790,14 +1190,21 @@ def _fill(s: _Sizes) -> list[tuple[str, str]]:
                                                           {month}::BIGINT * 10000000 + sess, 'eref'))
                    END
             FROM e
-            ORDER BY i""")
+            ORDER BY i""",
+        )
     return sql
 
 
 # -- building ----------------------------------------------------------------------------------
 
+
 def _check_scale(scale: float) -> float:
-    if not isinstance(scale, int | float) or isinstance(scale, bool) or not math.isfinite(scale) or scale <= 0:
+    if (
+        not isinstance(scale, int | float)
+        or isinstance(scale, bool)
+        or not math.isfinite(scale)
+        or scale <= 0
+    ):
         raise InvalidArgument(
             f"demo database scale must be a positive number, got {scale!r}; "
             "use 1 for the default (100,000 order lines) or e.g. 0.1 / 10 / 100"
@@ -827,8 +1234,9 @@ def build_demo_db(path: Path, scale: float = 1.0, seed: int = DEFAULT_SEED) -> P
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     sizes = _sizes(scale)
     try:
-        conn = duckdb.connect(str(tmp), config={"autoinstall_known_extensions": False,
-                                                "autoload_known_extensions": False})
+        conn = duckdb.connect(
+            str(tmp), config={"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+        )
         try:
             conn.execute("SET enable_progress_bar = false")
             for statement in _macros(seed):

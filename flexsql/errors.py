@@ -81,8 +81,18 @@ class BudgetExceeded(FlexSQLError):
     code = "budget"
 
 
-ERROR_CODES: tuple[str, ...] = ("internal", "config", "invalid_argument", "not_found", "refused", "unavailable",
-                                "engine_error", "timeout", "model_error", "budget")
+ERROR_CODES: tuple[str, ...] = (
+    "internal",
+    "config",
+    "invalid_argument",
+    "not_found",
+    "refused",
+    "unavailable",
+    "engine_error",
+    "timeout",
+    "model_error",
+    "budget",
+)
 
 
 def error_code(exc: BaseException) -> str:
@@ -96,11 +106,13 @@ def error_text(exc: BaseException) -> str:
     code = error_code(exc)
     message = str(exc).strip() or type(exc).__name__
     if code == "internal" and not isinstance(exc, FlexSQLError):
-        message = (f"internal error ({type(exc).__name__}): {message}. This is a flexsql bug; "
-                   "the call changed nothing, retry or rephrase")
+        message = (
+            f"internal error ({type(exc).__name__}): {message}. This is a flexsql bug; "
+            "the call changed nothing, retry or rephrase"
+        )
     lowered = message.lower()
     for prefix in (f"{code}:", f"{code.replace('_', ' ')}:"):
         if lowered.startswith(prefix):
-            message = message[len(prefix):].lstrip()
+            message = message[len(prefix) :].lstrip()
             break
     return f"{code}: {message}"

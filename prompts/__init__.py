@@ -115,9 +115,13 @@ def _parse(name: str, raw: str) -> PromptTemplate:
             key, _, rest = line.strip().partition(":")
             kind, _, desc = rest.partition("|")
             if kind.strip() not in ("required", "optional") or not desc.strip():
-                raise ValueError(f"{where}: argument line must read '  name: required | description': {line!r}")
+                raise ValueError(
+                    f"{where}: argument line must read '  name: required | description': {line!r}"
+                )
             arguments.append(
-                PromptArgument(name=key.strip(), description=desc.strip(), required=kind.strip() == "required")
+                PromptArgument(
+                    name=key.strip(), description=desc.strip(), required=kind.strip() == "required"
+                )
             )
             continue
         key, _, value = line.partition(":")
@@ -150,15 +154,19 @@ def _check(t: PromptTemplate, where: str) -> None:
         for inner in _TOKEN.finditer(match.group(2)):
             name = inner.group(1)
             if name and name in args and not args[name].required and name != block:
-                raise ValueError(f"{where}: optional {{{name}}} sits inside the block of '{block}'; "
-                                 f"put it in its own {{#{name}}} block")
+                raise ValueError(
+                    f"{where}: optional {{{name}}} sits inside the block of '{block}'; "
+                    f"put it in its own {{#{name}}} block"
+                )
     outside = _BLOCK.sub("", t.body)
     for match in _TOKEN.finditer(outside):
         name = match.group(1)
         if name is None:
             continue
         if name not in args:
-            raise ValueError(f"{where}: {{{name}}} is not a declared argument (write {{{{ for a literal brace)")
+            raise ValueError(
+                f"{where}: {{{name}}} is not a declared argument (write {{{{ for a literal brace)"
+            )
         if not args[name].required:
             raise ValueError(f"{where}: optional {{{name}}} must sit inside a {{#{name}}}…{{/{name}}} block")
     for match in _TOKEN.finditer(t.body):
@@ -166,8 +174,10 @@ def _check(t: PromptTemplate, where: str) -> None:
             used.add(match.group(1))
     leftover = _STRAY.search(_TOKEN.sub("", _BLOCK.sub(lambda m: m.group(2), t.body)))
     if leftover:
-        raise ValueError(f"{where}: unmatched brace near {t.body[max(0, leftover.start() - 30):][:60]!r}; "
-                         "write {{ and }} for literal braces")
+        raise ValueError(
+            f"{where}: unmatched brace near {t.body[max(0, leftover.start() - 30) :][:60]!r}; "
+            "write {{ and }} for literal braces"
+        )
     unused = set(args) - used
     if unused:
         raise ValueError(f"{where}: declared but unused arguments: {', '.join(sorted(unused))}")

@@ -17,8 +17,13 @@ from flexsql.tools import registry
 from flexsql.tools.sources import SourceRegistry
 
 
-def build_server(settings: Settings, sources: SourceRegistry, allow_python: bool = True,
-                 token_verifier: Any = None, auth: Any = None) -> MCPServer:
+def build_server(
+    settings: Settings,
+    sources: SourceRegistry,
+    allow_python: bool = True,
+    token_verifier: Any = None,
+    auth: Any = None,
+) -> MCPServer:
     """`allow_python` is the transport's default for run_python (on for stdio and loopback HTTP);
     `settings.sandbox.enabled` overrides it either way."""
     state = SessionState(sources, settings)
@@ -29,17 +34,24 @@ def build_server(settings: Settings, sources: SourceRegistry, allow_python: bool
         "find_values to ground codes, enums and IDs to exact stored literals; run_query to test pieces; "
         "run_python for logic easier in pandas; compare_results to check candidate answers agree.\n"
         "Sources (every tool takes source=NAME; default: the first): "
-        + ", ".join(f"{s.name} ({s.dialect})" for s in sources) + "\n"
+        + ", ".join(f"{s.name} ({s.dialect})" for s in sources)
+        + "\n"
         + "\n".join(engines[d].notes for d in sorted(engines))
     )
-    server = MCPServer(name="flexsql", version=__version__, instructions=instructions, token_verifier=token_verifier,
-                       auth=auth)
+    server = MCPServer(
+        name="flexsql",
+        version=__version__,
+        instructions=instructions,
+        token_verifier=token_verifier,
+        auth=auth,
+    )
     server.flexsql_state = state  # type: ignore[attr-defined]  # tests and the CLI reach the contexts
 
     python = registry.python_enabled(settings, allow_python)
     for spec in registry.available(settings, python):
         server.tool(name=spec.name, description=spec.describe(settings), annotations=READ_ONLY)(
-            mcp_handler(spec, state.context_for, settings, python))
+            mcp_handler(spec, state.context_for, settings, python)
+        )
         _publish_schemas(server, spec)
     register_prompts(server)
     _register_resources(server, state)
@@ -54,13 +66,18 @@ def _publish_schemas(server: MCPServer, spec: registry.ToolSpec) -> None:
 
 
 def _register_resources(server: MCPServer, state: SessionState) -> None:
-    @server.resource("flexsql://sources", name="sources", description="the configured sources",
-                     mime_type="text/plain")
+    @server.resource(
+        "flexsql://sources", name="sources", description="the configured sources", mime_type="text/plain"
+    )
     def sources_resource() -> str:
         return catalog_tools.list_sources(state.new_context()).to_text()
 
-    @server.resource("flexsql://schema/{source}", name="schema", description="compact schema overview of one source",
-                     mime_type="text/plain")
+    @server.resource(
+        "flexsql://schema/{source}",
+        name="schema",
+        description="compact schema overview of one source",
+        mime_type="text/plain",
+    )
     def schema_resource(source: str) -> str:
         tc = state.new_context()
         listing = catalog_tools.list_tables(tc, limit=200, source=source)

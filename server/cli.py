@@ -16,9 +16,11 @@ from flexsql.errors import ConfigError, FlexSQLError, NotFoundError
 from flexsql.tools.sources import SourceRegistry, open_source
 from flexsql.tools.sources.base import set_engine_limits
 
-DB_HELP = ("source URL, repeatable; NAME=URL names it. Forms: duckdb:///path/to.duckdb, sqlite:///path/to.sqlite, "
-           "postgresql://user@host:port/db, snowflake://user@account/DB/SCHEMA?warehouse=…&role=…. "
-           "Default: the bundled demo database")
+DB_HELP = (
+    "source URL, repeatable; NAME=URL names it. Forms: duckdb:///path/to.duckdb, sqlite:///path/to.sqlite, "
+    "postgresql://user@host:port/db, snowflake://user@account/DB/SCHEMA?warehouse=…&role=…. "
+    "Default: the bundled demo database"
+)
 
 
 def parse_db_option(value: str) -> SourceConfig:
@@ -30,8 +32,10 @@ def parse_db_option(value: str) -> SourceConfig:
         if not path:
             raise ConfigError("--db is empty: give a source URL such as duckdb:///abs/path/shop.duckdb")
         scheme = "sqlite" if path.lower().endswith((".sqlite", ".sqlite3", ".db")) else "duckdb"
-        raise ConfigError(f"--db {path!r} is not a source URL: write {scheme}:///{str(Path(path).resolve()).lstrip('/')} "
-                          "(or postgresql://user@host/db, snowflake://…)")
+        raise ConfigError(
+            f"--db {path!r} is not a source URL: write {scheme}:///{str(Path(path).resolve()).lstrip('/')} "
+            "(or postgresql://user@host/db, snowflake://…)"
+        )
     return SourceConfig(url=value.strip())
 
 
@@ -66,21 +70,47 @@ def main() -> None:
 @click.option("--http", is_flag=True, help="serve streamable HTTP instead of stdio")
 @click.option("--host", default=None, help="HTTP bind address (default 127.0.0.1; others need --auth-token)")
 @click.option("--port", type=int, default=None, help="HTTP port (default 8000)")
-@click.option("--auth-token", default=None, envvar="FLEXSQL_AUTH_TOKEN",
-              help="bearer token HTTP clients must send (env FLEXSQL_AUTH_TOKEN)")
-@click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME[:PORT]",
-              help="another Host name HTTP clients use (a proxy's, a DNS alias); may repeat. The bind "
-                   "address's own names are always allowed (for 0.0.0.0: this machine's names and addresses)")
-@click.option("--python/--no-python", "python_flag", default=None,
-              help="enable or disable run_python (default: on for stdio and loopback HTTP)")
-def serve(db: tuple[str, ...], config_file: str | None, http: bool, host: str | None, port: int | None,
-          auth_token: str | None, allowed_hosts: tuple[str, ...], python_flag: bool | None) -> None:
+@click.option(
+    "--auth-token",
+    default=None,
+    envvar="FLEXSQL_AUTH_TOKEN",
+    help="bearer token HTTP clients must send (env FLEXSQL_AUTH_TOKEN)",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME[:PORT]",
+    help="another Host name HTTP clients use (a proxy's, a DNS alias); may repeat. The bind "
+    "address's own names are always allowed (for 0.0.0.0: this machine's names and addresses)",
+)
+@click.option(
+    "--python/--no-python",
+    "python_flag",
+    default=None,
+    help="enable or disable run_python (default: on for stdio and loopback HTTP)",
+)
+def serve(
+    db: tuple[str, ...],
+    config_file: str | None,
+    http: bool,
+    host: str | None,
+    port: int | None,
+    auth_token: str | None,
+    allowed_hosts: tuple[str, ...],
+    python_flag: bool | None,
+) -> None:
     """Run the MCP server (stdio by default)."""
     from flexsql.server.transport import serve_http, serve_stdio
 
     try:
-        settings = load_settings(config_file, host=host, port=port, auth_token=auth_token,
-                                 allowed_hosts=list(allowed_hosts) or None)
+        settings = load_settings(
+            config_file,
+            host=host,
+            port=port,
+            auth_token=auth_token,
+            allowed_hosts=list(allowed_hosts) or None,
+        )
         if python_flag is not None:
             settings.sandbox.enabled = python_flag
         sources = make_sources(settings, db)
@@ -117,7 +147,11 @@ def sources(db: tuple[str, ...], config_file: str | None) -> None:
             console.print(f"  [red]unreachable:[/red] {exc}")
             unreachable += 1
             continue
-        status = "read-only enforced by the engine" if report.read_only_engine else "read-only enforced by flexsql only"
+        status = (
+            "read-only enforced by the engine"
+            if report.read_only_engine
+            else "read-only enforced by flexsql only"
+        )
         console.print(f"  safety: {status}")
         for measure in report.measures:
             console.print(f"    - {measure}")
@@ -160,7 +194,9 @@ def parse_call_args(pairs: tuple[str, ...], spec: Any = None) -> dict[str, Any]:
 @click.option("--db", "db", multiple=True, help=DB_HELP)
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="flexsql.toml to read")
 @click.option("--json", "as_json", is_flag=True, help="print the structured result as JSON")
-def call(tool: str, args: tuple[str, ...], db: tuple[str, ...], config_file: str | None, as_json: bool) -> None:
+def call(
+    tool: str, args: tuple[str, ...], db: tuple[str, ...], config_file: str | None, as_json: bool
+) -> None:
     """Call one tool and print its output, e.g. `flexsql call describe_table table=orders`.
 
     Values are JSON when they parse as JSON (limit=5, tables='["a","b"]'), text otherwise; text
@@ -188,10 +224,12 @@ def call(tool: str, args: tuple[str, ...], db: tuple[str, ...], config_file: str
         text = error_text(exc)
         if isinstance(exc, NotFoundError) and "result_id" in str(exc) and not len(context.results):
             # this process has just started: nothing was evicted, the id is from another session
-            text = (f"not_found: {str(exc).split(' is unknown', 1)[0]} does not exist here: result ids live in one "
-                    "server session, and each `flexsql call` is a new one. Run the query in the same call "
-                    "(run_query max_rows=…, or run_python with flexsql.sql()), or use `flexsql serve` with an "
-                    "MCP client to keep results between calls")
+            text = (
+                f"not_found: {str(exc).split(' is unknown', 1)[0]} does not exist here: result ids live in one "
+                "server session, and each `flexsql call` is a new one. Run the query in the same call "
+                "(run_query max_rows=…, or run_python with flexsql.sql()), or use `flexsql serve` with an "
+                "MCP client to keep results between calls"
+            )
         click.echo(text, err=True)
         sys.exit(1)
     finally:
@@ -207,16 +245,40 @@ def call(tool: str, args: tuple[str, ...], db: tuple[str, ...], config_file: str
 @click.option("--db", "db", multiple=True, help=DB_HELP)
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="flexsql.toml to read")
 @model_options
-@click.option("--conversation", "conversation_id", default=None, metavar="ID",
-              help="continue conversation ID (kept in [agent] conversations_dir, default the user cache)")
-@click.option("--external-knowledge", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="a document defining the question's terms")
-@click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None, help="write the JSONL trace here")
-@click.option("--source", "source_name", default=None, metavar="NAME", help="which --db to ask (default: the first)")
+@click.option(
+    "--conversation",
+    "conversation_id",
+    default=None,
+    metavar="ID",
+    help="continue conversation ID (kept in [agent] conversations_dir, default the user cache)",
+)
+@click.option(
+    "--external-knowledge",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="a document defining the question's terms",
+)
+@click.option(
+    "--trace", "trace_path", type=click.Path(dir_okay=False), default=None, help="write the JSONL trace here"
+)
+@click.option(
+    "--source", "source_name", default=None, metavar="NAME", help="which --db to ask (default: the first)"
+)
 @click.option("--json", "as_json", is_flag=True, help="print the whole answer as JSON")
-def ask(question: str, db: tuple[str, ...], config_file: str | None, base_url: str | None, model_name: str | None,
-        api_key_env: str | None, plans: int | None, conversation_id: str | None, external_knowledge: str | None,
-        trace_path: str | None, source_name: str | None, as_json: bool) -> None:
+def ask(
+    question: str,
+    db: tuple[str, ...],
+    config_file: str | None,
+    base_url: str | None,
+    model_name: str | None,
+    api_key_env: str | None,
+    plans: int | None,
+    conversation_id: str | None,
+    external_knowledge: str | None,
+    trace_path: str | None,
+    source_name: str | None,
+    as_json: bool,
+) -> None:
     """Answer QUESTION with the FlexSQL agent (needs a model endpoint: --base-url and --model, or [model]).
 
     Example: flexsql ask "How many orders shipped to France?" --base-url http://127.0.0.1:8000/v1
@@ -237,9 +299,17 @@ def ask(question: str, db: tuple[str, ...], config_file: str | None, base_url: s
         document = open(external_knowledge, encoding="utf-8").read() if external_knowledge else None
         sources = make_sources(settings, db)
         context = SessionState(sources, settings).new_context()
-        result = anyio.run(lambda: ask_question(context, settings, question, source=source_name,
-                                                conversation_id=conversation_id, external_knowledge=document,
-                                                trace_path=trace_path))
+        result = anyio.run(
+            lambda: ask_question(
+                context,
+                settings,
+                question,
+                source=source_name,
+                conversation_id=conversation_id,
+                external_knowledge=document,
+                trace_path=trace_path,
+            )
+        )
     except FlexSQLError as exc:
         fail(error_text(exc))
         return
@@ -253,7 +323,9 @@ def ask(question: str, db: tuple[str, ...], config_file: str | None, base_url: s
 
 
 @main.command()
-@click.option("--scale", type=float, default=1.0, show_default=True, help="demo database size (1 = 100k order items)")
+@click.option(
+    "--scale", type=float, default=1.0, show_default=True, help="demo database size (1 = 100k order items)"
+)
 def demo(scale: float) -> None:
     """Walk through the FlexSQL way on the bundled demo database (no model needed)."""
     from flexsql.server.demo import run_demo

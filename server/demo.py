@@ -23,20 +23,63 @@ class Step:
 
 def _steps(question: str, exact_sql: str, grounded_sql: str) -> list[Step]:
     return [
-        Step("Explore", "See what is there; monthly shards collapse into one family entry.", "list_tables", {"limit": 30}),
-        Step("Link the question to the schema", "Rank tables and columns for the question instead of dumping the schema.",
-             "search_schema", {"query": question, "limit": 6}),
-        Step("Read a table", "Columns, keys, comments and real example values.", "describe_table", {"table": "orders"}),
-        Step("Ground a code", "'shipped' is not stored as a word: find the exact code.", "distinct_values",
-             {"table": "orders", "column": "status"}),
-        Step("Ground a name", "Which column holds France, and how is it spelled?", "find_values", {"text": "France", "limit": 5}),
-        Step("Candidate A: literal match", "A first reading: country = 'France' exactly.", "run_query", {"sql": exact_sql}),
-        Step("Candidate B: grounded match", "The reading the value tools support: every spelling of France.",
-             "run_query", {"sql": grounded_sql}),
-        Step("Compare the candidates", "Execution decides: do the two readings agree?", "compare_results",
-             {"result_ids": ["$A", "$B"]}),
-        Step("Check in Python", "Share of revenue per category, computed from B's rows in the sandbox.", "run_python",
-             {"code": "df.assign(share=(df.net_revenue / df.net_revenue.sum()).round(3))", "result_ids": ["$B"]}),
+        Step(
+            "Explore",
+            "See what is there; monthly shards collapse into one family entry.",
+            "list_tables",
+            {"limit": 30},
+        ),
+        Step(
+            "Link the question to the schema",
+            "Rank tables and columns for the question instead of dumping the schema.",
+            "search_schema",
+            {"query": question, "limit": 6},
+        ),
+        Step(
+            "Read a table",
+            "Columns, keys, comments and real example values.",
+            "describe_table",
+            {"table": "orders"},
+        ),
+        Step(
+            "Ground a code",
+            "'shipped' is not stored as a word: find the exact code.",
+            "distinct_values",
+            {"table": "orders", "column": "status"},
+        ),
+        Step(
+            "Ground a name",
+            "Which column holds France, and how is it spelled?",
+            "find_values",
+            {"text": "France", "limit": 5},
+        ),
+        Step(
+            "Candidate A: literal match",
+            "A first reading: country = 'France' exactly.",
+            "run_query",
+            {"sql": exact_sql},
+        ),
+        Step(
+            "Candidate B: grounded match",
+            "The reading the value tools support: every spelling of France.",
+            "run_query",
+            {"sql": grounded_sql},
+        ),
+        Step(
+            "Compare the candidates",
+            "Execution decides: do the two readings agree?",
+            "compare_results",
+            {"result_ids": ["$A", "$B"]},
+        ),
+        Step(
+            "Check in Python",
+            "Share of revenue per category, computed from B's rows in the sandbox.",
+            "run_python",
+            {
+                "code": "df.assign(share=(df.net_revenue / df.net_revenue.sum()).round(3))",
+                "result_ids": ["$B"],
+            },
+        ),
     ]
 
 
@@ -50,8 +93,9 @@ async def _walk(url: str, console: Console) -> None:
     exact = grounded.replace("LOWER(TRIM(a.country)) = 'france'", "a.country = 'France'")
     # -P: the working directory is not put on the child's path, so a folder named flexsql/ there
     # (a checkout's parent) cannot shadow the installed package
-    params = StdioServerParameters(command=sys.executable,
-                                   args=["-P", "-m", "flexsql.server", "serve", "--db", f"demo={url}"])
+    params = StdioServerParameters(
+        command=sys.executable, args=["-P", "-m", "flexsql.server", "serve", "--db", f"demo={url}"]
+    )
     console.print(Rule("flexsql demo"))
     console.print(f"Question: [bold]{question.question}[/bold]")
     console.print(f"Server: flexsql serve --db {url}  (MCP over stdio)\n")
@@ -62,18 +106,28 @@ async def _walk(url: str, console: Console) -> None:
         for step in _steps(question.question, exact, grounded):
             if step.tool not in tools:
                 continue
-            args = {k: ([ids.get(x, x) for x in v] if isinstance(v, list) else v) for k, v in step.args.items()}
+            args = {
+                k: ([ids.get(x, x) for x in v] if isinstance(v, list) else v) for k, v in step.args.items()
+            }
             result = await client.call_tool(step.tool, args)
             text = "\n".join(getattr(block, "text", "") for block in result.content)
             if step.tool == "run_query" and result.structured_content:
                 ids["$A" if "$A" not in ids else "$B"] = result.structured_content["result_id"]
             shown = ", ".join(f"{k}={v!r}" if k != "sql" else "sql=…" for k, v in args.items())
             body = text if step.tool != "run_query" else f"{args['sql']}\n\n{text}"
-            console.print(Panel(body, title=f"{step.title}: {step.tool}({shown})", subtitle=step.why,
-                                border_style="red" if result.is_error else "cyan"))
+            console.print(
+                Panel(
+                    body,
+                    title=f"{step.title}: {step.tool}({shown})",
+                    subtitle=step.why,
+                    border_style="red" if result.is_error else "cyan",
+                )
+            )
     console.print(Rule())
     console.print(f"Grounding that mattered: {question.grounding}.")
-    console.print("Try it with your own client: flexsql mcp-config   ·   one tool: flexsql call describe_table table=orders")
+    console.print(
+        "Try it with your own client: flexsql mcp-config   ·   one tool: flexsql call describe_table table=orders"
+    )
 
 
 def run_demo(scale: float = 1.0, console: Console | None = None) -> None:

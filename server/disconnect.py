@@ -49,7 +49,11 @@ class CancelOnDisconnect:
                 break
             size += len(message.get("body", b""))
             more = message.get("more_body", False) and size <= BODY_LIMIT
-        ids = request_ids(b"".join(m.get("body", b"") for m in buffered)) if not more and size <= BODY_LIMIT else []
+        ids = (
+            request_ids(b"".join(m.get("body", b"") for m in buffered))
+            if not more and size <= BODY_LIMIT
+            else []
+        )
         if not ids:
             await self.app(scope, _replay(buffered, receive), send)
             return
@@ -78,10 +82,18 @@ class CancelOnDisconnect:
     async def _cancel(self, scope: dict[str, Any], headers: dict[bytes, bytes], ids: list[Any]) -> None:
         log.info("HTTP client went away: cancelling request(s) %s", ids)
         forwarded = [(k, v) for k, v in headers.items() if k in FORWARDED_HEADERS]
-        forwarded += [(b"content-type", b"application/json"), (b"accept", b"application/json, text/event-stream")]
+        forwarded += [
+            (b"content-type", b"application/json"),
+            (b"accept", b"application/json, text/event-stream"),
+        ]
         for request_id in ids:
-            body = json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                               "params": {"requestId": request_id, "reason": "the HTTP client disconnected"}}).encode()
+            body = json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": request_id, "reason": "the HTTP client disconnected"},
+                }
+            ).encode()
             inner = {**scope, "headers": forwarded + [(b"content-length", str(len(body)).encode())]}
             messages = [{"type": "http.request", "body": body, "more_body": False}]
 
@@ -94,7 +106,9 @@ class CancelOnDisconnect:
             try:
                 await self.app(inner, one_body, discard)
             except Exception:  # best effort: the call then ends at its own timeout, as before
-                log.warning("could not cancel request %s after its client disconnected", request_id, exc_info=True)
+                log.warning(
+                    "could not cancel request %s after its client disconnected", request_id, exc_info=True
+                )
 
 
 def _replay(buffered: list[dict[str, Any]], receive: Any) -> Any:

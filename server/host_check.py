@@ -95,7 +95,9 @@ class AllowedHosts:
         return cls(frozenset(machine), frozenset(bare), frozenset(with_port), port, bind in WILDCARD_BINDS)
 
     def _own(self, name: str, local_ip: str | None) -> bool:
-        return name in self.machine or (self.local_address and local_ip is not None and _same_address(name, local_ip))
+        return name in self.machine or (
+            self.local_address and local_ip is not None and _same_address(name, local_ip)
+        )
 
     def allows(self, host: str, local_ip: str | None) -> bool:
         name, port = split_host(host)
@@ -156,20 +158,36 @@ class HostCheck:
         host = headers.get("host", "")
         if not self.allowed.allows(host, local_ip):
             name = split_host(host)[0] or "(none)"
-            await _refuse(send, 421, f"flexsql: the Host header {host!r} is not a name or address of this server "
-                                     f"(refused to protect against DNS rebinding); if clients reach the server as "
-                                     f"{name!r}, start it with --allowed-host {name}")
+            await _refuse(
+                send,
+                421,
+                f"flexsql: the Host header {host!r} is not a name or address of this server "
+                f"(refused to protect against DNS rebinding); if clients reach the server as "
+                f"{name!r}, start it with --allowed-host {name}",
+            )
             return
         origin = headers.get("origin")
         if origin and not self.allowed.allows_origin(origin, local_ip):
-            await _refuse(send, 403, f"flexsql: requests from the web origin {origin!r} are refused (DNS-rebinding "
-                                     "protection); if that site is yours, add its name with --allowed-host")
+            await _refuse(
+                send,
+                403,
+                f"flexsql: requests from the web origin {origin!r} are refused (DNS-rebinding "
+                "protection); if that site is yours, add its name with --allowed-host",
+            )
             return
         await self.app(scope, receive, send)
 
 
 async def _refuse(send: Any, status: int, text: str) -> None:
     body = text.encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})

@@ -39,12 +39,17 @@ def for_server_name(text: str, server_name: str) -> str:
 
 
 @click.command("install-skills")
-@click.option("--project", "scope", flag_value="project", default=True,
-              help="install into ./.claude/skills (default)")
+@click.option(
+    "--project", "scope", flag_value="project", default=True, help="install into ./.claude/skills (default)"
+)
 @click.option("--user", "scope", flag_value="user", help="install into ~/.claude/skills")
 @click.option("--force", is_flag=True, help="replace skill files that differ from the shipped ones")
-@click.option("--server-name", default="flexsql", show_default=True,
-              help="the name given to the server in `claude mcp add NAME`; allowed-tools use it")
+@click.option(
+    "--server-name",
+    default="flexsql",
+    show_default=True,
+    help="the name given to the server in `claude mcp add NAME`; allowed-tools use it",
+)
 def install_skills_command(scope: str, force: bool, server_name: str) -> None:
     """Copy flexsql's Claude Code skills into .claude/skills (for use without the plugin).
 
@@ -55,8 +60,11 @@ def install_skills_command(scope: str, force: bool, server_name: str) -> None:
     skills = {name: for_server_name(text, server_name) for name, text in shipped_skills().items()}
     if not skills:
         raise click.ClickException("no skills found in the installed flexsql package; reinstall flexsql")
-    changed = [base / n / "SKILL.md" for n, text in skills.items()
-               if (base / n / "SKILL.md").is_file() and (base / n / "SKILL.md").read_text(encoding="utf-8") != text]
+    changed = [
+        base / n / "SKILL.md"
+        for n, text in skills.items()
+        if (base / n / "SKILL.md").is_file() and (base / n / "SKILL.md").read_text(encoding="utf-8") != text
+    ]
     if changed and not force:
         listing = "\n".join(f"  {p}" for p in changed)
         raise click.ClickException(
@@ -72,8 +80,10 @@ def install_skills_command(scope: str, force: bool, server_name: str) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
         click.echo(f"{state:<10} {target}")
-    click.echo(f"Skills use the tools of the MCP server named '{server_name}'; if you have not added it yet:\n"
-               f"  {claude_add_line(server_name, launch_command('path', ()), None)}")
+    click.echo(
+        f"Skills use the tools of the MCP server named '{server_name}'; if you have not added it yet:\n"
+        f"  {claude_add_line(server_name, launch_command('path', ()), None)}"
+    )
 
 
 def launch_command(launcher: str, dbs: tuple[str, ...]) -> list[str]:
@@ -134,22 +144,45 @@ WHERE = {
 
 
 @click.command("mcp-config")
-@click.option("--db", "dbs", multiple=True,
-              help="source URL to serve, repeatable (NAME=URL names it); default: the demo database")
-@click.option("--client", type=click.Choice([*CLIENTS, "all"]), default="all", show_default=True,
-              help="which client's configuration to print")
+@click.option(
+    "--db",
+    "dbs",
+    multiple=True,
+    help="source URL to serve, repeatable (NAME=URL names it); default: the demo database",
+)
+@click.option(
+    "--client",
+    type=click.Choice([*CLIENTS, "all"]),
+    default="all",
+    show_default=True,
+    help="which client's configuration to print",
+)
 @click.option("--name", default="flexsql", show_default=True, help="the server's name in the client")
-@click.option("--launcher", type=click.Choice(["path", "flexsql", "uvx"]), default="path", show_default=True,
-              help="path: this installation's flexsql by absolute path; flexsql: `flexsql` on PATH; "
-                   "uvx: `uvx flexsql` (nothing to install)")
-@click.option("--scope", type=click.Choice(["local", "project", "user"]), default=None,
-              help="Claude Code scope for `claude mcp add` (its default: local)")
-def mcp_config_command(dbs: tuple[str, ...], client: str, name: str, launcher: str, scope: str | None) -> None:
+@click.option(
+    "--launcher",
+    type=click.Choice(["path", "flexsql", "uvx"]),
+    default="path",
+    show_default=True,
+    help="path: this installation's flexsql by absolute path; flexsql: `flexsql` on PATH; "
+    "uvx: `uvx flexsql` (nothing to install)",
+)
+@click.option(
+    "--scope",
+    type=click.Choice(["local", "project", "user"]),
+    default=None,
+    help="Claude Code scope for `claude mcp add` (its default: local)",
+)
+def mcp_config_command(
+    dbs: tuple[str, ...], client: str, name: str, launcher: str, scope: str | None
+) -> None:
     """Print the `claude mcp add` line and JSON for Cursor, VS Code and Claude Desktop."""
     argv = launch_command(launcher, dbs)
     if any(secrets_in(split_name(db)[1]) for db in dbs):
-        click.echo("warning: a --db URL contains a password, which the client stores in plain text; "
-                   "prefer PGPASSWORD or the Snowflake connector's connections.toml", err=True)
+        click.echo(
+            "warning: a --db URL contains a password, which the client stores in plain text; "
+            "prefer PGPASSWORD or the Snowflake connector's connections.toml",
+            err=True,
+        )
     chosen = CLIENTS if client == "all" else (client,)
     parts = []
     for c in chosen:

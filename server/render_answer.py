@@ -21,7 +21,10 @@ def print_answer(answer: Answer, console: Console | None = None) -> None:
         console.print(f"[bold]question for you:[/] {answer.clarifying_question}", markup=True)
         for reading in answer.readings:
             console.print(f"  - {reading}", markup=False)
-    for label, text in (("reply", answer.reply), ("reason", answer.reason if answer.status != "answered" else None)):
+    for label, text in (
+        ("reply", answer.reply),
+        ("reason", answer.reason if answer.status != "answered" else None),
+    ):
         if text:
             console.print(f"{label}: {text}", markup=False)
     if answer.code:
@@ -39,14 +42,31 @@ def print_answer(answer: Answer, console: Console | None = None) -> None:
         for column in ("id", "plan", "lang", "rows", "verdicts", "outcome"):
             considered.add_column(column)
         # only an answered question has a chosen candidate: a failed one's first group holds failures
-        chosen = next((c.candidate_id for c in answer.candidates
-                       if answer.status == "answered" and answer.result_id and c.result_id == answer.result_id), None)
+        chosen = next(
+            (
+                c.candidate_id
+                for c in answer.candidates
+                if answer.status == "answered" and answer.result_id and c.result_id == answer.result_id
+            ),
+            None,
+        )
         for c in answer.candidates:
-            outcome = "chosen" if c.candidate_id == chosen else (c.error.splitlines()[0][:60] if c.error else "")
-            considered.add_row(c.candidate_id, str(c.plan_index + 1), c.language, "" if c.rows is None else str(c.rows),
-                               ",".join(c.verdicts), outcome)
+            outcome = (
+                "chosen" if c.candidate_id == chosen else (c.error.splitlines()[0][:60] if c.error else "")
+            )
+            considered.add_row(
+                c.candidate_id,
+                str(c.plan_index + 1),
+                c.language,
+                "" if c.rows is None else str(c.rows),
+                ",".join(c.verdicts),
+                outcome,
+            )
         console.print(considered)
     u = answer.usage
-    console.print(f"model calls {u.model_calls}, tool calls {u.tool_calls}, tokens {u.prompt_tokens:,} + "
-                  f"{u.completion_tokens:,}, {u.seconds:g} s" + (f"; trace {answer.trace}" if answer.trace else ""),
-                  style="dim", markup=False)
+    console.print(
+        f"model calls {u.model_calls}, tool calls {u.tool_calls}, tokens {u.prompt_tokens:,} + "
+        f"{u.completion_tokens:,}, {u.seconds:g} s" + (f"; trace {answer.trace}" if answer.trace else ""),
+        style="dim",
+        markup=False,
+    )

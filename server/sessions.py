@@ -38,8 +38,13 @@ class SessionState:
         in every call, and within a session there is no one to hide them from."""
         limits = self.settings.limits
         store = ResultStore(max_bytes=limits.store_mb * 1024 * 1024, ids="random" if shared else "sequential")
-        return ToolContext(sources=self.sources, limits=limits, sandbox=self.settings.sandbox,
-                           results=store, caches=self.caches)
+        return ToolContext(
+            sources=self.sources,
+            limits=limits,
+            sandbox=self.settings.sandbox,
+            results=store,
+            caches=self.caches,
+        )
 
     STATELESS = "http-stateless"
 
@@ -63,7 +68,9 @@ class SessionState:
                 self._contexts[key] = found
                 while len(self._contexts) > self.MAX_SESSIONS:
                     oldest = next(iter(self._contexts))
-                    if oldest == self.STATELESS:  # shared by every stateless client: never dropped for a session
+                    if (
+                        oldest == self.STATELESS
+                    ):  # shared by every stateless client: never dropped for a session
                         self._contexts.move_to_end(oldest)
                         continue
                     self._contexts.popitem(last=False)

@@ -25,18 +25,25 @@ from flexsql.tools.sources.base import CancelHooks, active_cancel_hooks
 
 log = logging.getLogger("flexsql.server")
 
-READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
 
 
 def tool_result(model: BaseModel, settings: Settings) -> CallToolResult:
     structured = model.model_dump(mode="json", by_alias=True)
     cap = settings.limits.structured_kb * 1024
-    if len(json.dumps(structured, default=str)) > cap:  # over HTTP a big event breaks clients (SSE 1 MiB limit)
+    if (
+        len(json.dumps(structured, default=str)) > cap
+    ):  # over HTTP a big event breaks clients (SSE 1 MiB limit)
         structured, _ = bounded_structured(structured, cap)
     # a result that reports its own failure (run_python's traceback, a limit hit) is an error result too
     failed = getattr(model, "ok", True) is False
-    return CallToolResult(content=[TextContent(type="text", text=result_text(model, settings))],
-                          structured_content=structured, is_error=failed)
+    return CallToolResult(
+        content=[TextContent(type="text", text=result_text(model, settings))],
+        structured_content=structured,
+        is_error=failed,
+    )
 
 
 def error_result(exc: BaseException) -> CallToolResult:
@@ -44,12 +51,16 @@ def error_result(exc: BaseException) -> CallToolResult:
         log.error("tool failed", exc_info=exc)
     # The code rides in `_meta`, not structured_content: clients validate structured content against the
     # tool's output schema even on errors (the TypeScript SDK, so Claude Code and the MCP Inspector do).
-    return CallToolResult(content=[TextContent(type="text", text=error_text(exc))], is_error=True,
-                          _meta={ERROR_META: error_payload(exc)})
+    return CallToolResult(
+        content=[TextContent(type="text", text=error_text(exc))],
+        is_error=True,
+        _meta={ERROR_META: error_payload(exc)},
+    )
 
 
-async def run_spec(spec: ToolSpec, tc: ToolContext, arguments: dict[str, Any],
-                   env: ToolEnv) -> CallToolResult | InputRequiredResult:
+async def run_spec(
+    spec: ToolSpec, tc: ToolContext, arguments: dict[str, Any], env: ToolEnv
+) -> CallToolResult | InputRequiredResult:
     """Validate and run one call; a cancelled call cancels its query on the engine."""
     from flexsql.tools import registry
 
@@ -59,8 +70,9 @@ async def run_spec(spec: ToolSpec, tc: ToolContext, arguments: dict[str, Any],
         if spec.is_async:
             model = await registry.acall(tc, spec.name, arguments, env)
         else:
-            model = await anyio.to_thread.run_sync(lambda: registry.call(tc, spec.name, arguments, env),
-                                                   abandon_on_cancel=True)
+            model = await anyio.to_thread.run_sync(
+                lambda: registry.call(tc, spec.name, arguments, env), abandon_on_cancel=True
+            )
     except anyio.get_cancelled_exc_class():
         hooks.cancel()
         raise
@@ -87,14 +99,17 @@ def progress_bridge(ctx: Context | None) -> Callable[[float, float, str], None] 
     return report
 
 
-def mcp_handler(spec: ToolSpec, context_for: Callable[[Context], ToolContext], settings: Settings,
-                python: bool) -> Callable[..., Any]:
+def mcp_handler(
+    spec: ToolSpec, context_for: Callable[[Context], ToolContext], settings: Settings, python: bool
+) -> Callable[..., Any]:
     """An MCP tool function for `spec`. Every argument is declared `Any` so that our own argument
     model (not the SDK's) validates and words the errors; the published input schema is replaced by
     the registry's compact one."""
 
     async def handler(ctx: Context, **arguments: Any) -> CallToolResult | InputRequiredResult:
-        env = ToolEnv(settings=settings, progress=progress_bridge(ctx), mcp_context=ctx, python_enabled=python)
+        env = ToolEnv(
+            settings=settings, progress=progress_bridge(ctx), mcp_context=ctx, python_enabled=python
+        )
         return await run_spec(spec, context_for(ctx), arguments, env)
 
     params = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]

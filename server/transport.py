@@ -51,11 +51,15 @@ def http_app(settings: Settings, sources: SourceRegistry):
     host, port, token = settings.host, settings.port, settings.auth_token
     loopback = is_loopback(host)
     if not loopback and not token:
-        raise ConfigError(f"refusing to serve HTTP on {host} without authentication: pass --auth-token or set "
-                          "FLEXSQL_AUTH_TOKEN (or bind 127.0.0.1)")
+        raise ConfigError(
+            f"refusing to serve HTTP on {host} without authentication: pass --auth-token or set "
+            "FLEXSQL_AUTH_TOKEN (or bind 127.0.0.1)"
+        )
     if token is not None and len(token) < 16:
-        raise ConfigError("the auth token is too short: use at least 16 random characters "
-                          "(e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))')")
+        raise ConfigError(
+            "the auth token is too short: use at least 16 random characters "
+            "(e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+        )
     verifier = auth = None
     if token:
         base = advertised_base(host, port)

@@ -56,41 +56,72 @@ def build_shop(directory: Path, seed: int = 7) -> Shop:
     rng = random.Random(seed)
     path = directory / "shop.duckdb"
     con = duckdb.connect(str(path))
-    con.execute("CREATE TABLE customers (customer_id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, city VARCHAR)")
-    con.execute("CREATE TABLE orders (order_id INTEGER PRIMARY KEY, "
-                "customer_id INTEGER NOT NULL REFERENCES customers(customer_id), order_date DATE, status VARCHAR)")
-    con.execute("CREATE TABLE order_items (item_id INTEGER PRIMARY KEY, "
-                "order_id INTEGER NOT NULL REFERENCES orders(order_id), product VARCHAR, quantity INTEGER, "
-                "price DECIMAL(10, 2))")
+    con.execute(
+        "CREATE TABLE customers (customer_id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, city VARCHAR)"
+    )
+    con.execute(
+        "CREATE TABLE orders (order_id INTEGER PRIMARY KEY, "
+        "customer_id INTEGER NOT NULL REFERENCES customers(customer_id), order_date DATE, status VARCHAR)"
+    )
+    con.execute(
+        "CREATE TABLE order_items (item_id INTEGER PRIMARY KEY, "
+        "order_id INTEGER NOT NULL REFERENCES orders(order_id), product VARCHAR, quantity INTEGER, "
+        "price DECIMAL(10, 2))"
+    )
     customers = [(i, f"customer {i:02d}", CITIES[i % len(CITIES)]) for i in range(1, 41)]
     con.executemany("INSERT INTO customers VALUES (?, ?, ?)", customers)
-    orders = [(i, rng.randint(1, 40), f"2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
-               rng.choice(STATUSES)) for i in range(1, 301)]
+    orders = [
+        (
+            i,
+            rng.randint(1, 40),
+            f"2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
+            rng.choice(STATUSES),
+        )
+        for i in range(1, 301)
+    ]
     con.executemany("INSERT INTO orders VALUES (?, ?, ?, ?)", orders)
     items, item_id = [], 0
     for order_id, *_ in orders:
         for _ in range(rng.randint(1, 4)):
             item_id += 1
-            items.append((item_id, order_id, rng.choice(PRODUCTS), rng.randint(1, 5), rng.randint(100, 9999) / 100))
+            items.append(
+                (item_id, order_id, rng.choice(PRODUCTS), rng.randint(1, 5), rng.randint(100, 9999) / 100)
+            )
     con.executemany("INSERT INTO order_items VALUES (?, ?, ?, ?, ?)", items)
     con.close()
     url = f"duckdb:///{path}"
     # one open source for all the tests (closed by Shop.close): a run cancelled mid-query leaves
     # the engine winding down for a moment, and closing the source then would race it
-    return Shop(url=url, customers=len(customers), orders=len(orders),
-                shipped=sum(1 for o in orders if o[3] == "shipped"),
-                paris_customers=sorted(name for _, name, city in customers if city == "Paris"),
-                sources=SourceRegistry([open_source(url, name="shop")]))
+    return Shop(
+        url=url,
+        customers=len(customers),
+        orders=len(orders),
+        shipped=sum(1 for o in orders if o[3] == "shipped"),
+        paris_customers=sorted(name for _, name, city in customers if city == "Paris"),
+        sources=SourceRegistry([open_source(url, name="shop")]),
+    )
 
 
-def settings_for(stub: OpenAIStub, *, model: dict[str, Any] | None = None, agent: dict[str, Any] | None = None,
-                 limits: dict[str, Any] | None = None) -> Settings:
+def settings_for(
+    stub: OpenAIStub,
+    *,
+    model: dict[str, Any] | None = None,
+    agent: dict[str, Any] | None = None,
+    limits: dict[str, Any] | None = None,
+) -> Settings:
     """Settings whose [model] is the stub: few, fast retries; small tool rounds so a test stays short."""
-    model_cfg = {"base_url": stub.base_url, "model": "stub", "max_retries": 1, "retry_backoff_s": 0.01,
-                 "timeout_s": 20.0, **(model or {})}
+    model_cfg = {
+        "base_url": stub.base_url,
+        "model": "stub",
+        "max_retries": 1,
+        "retry_backoff_s": 0.01,
+        "timeout_s": 20.0,
+        **(model or {}),
+    }
     agent_cfg = {"plans": 2, "tool_rounds": 3, "max_seconds": 60.0, **(agent or {})}
-    return Settings(model=ModelConfig(**model_cfg), agent=AgentConfig(**agent_cfg),
-                    limits=LimitsConfig(**(limits or {})))
+    return Settings(
+        model=ModelConfig(**model_cfg), agent=AgentConfig(**agent_cfg), limits=LimitsConfig(**(limits or {}))
+    )
 
 
 def tool_context(shop: Shop, settings: Settings) -> ToolContext:
@@ -98,9 +129,17 @@ def tool_context(shop: Shop, settings: Settings) -> ToolContext:
     return SessionState(shop.sources, settings).new_context()
 
 
-async def ask(shop: Shop, stub: OpenAIStub, question: str, *, model: dict[str, Any] | None = None,
-              agent: dict[str, Any] | None = None, limits: dict[str, Any] | None = None,
-              tools: ToolContext | None = None, **kwargs: Any) -> Answer:
+async def ask(
+    shop: Shop,
+    stub: OpenAIStub,
+    question: str,
+    *,
+    model: dict[str, Any] | None = None,
+    agent: dict[str, Any] | None = None,
+    limits: dict[str, Any] | None = None,
+    tools: ToolContext | None = None,
+    **kwargs: Any,
+) -> Answer:
     """One question through `ask_question` with the real OpenAI-compatible backend against `stub`;
     a fresh session unless `tools` (one client's session, e.g. for a conversation) is given."""
     settings = settings_for(stub, model=model, agent=agent, limits=limits)
@@ -179,18 +218,24 @@ class StageScript:
 
     def _repair(self, req: StubRequest) -> Any:
         key = _longest_in(_user_text(req), self.repairs)
-        assert key is not None, f"a repair request names no program the script repairs:\n{_user_text(req)[:600]}"
+        assert key is not None, (
+            f"a repair request names no program the script repairs:\n{_user_text(req)[:600]}"
+        )
         fixed = self.repairs[key]
         return fixed if isinstance(fixed, dict) else program(fixed)
 
     def _evaluate(self, req: StubRequest) -> Any:
         key = _longest_in(_user_text(req), self.verdicts)
-        verdict, feedback = self.verdicts[key] if key is not None else ("ok", "the result answers the question")
+        verdict, feedback = (
+            self.verdicts[key] if key is not None else ("ok", "the result answers the question")
+        )
         return {"verdict": verdict, "feedback": feedback}
 
     def _revise_plan(self, req: StubRequest) -> Any:
         key = _longest_in(_user_text(req), self.revisions)
-        assert key is not None, f"a revise_plan request names no plan the script revises:\n{_user_text(req)[:600]}"
+        assert key is not None, (
+            f"a revise_plan request names no plan the script revises:\n{_user_text(req)[:600]}"
+        )
         revised = self.revisions[key]
         return {k: revised[k] for k in ("reading", "text", "tables")}
 

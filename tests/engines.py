@@ -29,28 +29,72 @@ TYPES = {
 }
 
 # (table, comment, [(column, type, pk, comment)], [(column, ref_table, ref_column)], rows)
-TABLES: list[tuple[str, str, list[tuple[str, str, bool, str | None]], list[tuple[str, str, str]], list[tuple[Any, ...]]]] = [
-    ("customers", "people who bought something",
-     [("customer_id", "int", True, None), ("name", "text", False, "full name"), ("country", "text", False, None),
-      ("segment", "text", False, "B2B or B2C code")],
-     [],
-     [(1, "Alice Martin", "France", "B2C"), (2, "Bob Stone", "Germany", "B2B"), (3, "Chloé Durand", "France", "B2C"),
-      (4, "Dan Wu", None, "B2B"), (5, "Eve Adams", "united states", "B2C")]),
-    ("products", "catalog of products",
-     [("product_id", "int", True, None), ("title", "text", False, None), ("category", "text", False, None),
-      ("price", "float", False, "unit price in EUR")],
-     [],
-     [(10, "Red Mug", "Kitchen", 8.5), (11, "Blue Lamp", "Lighting", 42.0), (12, "Green Chair", "Furniture", 120.0),
-      (13, "Desk Lamp", "Lighting", 30.25)]),
-    ("orders", "one row per order line",
-     [("order_id", "int", True, None), ("customer_id", "int", False, None), ("product_id", "int", False, None),
-      ("quantity", "int", False, None), ("order_date", "date", False, None), ("status", "text", False, "S=shipped, P=pending, C=cancelled")],
-     [("customer_id", "customers", "customer_id"), ("product_id", "products", "product_id")],
-     [(100, 1, 10, 2, "2024-01-05", "S"), (101, 1, 11, 1, "2024-02-11", "S"), (102, 2, 12, 4, "2024-02-20", "P"),
-      (103, 3, 10, 1, "2024-03-02", "S"), (104, 4, 13, 3, "2024-03-15", "C"), (105, 5, 11, 1, "2024-03-30", "S"),
-      (106, 2, 10, 10, "2024-04-01", "S")]),
+TABLES: list[
+    tuple[
+        str, str, list[tuple[str, str, bool, str | None]], list[tuple[str, str, str]], list[tuple[Any, ...]]
+    ]
+] = [
+    (
+        "customers",
+        "people who bought something",
+        [
+            ("customer_id", "int", True, None),
+            ("name", "text", False, "full name"),
+            ("country", "text", False, None),
+            ("segment", "text", False, "B2B or B2C code"),
+        ],
+        [],
+        [
+            (1, "Alice Martin", "France", "B2C"),
+            (2, "Bob Stone", "Germany", "B2B"),
+            (3, "Chloé Durand", "France", "B2C"),
+            (4, "Dan Wu", None, "B2B"),
+            (5, "Eve Adams", "united states", "B2C"),
+        ],
+    ),
+    (
+        "products",
+        "catalog of products",
+        [
+            ("product_id", "int", True, None),
+            ("title", "text", False, None),
+            ("category", "text", False, None),
+            ("price", "float", False, "unit price in EUR"),
+        ],
+        [],
+        [
+            (10, "Red Mug", "Kitchen", 8.5),
+            (11, "Blue Lamp", "Lighting", 42.0),
+            (12, "Green Chair", "Furniture", 120.0),
+            (13, "Desk Lamp", "Lighting", 30.25),
+        ],
+    ),
+    (
+        "orders",
+        "one row per order line",
+        [
+            ("order_id", "int", True, None),
+            ("customer_id", "int", False, None),
+            ("product_id", "int", False, None),
+            ("quantity", "int", False, None),
+            ("order_date", "date", False, None),
+            ("status", "text", False, "S=shipped, P=pending, C=cancelled"),
+        ],
+        [("customer_id", "customers", "customer_id"), ("product_id", "products", "product_id")],
+        [
+            (100, 1, 10, 2, "2024-01-05", "S"),
+            (101, 1, 11, 1, "2024-02-11", "S"),
+            (102, 2, 12, 4, "2024-02-20", "P"),
+            (103, 3, 10, 1, "2024-03-02", "S"),
+            (104, 4, 13, 3, "2024-03-15", "C"),
+            (105, 5, 11, 1, "2024-03-30", "S"),
+            (106, 2, 10, 10, "2024-04-01", "S"),
+        ],
+    ),
 ]
-VIEW_SQL = "CREATE VIEW shipped_orders AS SELECT order_id, customer_id, quantity FROM orders WHERE status = 'S'"
+VIEW_SQL = (
+    "CREATE VIEW shipped_orders AS SELECT order_id, customer_id, quantity FROM orders WHERE status = 'S'"
+)
 
 
 def _literal(value: Any) -> str:
@@ -78,8 +122,11 @@ def ddl(engine: str, prefix: str = "") -> list[str]:
             for name, _kind, _pk, col_comment in columns:
                 if col_comment and engine != "snowflake":
                     statements.append(f"COMMENT ON COLUMN {prefix}{table}.{name} IS {_literal(col_comment)}")
-    statements.append(VIEW_SQL.replace("VIEW shipped_orders", f"VIEW {prefix}shipped_orders")
-                      .replace("FROM orders", f"FROM {prefix}orders"))
+    statements.append(
+        VIEW_SQL.replace("VIEW shipped_orders", f"VIEW {prefix}shipped_orders").replace(
+            "FROM orders", f"FROM {prefix}orders"
+        )
+    )
     return statements
 
 
@@ -172,8 +219,10 @@ def fakesnow_database(database_prefix: str, schema: str, statements: Callable[[s
     for statement in statements(f"{database}.{schema}."):
         cur.execute(statement)
     conn.close()
-    return (f"snowflake://{kwargs['user']}:{kwargs['password']}@{kwargs['account']}/{database}/{schema}"
-            f"?host={kwargs['host']}&port={kwargs['port']}&protocol={kwargs['protocol']}")
+    return (
+        f"snowflake://{kwargs['user']}:{kwargs['password']}@{kwargs['account']}/{database}/{schema}"
+        f"?host={kwargs['host']}&port={kwargs['port']}&protocol={kwargs['protocol']}"
+    )
 
 
 @contextlib.contextmanager

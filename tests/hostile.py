@@ -44,7 +44,7 @@ _DUCKDB = [
     f"INSERT INTO big_text VALUES (1, repeat('x', {BIG_TEXT_CHARS})), (2, 'short')",
     # DuckDB compares names case-insensitively: "Orders" and orders are one table there
     'CREATE TABLE "Orders" (id INTEGER, "Status" VARCHAR)',
-    'INSERT INTO "Orders" VALUES (2, \'upper-shipped\')',
+    "INSERT INTO \"Orders\" VALUES (2, 'upper-shipped')",
     'CREATE TABLE "dotted.name" (id INTEGER, "col.with.dot" VARCHAR)',
     "INSERT INTO \"dotted.name\" VALUES (1, 'dot-value')",
     "CREATE SCHEMA web",
@@ -120,7 +120,7 @@ _POSTGRES = [
     "CREATE TABLE orders (id integer, status text)",
     'CREATE TABLE "Orders" (id integer, "Status" text, status text)',
     "INSERT INTO orders VALUES (1, 'lower-shipped')",
-    'INSERT INTO "Orders" VALUES (2, \'upper-shipped\', \'other\')',
+    "INSERT INTO \"Orders\" VALUES (2, 'upper-shipped', 'other')",
     'CREATE TABLE "dotted.name" (id integer, "col.with.dot" text)',
     "INSERT INTO \"dotted.name\" VALUES (1, 'dot-value')",
     *[f"CREATE TABLE events_2024010{i} (id integer, kind text)" for i in range(1, 4)],
@@ -183,7 +183,9 @@ _SNOWFLAKE = [
 @contextlib.contextmanager
 def make_snowflake() -> Iterator[str]:
     """A fresh database on the fakesnow server (the real connector over HTTP on loopback)."""
-    yield fakesnow_database("HOSTILE_", "H", lambda prefix: [statement.format(p=prefix) for statement in _SNOWFLAKE])
+    yield fakesnow_database(
+        "HOSTILE_", "H", lambda prefix: [statement.format(p=prefix) for statement in _SNOWFLAKE]
+    )
 
 
 @contextlib.contextmanager

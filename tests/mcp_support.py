@@ -20,7 +20,9 @@ def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def stdio_params(*db: str, extra_args: list[str] | None = None, env: dict[str, str] | None = None) -> StdioServerParameters:
+def stdio_params(
+    *db: str, extra_args: list[str] | None = None, env: dict[str, str] | None = None
+) -> StdioServerParameters:
     args = ["-P", "-m", "flexsql.server", "serve"]  # -P: as users' clients do, cwd cannot shadow flexsql
     for url in db:
         args += ["--db", url]
@@ -34,18 +36,32 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def http_server(*db: str, token: str | None = None, extra_args: list[str] | None = None,
-                host: str = "127.0.0.1") -> Iterator[tuple[str, subprocess.Popen[Any]]]:
+def http_server(
+    *db: str, token: str | None = None, extra_args: list[str] | None = None, host: str = "127.0.0.1"
+) -> Iterator[tuple[str, subprocess.Popen[Any]]]:
     """`flexsql serve --http` in a subprocess; yields (url, process) once it accepts connections.
     A wildcard bind (0.0.0.0, ::) is reached through 127.0.0.1, any other host through itself."""
     port = free_port()
     reach = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-    args = [sys.executable, "-P", "-m", "flexsql.server", "serve", "--http", "--host", host, "--port", str(port)]
+    args = [
+        sys.executable,
+        "-P",
+        "-m",
+        "flexsql.server",
+        "serve",
+        "--http",
+        "--host",
+        host,
+        "--port",
+        str(port),
+    ]
     for url in db:
         args += ["--db", url]
     if token:
         args += ["--auth-token", token]
-    proc = subprocess.Popen(args + (extra_args or []), env=server_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        args + (extra_args or []), env=server_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

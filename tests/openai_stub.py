@@ -62,7 +62,9 @@ class StubRequest:
 @dataclass
 class Reply:
     content: str | dict[str, Any] | None = None  # a dict is sent as its JSON text
-    tool_calls: list[tuple[str, dict[str, Any] | str]] = field(default_factory=list)  # (name, args or raw text)
+    tool_calls: list[tuple[str, dict[str, Any] | str]] = field(
+        default_factory=list
+    )  # (name, args or raw text)
     reasoning: str | None = None
     reasoning_field: str = "reasoning"  # or "reasoning_content" (older vLLM)
     usage: tuple[int, int] | None = None  # (prompt, completion); None: about 4 characters a token
@@ -88,8 +90,15 @@ Script = Callable[[StubRequest], Any] | list[Any]
 class OpenAIStub:
     """POST /v1/chat/completions and GET /v1/models on 127.0.0.1, a free port, a background thread."""
 
-    def __init__(self, script: Script, *, reject_json_schema: bool = False, model: str = "stub-model",
-                 port: int = 0, keep_requests: bool = True) -> None:
+    def __init__(
+        self,
+        script: Script,
+        *,
+        reject_json_schema: bool = False,
+        model: str = "stub-model",
+        port: int = 0,
+        keep_requests: bool = True,
+    ) -> None:
         self.script = script
         self.port = port
         self.keep_requests = keep_requests  # off for long benchmark runs: memory stays flat
@@ -118,8 +127,9 @@ class OpenAIStub:
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._server.daemon_threads = True
         self._server.block_on_close = False  # a Hang must not hold up the test's exit
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True, name="openai-stub")
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True, name="openai-stub"
+        )
         self._thread.start()
         return self
 
@@ -137,15 +147,20 @@ class OpenAIStub:
         if self._queue is not None:
             with self._lock:
                 if not self._queue:
-                    return Fail(500, message=f"stub script exhausted at request {len(self.requests)} "
-                                             f"(stage {request.stage})")
+                    return Fail(
+                        500,
+                        message=f"stub script exhausted at request {len(self.requests)} "
+                        f"(stage {request.stage})",
+                    )
                 return self._queue.pop(0)
         return self.script(request)  # type: ignore[operator]
 
     def answer(self, request: StubRequest) -> tuple[int, dict[str, str], dict[str, Any]]:
         fmt = request.body.get("response_format") or {}
         if self.reject_json_schema and fmt.get("type") == "json_schema":
-            return _error(400, "response_format json_schema is not supported by this server", "BadRequestError")
+            return _error(
+                400, "response_format json_schema is not supported by this server", "BadRequestError"
+            )
         try:
             reply = self._next(request)
         except Exception:
@@ -155,8 +170,9 @@ class OpenAIStub:
             time.sleep(reply.seconds)
             reply = reply.then or Reply(content="")
         if isinstance(reply, Fail):
-            status, headers, body = _error(reply.status, reply.message,
-                                           "RateLimitError" if reply.status == 429 else "Error")
+            status, headers, body = _error(
+                reply.status, reply.message, "RateLimitError" if reply.status == 429 else "Error"
+            )
             return status, {**headers, **reply.headers}, body
         if isinstance(reply, str):
             reply = Reply(content=reply)
@@ -170,28 +186,50 @@ class OpenAIStub:
     def _completion(self, request: StubRequest, reply: Reply) -> dict[str, Any]:
         content = json.dumps(reply.content) if isinstance(reply.content, dict) else reply.content
         calls = [
-            {"id": f"chatcmpl-tool-{uuid.uuid4().hex[:16]}", "type": "function",
-             "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
+            {
+                "id": f"chatcmpl-tool-{uuid.uuid4().hex[:16]}",
+                "type": "function",
+                "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)},
+            }
             for name, args in reply.tool_calls
         ]
-        message: dict[str, Any] = {"role": "assistant", "content": content, "tool_calls": calls,
-                                   "refusal": None, "annotations": None, "audio": None, "function_call": None}
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": content,
+            "tool_calls": calls,
+            "refusal": None,
+            "annotations": None,
+            "audio": None,
+            "function_call": None,
+        }
         message[reply.reasoning_field] = reply.reasoning
         if reply.usage is not None:
             prompt, completion = reply.usage
         else:
             prompt = len(json.dumps(request.messages)) // 4
-            completion = max(1, (len(content or "") + sum(len(c["function"]["arguments"]) for c in calls)) // 4)
+            completion = max(
+                1, (len(content or "") + sum(len(c["function"]["arguments"]) for c in calls)) // 4
+            )
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": request.body.get("model", self.model),
-            "choices": [{"index": 0, "message": message, "logprobs": None,
-                         "finish_reason": reply.finish_reason or ("tool_calls" if calls else "stop"),
-                         "stop_reason": None}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                      "total_tokens": prompt + completion, "prompt_tokens_details": None},
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "logprobs": None,
+                    "finish_reason": reply.finish_reason or ("tool_calls" if calls else "stop"),
+                    "stop_reason": None,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+                "prompt_tokens_details": None,
+            },
             "prompt_logprobs": None,
         }
 
@@ -207,8 +245,21 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/v1/models":
-            self._send(200, {}, {"object": "list", "data": [
-                {"id": self.owner.model, "object": "model", "created": int(time.time()), "owned_by": "vllm"}]})
+            self._send(
+                200,
+                {},
+                {
+                    "object": "list",
+                    "data": [
+                        {
+                            "id": self.owner.model,
+                            "object": "model",
+                            "created": int(time.time()),
+                            "owned_by": "vllm",
+                        }
+                    ],
+                },
+            )
         else:
             self._send(*_error(404, f"no route {self.path}", "NotFoundError"))
 

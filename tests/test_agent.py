@@ -76,12 +76,17 @@ async def test_happy_path_k4_reaches_the_right_rows_and_keeps_the_contract(shop)
     "plan" verdict; every request names its stage and run, the plan schema asks for exactly K,
     and every later request quotes its plan and program verbatim."""
     script = StageScript(
-        plans={PLAN_A: A_SQL, PLAN_B: "SELECT count(order_id) AS n FROM orders",
-               PLAN_C: C_BROKEN, PLAN_D: D_SHIPPED},
+        plans={
+            PLAN_A: A_SQL,
+            PLAN_B: "SELECT count(order_id) AS n FROM orders",
+            PLAN_C: C_BROKEN,
+            PLAN_D: D_SHIPPED,
+        },
         repairs={C_BROKEN: C_FIXED},
         verdicts={D_SHIPPED: ("plan", D_FEEDBACK)},
         revisions={PLAN_D: {**plan(PLAN_D2), "program": "SELECT sum(1) AS n FROM orders"}},
-        usage=(100, 10))
+        usage=(100, 10),
+    )
     with OpenAIStub(script) as stub:
         result = await ask(shop, stub, COUNT_QUESTION, agent={"plans": 4})
 
@@ -90,17 +95,32 @@ async def test_happy_path_k4_reaches_the_right_rows_and_keeps_the_contract(shop)
     assert result.budget_exhausted is None
     # every program that ran or failed is kept; the broken and the rejected ones too
     codes = [c.code for c in result.candidates]
-    assert sorted(codes) == sorted([A_SQL, "SELECT count(order_id) AS n FROM orders", C_BROKEN, C_FIXED,
-                                    D_SHIPPED, "SELECT sum(1) AS n FROM orders"])
-    assert result.sql in {A_SQL, "SELECT count(order_id) AS n FROM orders", C_FIXED, "SELECT sum(1) AS n FROM orders"}
+    assert sorted(codes) == sorted(
+        [
+            A_SQL,
+            "SELECT count(order_id) AS n FROM orders",
+            C_BROKEN,
+            C_FIXED,
+            D_SHIPPED,
+            "SELECT sum(1) AS n FROM orders",
+        ]
+    )
+    assert result.sql in {
+        A_SQL,
+        "SELECT count(order_id) AS n FROM orders",
+        C_FIXED,
+        "SELECT sum(1) AS n FROM orders",
+    }
     assert len(result.groups[0].members) == 4  # the four programs that count every order agree
     assert [p.text for p in result.plans] == [PLAN_A, PLAN_B, PLAN_C, PLAN_D, PLAN_D2]
     assert result.plans[4].revised_from == 3
 
     # usage: every request the endpoint answered, with the tokens it reported
     assert result.usage.model_calls == len(stub.requests)
-    assert (result.usage.prompt_tokens, result.usage.completion_tokens) == (100 * len(stub.requests),
-                                                                            10 * len(stub.requests))
+    assert (result.usage.prompt_tokens, result.usage.completion_tokens) == (
+        100 * len(stub.requests),
+        10 * len(stub.requests),
+    )
     stages = [r.stage for r in stub.requests]
     assert stages.count("classify") == stages.count("link") == stages.count("plan") == 1
     assert stages.count("implement") == 5 and stages.count("repair") == 1 and stages.count("revise_plan") == 1
@@ -116,7 +136,10 @@ async def test_happy_path_k4_reaches_the_right_rows_and_keeps_the_contract(shop)
     plan_texts = [PLAN_A, PLAN_B, PLAN_C, PLAN_D, PLAN_D2]
     for stage in ("implement", "repair", "evaluate", "revise_plan"):
         for req in requests_for(stub, stage):
-            assert any(text in first_user_text(req) for text in plan_texts), (stage, first_user_text(req)[:500])
+            assert any(text in first_user_text(req) for text in plan_texts), (
+                stage,
+                first_user_text(req)[:500],
+            )
     evaluated = {c.code for c in result.candidates if c.result_id}
     assert len(evaluated) == 5
     for code in evaluated:  # multi-line code included: verbatim, not re-rendered
@@ -131,10 +154,16 @@ async def test_happy_path_k4_reaches_the_right_rows_and_keeps_the_contract(shop)
 async def test_json_schema_mode_sends_each_stage_schema_with_the_tools(shop):
     """response_format = "json_schema" (endpoints that combine structured outputs and tools):
     the plan request itself asks for exactly K plans; under "auto" only tool-less requests do."""
-    script = StageScript(plans={"count every order": "SELECT count(*) AS n FROM orders",
-                                "count every order id": "SELECT count(order_id) AS n FROM orders"})
+    script = StageScript(
+        plans={
+            "count every order": "SELECT count(*) AS n FROM orders",
+            "count every order id": "SELECT count(order_id) AS n FROM orders",
+        }
+    )
     with OpenAIStub(script) as stub:
-        result = await ask(shop, stub, COUNT_QUESTION, agent={"plans": 2}, model={"response_format": "json_schema"})
+        result = await ask(
+            shop, stub, COUNT_QUESTION, agent={"plans": 2}, model={"response_format": "json_schema"}
+        )
     assert result.status == "answered", result.reason
     (plan_req,) = requests_for(stub, "plan")
     assert plan_req.tools
@@ -146,6 +175,7 @@ async def test_json_schema_mode_sends_each_stage_schema_with_the_tools(shop):
 
 # -- 2. tool calls inside a stage ------------------------------------------------------------------
 
+
 async def test_link_stage_tool_loop_sees_real_search_and_describe_results(shop):
     def link(req: StubRequest):
         results = req.tool_results
@@ -155,9 +185,11 @@ async def test_link_stage_tool_loop_sees_real_search_and_describe_results(shop):
             return tool_reply(("describe_table", {"table": "order_items"}))
         return None  # the default answer
 
-    script = StageScript(plans={"sum the quantity of every order item":
-                                "SELECT sum(quantity) AS units FROM order_items"},
-                         link_tables=["order_items"], on={"link": link})
+    script = StageScript(
+        plans={"sum the quantity of every order item": "SELECT sum(quantity) AS units FROM order_items"},
+        link_tables=["order_items"],
+        on={"link": link},
+    )
     with OpenAIStub(script) as stub:
         result = await ask(shop, stub, "How many units were ordered in total?", agent={"plans": 1})
 
@@ -173,14 +205,18 @@ async def test_link_stage_tool_loop_sees_real_search_and_describe_results(shop):
     # the assistant's tool calls are echoed with their ids, each answered by a tool message
     call = links[2].messages[-2]
     assert call["role"] == "assistant" and call["tool_calls"][0]["function"]["name"] == "describe_table"
-    assert links[2].messages[-1] == {"role": "tool", "tool_call_id": call["tool_calls"][0]["id"],
-                                     "content": describe_text}
+    assert links[2].messages[-1] == {
+        "role": "tool",
+        "tool_call_id": call["tool_calls"][0]["id"],
+        "content": describe_text,
+    }
     assert result.usage.tool_calls == 2
     # what linking found reaches the plan step
     assert "order_items" in first_user_text(requests_for(stub, "plan")[0])
 
 
 # -- 3. code-level repair --------------------------------------------------------------------------
+
 
 async def test_sql_error_is_repaired_and_both_programs_stay_candidates(shop):
     broken = "SELECT count(*) AS n FROM orders WHERE state = 'shipped'"
@@ -205,8 +241,9 @@ async def test_sql_error_is_repaired_and_both_programs_stay_candidates(shop):
 
 async def test_repairs_that_keep_failing_end_in_a_clear_failure(shop):
     attempts = [f"SELECT count(*) AS n FROM orders WHERE missing_{i} = 1" for i in range(4)]
-    script = StageScript(plans={"count the orders": attempts[0]},
-                         repairs={attempts[i]: attempts[i + 1] for i in range(3)})
+    script = StageScript(
+        plans={"count the orders": attempts[0]}, repairs={attempts[i]: attempts[i + 1] for i in range(3)}
+    )
     with OpenAIStub(script) as stub:
         result = await ask(shop, stub, COUNT_QUESTION, agent={"plans": 1})
     assert result.status == "failed"
@@ -218,12 +255,16 @@ async def test_repairs_that_keep_failing_end_in_a_clear_failure(shop):
 
 # -- 4. plan-level revision ------------------------------------------------------------------------
 
+
 async def test_plan_verdict_revises_the_plan_and_adds_a_candidate(shop):
     first, revised = "count every order", "count only the orders whose status is shipped"
     everything, shipped_sql = "SELECT count(*) AS n FROM orders", D_SHIPPED
     feedback = "the question asks about shipped orders; this counts all of them"
-    script = StageScript(plans={first: everything}, verdicts={everything: ("plan", feedback)},
-                         revisions={first: {**plan(revised, reading="shipped only"), "program": shipped_sql}})
+    script = StageScript(
+        plans={first: everything},
+        verdicts={everything: ("plan", feedback)},
+        revisions={first: {**plan(revised, reading="shipped only"), "program": shipped_sql}},
+    )
     with OpenAIStub(script) as stub:
         result = await ask(shop, stub, SHIPPED_QUESTION, agent={"plans": 1})
 
@@ -242,16 +283,22 @@ async def test_plan_verdict_revises_the_plan_and_adds_a_candidate(shop):
 
 # -- 5. a Python implementation ------------------------------------------------------------------
 
-PY_CODE = ("df = flexsql.sql('SELECT city, customer_id FROM customers')\n"
-           "df.groupby('city', as_index=False).agg(customers=('customer_id', 'count'))"
-           ".sort_values('city').reset_index(drop=True)")
+PY_CODE = (
+    "df = flexsql.sql('SELECT city, customer_id FROM customers')\n"
+    "df.groupby('city', as_index=False).agg(customers=('customer_id', 'count'))"
+    ".sort_values('city').reset_index(drop=True)"
+)
 SQL_CODE = "SELECT city, count(*) AS customers FROM customers GROUP BY city ORDER BY city"
 
 
 async def test_python_program_runs_in_the_sandbox_and_agrees_with_sql(shop):
-    script = StageScript(plans={"pandas: group the customers by city": program(PY_CODE, "python"),
-                                "sql: group the customers by city": SQL_CODE},
-                         link_tables=["customers"])
+    script = StageScript(
+        plans={
+            "pandas: group the customers by city": program(PY_CODE, "python"),
+            "sql: group the customers by city": SQL_CODE,
+        },
+        link_tables=["customers"],
+    )
     with OpenAIStub(script) as stub:
         result = await ask(shop, stub, "How many customers are there in each city?", agent={"plans": 2})
 
@@ -266,8 +313,9 @@ async def test_python_program_runs_in_the_sandbox_and_agrees_with_sql(shop):
 
 
 async def test_python_only_answer_reports_language_python(shop):
-    script = StageScript(plans={"pandas: group the customers by city": program(PY_CODE, "python")},
-                         link_tables=["customers"])
+    script = StageScript(
+        plans={"pandas: group the customers by city": program(PY_CODE, "python")}, link_tables=["customers"]
+    )
     with OpenAIStub(script) as stub:
         result = await ask(shop, stub, "How many customers are there in each city?", agent={"plans": 1})
     assert result.status == "answered", result.reason
@@ -280,12 +328,16 @@ async def test_python_only_answer_reports_language_python(shop):
 # plan_concurrency=1: candidates arrive in plan order, so the first candidate — the one a
 # position tie-break would pick — is the wrong one in each case.
 
+
 async def test_agreeing_majority_beats_a_lone_outlier(shop):
     outlier = "SELECT count(*) AS n FROM orders WHERE status <> 'cancelled'"
-    script = StageScript(plans={"count orders that were not cancelled": outlier,
-                                "count orders with status shipped": D_SHIPPED,
-                                "count order ids with status shipped":
-                                    "SELECT count(order_id) AS n FROM orders WHERE status IN ('shipped')"})
+    script = StageScript(
+        plans={
+            "count orders that were not cancelled": outlier,
+            "count orders with status shipped": D_SHIPPED,
+            "count order ids with status shipped": "SELECT count(order_id) AS n FROM orders WHERE status IN ('shipped')",
+        }
+    )
     with OpenAIStub(script) as stub:
         result = await ask(shop, stub, SHIPPED_QUESTION, agent={"plans": 3, "plan_concurrency": 1})
     assert result.status == "answered", result.reason
@@ -296,12 +348,17 @@ async def test_agreeing_majority_beats_a_lone_outlier(shop):
 
 async def test_non_empty_result_beats_an_empty_one(shop):
     empty = "SELECT name FROM customers WHERE city = 'paris' ORDER BY name"  # the stored spelling is Paris
-    script = StageScript(plans={"customers whose city is paris, lower case": empty,
-                                "customers whose city is Paris": "SELECT name FROM customers WHERE city = 'Paris' "
-                                                                 "ORDER BY name"},
-                         link_tables=["customers"])
+    script = StageScript(
+        plans={
+            "customers whose city is paris, lower case": empty,
+            "customers whose city is Paris": "SELECT name FROM customers WHERE city = 'Paris' ORDER BY name",
+        },
+        link_tables=["customers"],
+    )
     with OpenAIStub(script) as stub:
-        result = await ask(shop, stub, "Which customers live in Paris?", agent={"plans": 2, "plan_concurrency": 1})
+        result = await ask(
+            shop, stub, "Which customers live in Paris?", agent={"plans": 2, "plan_concurrency": 1}
+        )
     assert result.status == "answered", result.reason
     assert result.rows == [[name] for name in shop.paris_customers]
     assert result.candidates[0].code == empty and result.candidates[0].rows == 0
@@ -310,11 +367,14 @@ async def test_non_empty_result_beats_an_empty_one(shop):
 
 async def test_evaluator_verdict_breaks_a_tie_between_equal_groups(shop):
     pending = "SELECT count(*) AS n FROM orders WHERE status = 'pending'"
-    script = StageScript(plans={"count pending orders": pending, "count shipped orders": D_SHIPPED},
-                         verdicts={pending: ("implementation", "pending orders were not shipped")})
+    script = StageScript(
+        plans={"count pending orders": pending, "count shipped orders": D_SHIPPED},
+        verdicts={pending: ("implementation", "pending orders were not shipped")},
+    )
     with OpenAIStub(script) as stub:
-        result = await ask(shop, stub, SHIPPED_QUESTION,
-                           agent={"plans": 2, "plan_concurrency": 1, "plan_revisions": 0})
+        result = await ask(
+            shop, stub, SHIPPED_QUESTION, agent={"plans": 2, "plan_concurrency": 1, "plan_revisions": 0}
+        )
     assert result.status == "answered", result.reason
     assert result.sql == D_SHIPPED and result.rows == [[shop.shipped]]
     assert [len(g.members) for g in result.groups] == [1, 1]
@@ -324,15 +384,20 @@ async def test_evaluator_verdict_breaks_a_tie_between_equal_groups(shop):
 
 # -- 7. malformed model output -------------------------------------------------------------------
 
+
 def corrected(req: StubRequest) -> bool:
     return "could not be used" in req.last_user_text
 
 
 async def test_broken_json_is_corrected_with_the_schema(shop):
     broken = '{"plans": [{"reading": "all orders", "text": "count every'
-    script = StageScript(plans={"count every order": "SELECT count(*) AS n FROM orders",
-                                "count every order id": "SELECT count(order_id) AS n FROM orders"},
-                         on={"plan": lambda req: None if corrected(req) else Reply(content=broken)})
+    script = StageScript(
+        plans={
+            "count every order": "SELECT count(*) AS n FROM orders",
+            "count every order id": "SELECT count(order_id) AS n FROM orders",
+        },
+        on={"plan": lambda req: None if corrected(req) else Reply(content=broken)},
+    )
     with OpenAIStub(script) as stub:
         result = await ask(shop, stub, COUNT_QUESTION, agent={"plans": 2})
     assert result.status == "answered", result.reason
@@ -367,8 +432,12 @@ async def test_unknown_tool_and_bad_arguments_get_clear_tool_messages_and_the_st
     def link(req: StubRequest):
         if req.has_tool_results:
             return None
-        return tool_reply(("query_database", {"sql": "SELECT 1"}), ("describe_table", '{"table": '),
-                          ("describe_table", {"tabel": "orders"}), ("run_query", {"sql": "SELECT 1"}))
+        return tool_reply(
+            ("query_database", {"sql": "SELECT 1"}),
+            ("describe_table", '{"table": '),
+            ("describe_table", {"tabel": "orders"}),
+            ("run_query", {"sql": "SELECT 1"}),
+        )
 
     script = StageScript(plans={"count every order": "SELECT count(*) AS n FROM orders"}, on={"link": link})
     with OpenAIStub(script) as stub:
@@ -378,7 +447,11 @@ async def test_unknown_tool_and_bad_arguments_get_clear_tool_messages_and_the_st
     assert unknown.startswith("not_found:") and "'query_database'" in unknown
     assert "describe_table" in unknown and "search_schema" in unknown  # what it may call instead
     assert broken.startswith("invalid_argument:") and "not a JSON object" in broken
-    assert misnamed.startswith("invalid_argument:") and "'tabel'" in misnamed and "table (str, required)" in misnamed
+    assert (
+        misnamed.startswith("invalid_argument:")
+        and "'tabel'" in misnamed
+        and "table (str, required)" in misnamed
+    )
     assert elsewhere.startswith("unavailable: run_query is not offered in this step")
 
 
@@ -386,8 +459,11 @@ async def test_hallucinated_tables_are_dropped_and_reported(shop):
     def plans(req: StubRequest):
         return {"plans": [plan("count every order", tables=["orders", "invoices"])]}
 
-    script = StageScript(plans={"count every order": "SELECT count(*) AS n FROM orders"},
-                         link_tables=["orders", "invoices"], on={"plan": plans})
+    script = StageScript(
+        plans={"count every order": "SELECT count(*) AS n FROM orders"},
+        link_tables=["orders", "invoices"],
+        on={"plan": plans},
+    )
     with OpenAIStub(script) as stub:
         result = await ask(shop, stub, COUNT_QUESTION, agent={"plans": 1})
     assert result.status == "answered", result.reason
@@ -410,6 +486,7 @@ async def test_reply_missing_required_fields_three_times_fails_clearly(shop):
 
 
 # -- 8. endpoint failures ------------------------------------------------------------------------
+
 
 class Sequence:
     """The first replies from a list, then the script; thread-safe (plans run concurrently)."""
@@ -438,8 +515,9 @@ async def test_429_then_500_are_retried_and_answered(shop):
 async def test_a_timeout_is_retried_and_answered(shop):
     script = StageScript(plans={"count every order": "SELECT count(*) AS n FROM orders"})
     with OpenAIStub(Sequence([Hang(3)], script)) as stub:
-        result = await ask(shop, stub, COUNT_QUESTION, agent={"plans": 1},
-                           model={"max_retries": 1, "timeout_s": 0.5})
+        result = await ask(
+            shop, stub, COUNT_QUESTION, agent={"plans": 1}, model={"max_retries": 1, "timeout_s": 0.5}
+        )
     assert result.status == "answered", result.reason
     assert [r.stage for r in stub.requests[:3]] == ["classify", "classify", "link"]
 
@@ -449,7 +527,11 @@ async def test_persistent_500_fails_with_a_model_error(shop):
         result = await ask(shop, stub, COUNT_QUESTION, model={"max_retries": 1})
     assert result.status == "failed"
     assert result.reason.startswith("model_error:")
-    assert "HTTP 500" in result.reason and "upstream exploded" in result.reason and "2 attempt(s)" in result.reason
+    assert (
+        "HTTP 500" in result.reason
+        and "upstream exploded" in result.reason
+        and "2 attempt(s)" in result.reason
+    )
     assert [r.stage for r in stub.requests] == ["classify", "classify", "link", "link"]
     assert result.candidates == [] and result.usage.model_calls == 0
 
@@ -467,7 +549,9 @@ async def test_hang_past_timeout_fails_with_a_model_error(shop):
 
 # -- 9. the budget -------------------------------------------------------------------------------
 
-FOUR_PLANS = {f"count every order, method {i}": f"SELECT count(*) + {i} - {i} AS n FROM orders" for i in range(4)}
+FOUR_PLANS = {
+    f"count every order, method {i}": f"SELECT count(*) + {i} - {i} AS n FROM orders" for i in range(4)
+}
 
 
 async def test_budget_of_model_calls_answers_the_best_candidate_so_far(shop):
@@ -494,9 +578,13 @@ async def test_budget_spent_before_any_candidate_fails(shop):
 
 async def test_time_budget_answers_with_the_candidate_that_finished(shop):
     slow_plan = "count every order id, slowly"
-    script = StageScript(plans={"count every order": "SELECT count(*) AS n FROM orders",
-                                slow_plan: "SELECT count(order_id) AS n FROM orders"},
-                         on={"implement": lambda req: Hang(30) if slow_plan in first_user_text(req) else None})
+    script = StageScript(
+        plans={
+            "count every order": "SELECT count(*) AS n FROM orders",
+            slow_plan: "SELECT count(order_id) AS n FROM orders",
+        },
+        on={"implement": lambda req: Hang(30) if slow_plan in first_user_text(req) else None},
+    )
     with OpenAIStub(script) as stub:
         started = time.monotonic()
         result = await ask(shop, stub, COUNT_QUESTION, agent={"plans": 2, "max_seconds": 2.0})
@@ -512,6 +600,7 @@ async def test_time_budget_answers_with_the_candidate_that_finished(shop):
 
 # -- 10. cancellation ----------------------------------------------------------------------------
 
+
 async def _cancel_after(seconds: float, coro_fn) -> float:
     started = time.monotonic()
     with anyio.move_on_after(seconds) as scope:
@@ -521,9 +610,13 @@ async def _cancel_after(seconds: float, coro_fn) -> float:
 
 
 async def test_cancelling_while_the_model_hangs_stops_model_calls(shop):
-    script = StageScript(plans={"count every order": "SELECT count(*) AS n FROM orders",
-                                "count every order id": "SELECT count(order_id) AS n FROM orders"},
-                         on={"implement": lambda req: Hang(30)})
+    script = StageScript(
+        plans={
+            "count every order": "SELECT count(*) AS n FROM orders",
+            "count every order id": "SELECT count(order_id) AS n FROM orders",
+        },
+        on={"implement": lambda req: Hang(30)},
+    )
     with OpenAIStub(script) as stub:
         elapsed = await _cancel_after(1.5, lambda: ask(shop, stub, COUNT_QUESTION, agent={"plans": 2}))
         sent = len(stub.requests)
@@ -537,8 +630,9 @@ async def test_cancelling_while_a_slow_query_runs_stops_the_query(shop):
     slow = "SELECT count(*) AS n FROM range(1000000000000)"  # hours of work, unless interrupted
     script = StageScript(plans={"count a very long range": slow})
     with OpenAIStub(script) as stub:
-        elapsed = await _cancel_after(2.0, lambda: ask(shop, stub, COUNT_QUESTION, agent={"plans": 1},
-                                                       limits={"query_timeout_s": 60}))
+        elapsed = await _cancel_after(
+            2.0, lambda: ask(shop, stub, COUNT_QUESTION, agent={"plans": 1}, limits={"query_timeout_s": 60})
+        )
         sent = len(stub.requests)
         # an engine still counting would burn a core or two for the next second; a stopped one does not
         cpu = time.process_time()
@@ -574,13 +668,19 @@ KEY_ENV = "FLEXSQL_TEST_AGENT_KEY"
 async def test_api_key_reaches_the_endpoint_and_nothing_else(shop, tmp_path: Path, monkeypatch):
     monkeypatch.setenv(KEY_ENV, SECRET)
     # a server that echoes the key back (in reasoning, say) must not get it into the trace either
-    script = StageScript(plans={"count every order": "SELECT count(*) AS n FROM orders"},
-                         on={"classify": lambda req: Reply(content={"type": "answerable"},
-                                                           reasoning=f"the caller's key is {SECRET}")})
+    script = StageScript(
+        plans={"count every order": "SELECT count(*) AS n FROM orders"},
+        on={
+            "classify": lambda req: Reply(
+                content={"type": "answerable"}, reasoning=f"the caller's key is {SECRET}"
+            )
+        },
+    )
     trace = tmp_path / "trace.jsonl"
     with OpenAIStub(script) as stub:
-        result = await ask(shop, stub, COUNT_QUESTION, agent={"plans": 1}, model={"api_key_env": KEY_ENV},
-                           trace_path=trace)
+        result = await ask(
+            shop, stub, COUNT_QUESTION, agent={"plans": 1}, model={"api_key_env": KEY_ENV}, trace_path=trace
+        )
     assert result.status == "answered", result.reason
     assert all(r.headers.get("authorization") == f"Bearer {SECRET}" for r in stub.requests)
     assert SECRET not in result.model_dump_json() and SECRET not in result.to_text()
@@ -605,16 +705,44 @@ async def test_api_key_echoed_in_an_error_stays_out_of_the_answer(shop, tmp_path
 
 # -- questions that are not answered with SQL, and conversations --------------------------------
 
-@pytest.mark.parametrize("kind, expected", [
-    ({"type": "ambiguous", "clarifying_question": "Shipped or ordered in 2024?", "reason": None, "reply": None,
-      "readings": ["shipped in 2024", "ordered in 2024"]},
-     {"status": "needs_clarification", "clarifying_question": "Shipped or ordered in 2024?",
-      "readings": ["shipped in 2024", "ordered in 2024"]}),
-    ({"type": "unanswerable", "clarifying_question": None, "reason": "there are no delivery dates", "reply": None},
-     {"status": "unanswerable", "reason": "there are no delivery dates"}),
-    ({"type": "improper", "clarifying_question": None, "reason": None, "reply": "Hello! Ask me about orders."},
-     {"status": "reply", "reply": "Hello! Ask me about orders."}),
-])
+
+@pytest.mark.parametrize(
+    "kind, expected",
+    [
+        (
+            {
+                "type": "ambiguous",
+                "clarifying_question": "Shipped or ordered in 2024?",
+                "reason": None,
+                "reply": None,
+                "readings": ["shipped in 2024", "ordered in 2024"],
+            },
+            {
+                "status": "needs_clarification",
+                "clarifying_question": "Shipped or ordered in 2024?",
+                "readings": ["shipped in 2024", "ordered in 2024"],
+            },
+        ),
+        (
+            {
+                "type": "unanswerable",
+                "clarifying_question": None,
+                "reason": "there are no delivery dates",
+                "reply": None,
+            },
+            {"status": "unanswerable", "reason": "there are no delivery dates"},
+        ),
+        (
+            {
+                "type": "improper",
+                "clarifying_question": None,
+                "reason": None,
+                "reply": "Hello! Ask me about orders.",
+            },
+            {"status": "reply", "reply": "Hello! Ask me about orders."},
+        ),
+    ],
+)
 async def test_classify_outcomes_end_the_run_after_one_request(shop, kind, expected):
     script = StageScript(plans={}, on={"classify": lambda req: kind})
     with OpenAIStub(script) as stub:
@@ -631,8 +759,14 @@ async def test_follow_up_turn_sees_the_earlier_question_and_sql_in_every_stage(s
         one = await ask(shop, stub, COUNT_QUESTION, agent={"plans": 1}, tools=session, conversation_id="c1")
         sent = len(stub.requests)
         script.plans = {"count the shipped orders": D_SHIPPED}
-        two = await ask(shop, stub, "And how many of them were shipped?", agent={"plans": 1}, tools=session,
-                        conversation_id="c1")
+        two = await ask(
+            shop,
+            stub,
+            "And how many of them were shipped?",
+            agent={"plans": 1},
+            tools=session,
+            conversation_id="c1",
+        )
     assert (one.status, two.status) == ("answered", "answered")
     assert two.sql == D_SHIPPED and two.rows == [[shop.shipped]] and two.conversation_id == "c1"
     assert not any("Earlier turns" in first_user_text(r) for r in stub.requests[:sent])
@@ -646,7 +780,9 @@ async def test_an_answer_left_in_the_reasoning_with_empty_content_is_used(shop):
     """Qwen3 behind vLLM's reasoning parser can put the whole answer in `reasoning` and leave the
     content empty (vllm#53284): the stage reads it from there instead of failing."""
     improper = '{"type": "improper", "clarifying_question": null, "reason": null, "reply": "Hi there!"}'
-    script = StageScript(plans={}, on={"classify": lambda req: Reply(content=None, reasoning=f"The user greets. {improper}")})
+    script = StageScript(
+        plans={}, on={"classify": lambda req: Reply(content=None, reasoning=f"The user greets. {improper}")}
+    )
     with OpenAIStub(script) as stub:
         result = await ask(shop, stub, "hello!")
     assert result.status == "reply" and result.reply == "Hi there!"

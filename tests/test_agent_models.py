@@ -35,11 +35,19 @@ from flexsql.errors import ConfigError
 
 pytestmark = pytest.mark.anyio
 
-SEARCH = {"type": "function", "function": {
-    "name": "search_schema", "description": "rank tables and columns for a query",
-    "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}
-LINK_SCHEMA = {"type": "object", "properties": {"tables": {"type": "array", "items": {"type": "string"}},
-                                                "notes": {"type": "string"}}, "required": ["tables", "notes"]}
+SEARCH = {
+    "type": "function",
+    "function": {
+        "name": "search_schema",
+        "description": "rank tables and columns for a query",
+        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+    },
+}
+LINK_SCHEMA = {
+    "type": "object",
+    "properties": {"tables": {"type": "array", "items": {"type": "string"}}, "notes": {"type": "string"}},
+    "required": ["tables", "notes"],
+}
 SECRET = "sk-flexsql-DO-NOT-LEAK-7f3a9c"
 
 
@@ -48,15 +56,25 @@ def model(stub: OpenAIStub, **cfg: Any) -> OpenAICompatModel:
     return OpenAICompatModel(ResolvedModelConfig(base_url=stub.base_url, **cfg))
 
 
-def request(stage: str = "link", *, tools: bool = False, schema: bool = False, text: str = "how many orders?",
-            run_id: str = "q-1") -> ChatRequest:
-    return ChatRequest(stage=stage, run_id=run_id,
-                       messages=[{"role": "system", "content": "You link schemas."},
-                                 {"role": "user", "content": text}],
-                       tools=[SEARCH] if tools else None, response_schema=LINK_SCHEMA if schema else None)
+def request(
+    stage: str = "link",
+    *,
+    tools: bool = False,
+    schema: bool = False,
+    text: str = "how many orders?",
+    run_id: str = "q-1",
+) -> ChatRequest:
+    return ChatRequest(
+        stage=stage,
+        run_id=run_id,
+        messages=[{"role": "system", "content": "You link schemas."}, {"role": "user", "content": text}],
+        tools=[SEARCH] if tools else None,
+        response_schema=LINK_SCHEMA if schema else None,
+    )
 
 
 # -- requests and replies -------------------------------------------------------------------------
+
 
 async def test_headers_tools_and_raw_tool_arguments():
     raw_args = '{"query":  "orders by month"}'  # odd spacing: must reach the caller untouched
@@ -64,16 +82,26 @@ async def test_headers_tools_and_raw_tool_arguments():
     def script(req: StubRequest):
         if not req.has_tool_results:
             return Reply(tool_calls=[("search_schema", raw_args)], usage=(120, 30))
-        return Reply(content='{"tables": ["orders"], "notes": "' + req.tool_results[0] + '"}', usage=(200, 12))
+        return Reply(
+            content='{"tables": ["orders"], "notes": "' + req.tool_results[0] + '"}', usage=(200, 12)
+        )
 
     with OpenAIStub(script) as stub:
-        m = model(stub, temperature=0.2, max_tokens=512, reasoning_effort="low",
-                  extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+        m = model(
+            stub,
+            temperature=0.2,
+            max_tokens=512,
+            reasoning_effort="low",
+            extra_body={"chat_template_kwargs": {"enable_thinking": False}},
+        )
         first = await m.complete(request(tools=True))
         assert [(c.name, c.arguments) for c in first.tool_calls] == [("search_schema", raw_args)]
         assert first.finish_reason == "tool_calls" and first.usage.prompt_tokens == 120
-        history = [*request().messages, assistant_message(first),
-                   {"role": "tool", "tool_call_id": first.tool_calls[0].id, "content": "orders(order_id, month)"}]
+        history = [
+            *request().messages,
+            assistant_message(first),
+            {"role": "tool", "tool_call_id": first.tool_calls[0].id, "content": "orders(order_id, month)"},
+        ]
         second = await m.complete(ChatRequest(stage="link", run_id="q-1", messages=history, tools=[SEARCH]))
 
     assert json.loads(second.content) == {"tables": ["orders"], "notes": "orders(order_id, month)"}
@@ -91,13 +119,24 @@ async def test_headers_tools_and_raw_tool_arguments():
 
 @pytest.mark.parametrize("field", ["reasoning", "reasoning_content"])
 async def test_reasoning_is_kept_and_sent_back_on_tool_turns(field):
-    with OpenAIStub([Reply(tool_calls=[("search_schema", {"query": "x"})], reasoning="I should look up x.",
-                           reasoning_field=field), Reply(content="{}")]) as stub:
+    with OpenAIStub(
+        [
+            Reply(
+                tool_calls=[("search_schema", {"query": "x"})],
+                reasoning="I should look up x.",
+                reasoning_field=field,
+            ),
+            Reply(content="{}"),
+        ]
+    ) as stub:
         m = model(stub)
         first = await m.complete(request(tools=True))
         assert first.reasoning == "I should look up x."
-        history = [*request().messages, assistant_message(first),
-                   {"role": "tool", "tool_call_id": first.tool_calls[0].id, "content": "x is a table"}]
+        history = [
+            *request().messages,
+            assistant_message(first),
+            {"role": "tool", "tool_call_id": first.tool_calls[0].id, "content": "x is a table"},
+        ]
         await m.complete(ChatRequest(stage="link", run_id="q-1", messages=history, tools=[SEARCH]))
     echoed = stub.requests[1].messages[2]
     # current vLLM reads `reasoning`, older vLLM / llama.cpp / Qwen3's template `reasoning_content`
@@ -110,25 +149,31 @@ async def test_think_block_is_split_out_of_content():
     assert (reply.reasoning, reply.content) == ("count rows", '{"tables": []}')
 
 
-@pytest.mark.parametrize("content, expected", [
-    ("<think>a</think>b", ("a", "b")),
-    ("  <think>\na\n</think>\n\nb", ("a", "b")),
-    ("a</think>b", ("a", "b")),  # Qwen3's template opened the block in the prompt
-    ("plain", (None, "plain")),
-    ("text <think>x</think> more", (None, "text <think>x</think> more")),
-    (None, (None, None)),
-])
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        ("<think>a</think>b", ("a", "b")),
+        ("  <think>\na\n</think>\n\nb", ("a", "b")),
+        ("a</think>b", ("a", "b")),  # Qwen3's template opened the block in the prompt
+        ("plain", (None, "plain")),
+        ("text <think>x</think> more", (None, "text <think>x</think> more")),
+        (None, (None, None)),
+    ],
+)
 def test_split_think(content, expected):
     assert split_think(content) == expected
 
 
-@pytest.mark.parametrize("name, expected", [
-    ("search_schema", "search_schema"),
-    ("search_schema<|channel|>commentary", "search_schema"),
-    ("functions.search_schema", "search_schema"),
-    (" describe_table <|constrain|>json", "describe_table"),
-    ("drop_everything", "drop_everything"),  # unknown names stay: the caller reports them to the model
-])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("search_schema", "search_schema"),
+        ("search_schema<|channel|>commentary", "search_schema"),
+        ("functions.search_schema", "search_schema"),
+        (" describe_table <|constrain|>json", "describe_table"),
+        ("drop_everything", "drop_everything"),  # unknown names stay: the caller reports them to the model
+    ],
+)
 def test_gpt_oss_junk_is_cleaned_from_tool_names(name, expected):
     assert clean_tool_name(name, ["search_schema", "describe_table"]) == expected
 
@@ -141,15 +186,20 @@ async def test_tool_call_names_are_cleaned_in_replies():
 
 # -- response_format ------------------------------------------------------------------------------
 
+
 async def test_json_schema_is_sent_when_the_endpoint_takes_it():
     with OpenAIStub(lambda req: Reply(content='{"tables": [], "notes": ""}')) as stub:
         await model(stub).complete(request(schema=True).model_copy(update={"schema_name": "link answer"}))
     assert stub.requests[0].body["response_format"] == {
-        "type": "json_schema", "json_schema": {"name": "link_answer", "schema": LINK_SCHEMA}}
+        "type": "json_schema",
+        "json_schema": {"name": "link_answer", "schema": LINK_SCHEMA},
+    }
 
 
 async def test_auto_retries_without_json_schema_once_rejected_and_remembers():
-    with OpenAIStub(lambda req: Reply(content='{"tables": [], "notes": ""}'), reject_json_schema=True) as stub:
+    with OpenAIStub(
+        lambda req: Reply(content='{"tables": [], "notes": ""}'), reject_json_schema=True
+    ) as stub:
         m = model(stub)
         assert (await m.complete(request(schema=True))).content == '{"tables": [], "notes": ""}'
         await model(stub, model="other").complete(request(schema=True))  # same endpoint, another object
@@ -176,9 +226,15 @@ async def test_auto_leaves_json_schema_out_when_tools_are_offered():
 
 # -- retries and failures -------------------------------------------------------------------------
 
+
 async def test_429_with_retry_after_and_500_are_retried():
-    with OpenAIStub([Fail(429, {"Retry-After": "0.3"}, "slow down"), Fail(500, message="engine hiccup"),
-                     Reply(content="done")]) as stub:
+    with OpenAIStub(
+        [
+            Fail(429, {"Retry-After": "0.3"}, "slow down"),
+            Fail(500, message="engine hiccup"),
+            Reply(content="done"),
+        ]
+    ) as stub:
         reply = await model(stub).complete(request())
     assert reply.content == "done" and len(stub.requests) == 3
     assert stub.requests[1].received_at - stub.requests[0].received_at >= 0.29  # Retry-After honoured
@@ -218,8 +274,11 @@ async def test_401_is_not_retried_and_names_the_key_variable(monkeypatch):
 async def test_unreachable_endpoint_is_explained():
     from mcp_support import free_port
 
-    m = OpenAICompatModel(ResolvedModelConfig(base_url=f"http://127.0.0.1:{free_port()}/v1", model="m",
-                                              max_retries=1, retry_backoff_s=0.01))
+    m = OpenAICompatModel(
+        ResolvedModelConfig(
+            base_url=f"http://127.0.0.1:{free_port()}/v1", model="m", max_retries=1, retry_backoff_s=0.01
+        )
+    )
     with pytest.raises(ModelError, match="cannot be reached.*base_url"):
         await m.complete(request())
 
@@ -249,6 +308,7 @@ async def test_api_key_appears_in_no_error_repr_or_name(monkeypatch):
 
 # -- concurrency and cancellation -----------------------------------------------------------------
 
+
 async def test_concurrency_limit_is_shared_per_endpoint():
     with OpenAIStub(lambda req: Hang(0.2, Reply(content="ok"))) as stub:
         first, second = model(stub, concurrency=2), model(stub, model="another", concurrency=2)
@@ -270,6 +330,7 @@ def test_concurrency_limit_holds_across_threads_and_event_loops():
                 async with anyio.create_task_group() as tg:
                     for j in range(2):
                         tg.start_soon(shared.complete, request(run_id=f"t{i}-{j}"))
+
             anyio.run(go)
 
         threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
@@ -293,6 +354,7 @@ async def test_cancellation_aborts_the_request_promptly():
 
 # -- configuration --------------------------------------------------------------------------------
 
+
 def test_model_settings_from_toml_with_stage_overrides(tmp_path, monkeypatch):
     for name in ("FLEXSQL_MODEL__BASE_URL", "FLEXSQL_MODEL__MODEL"):
         monkeypatch.delenv(name, raising=False)
@@ -301,11 +363,16 @@ def test_model_settings_from_toml_with_stage_overrides(tmp_path, monkeypatch):
         '[model]\nbase_url = "http://127.0.0.1:8000/v1"\nmodel = "openai/gpt-oss-120b"\n'
         'api_key_env = "VLLM_KEY"\ntemperature = 0.3\nextra_body = { top_k = 20 }\n\n'
         '[model.stages.plan]\nmodel = "Qwen/Qwen3-32B"\ntemperature = 0.9\n'
-        'extra_body = { chat_template_kwargs = { enable_thinking = true } }\n')
+        "extra_body = { chat_template_kwargs = { enable_thinking = true } }\n"
+    )
     settings = load_settings(config)
     assert configured(settings.model)
     plan, link = resolve(settings.model, "plan"), resolve(settings.model, "link")
-    assert (plan.model, plan.temperature, plan.base_url) == ("Qwen/Qwen3-32B", 0.9, "http://127.0.0.1:8000/v1")
+    assert (plan.model, plan.temperature, plan.base_url) == (
+        "Qwen/Qwen3-32B",
+        0.9,
+        "http://127.0.0.1:8000/v1",
+    )
     assert plan.extra_body == {"top_k": 20, "chat_template_kwargs": {"enable_thinking": True}}
     assert (link.model, link.temperature, link.extra_body) == ("openai/gpt-oss-120b", 0.3, {"top_k": 20})
     assert (link.timeout_s, link.max_retries, link.concurrency, link.response_format) == (120, 3, 8, "auto")
@@ -314,7 +381,10 @@ def test_model_settings_from_toml_with_stage_overrides(tmp_path, monkeypatch):
     # flags (--base-url/--model) merge over the file: the rest of [model] stays
     flagged = load_settings(config, model={"base_url": "http://127.0.0.1:9999/v1"}).model
     assert (flagged.base_url, flagged.model, flagged.stages["plan"].model) == (
-        "http://127.0.0.1:9999/v1", "openai/gpt-oss-120b", "Qwen/Qwen3-32B")
+        "http://127.0.0.1:9999/v1",
+        "openai/gpt-oss-120b",
+        "Qwen/Qwen3-32B",
+    )
 
 
 def test_model_settings_from_environment(tmp_path, monkeypatch):
@@ -327,14 +397,20 @@ def test_model_settings_from_environment(tmp_path, monkeypatch):
     config.write_text("")
     settings = load_settings(config)
     evaluate = resolve(settings.model, "evaluate")
-    assert (evaluate.base_url, evaluate.model, evaluate.response_format) == ("http://127.0.0.1:9000/v1", "judge", "off")
+    assert (evaluate.base_url, evaluate.model, evaluate.response_format) == (
+        "http://127.0.0.1:9000/v1",
+        "judge",
+        "off",
+    )
     assert evaluate.extra_body == {"chat_template_kwargs": {"enable_thinking": False}}
     assert resolve(settings.model, "plan").model == "qwen3"
 
 
 def test_unknown_stage_and_bad_values_are_rejected(tmp_path):
     config = tmp_path / "flexsql.toml"
-    config.write_text('[model]\nbase_url = "http://x/v1"\nmodel = "m"\n[model.stages.planning]\nmodel = "n"\n')
+    config.write_text(
+        '[model]\nbase_url = "http://x/v1"\nmodel = "m"\n[model.stages.planning]\nmodel = "n"\n'
+    )
     with pytest.raises(ConfigError, match="unknown stage planning.*classify, link, knowledge, plan"):
         load_settings(config)
     config.write_text('[model]\nresponse_format = "sometimes"\n')
@@ -356,12 +432,15 @@ def test_nothing_configured_says_what_to_set():
 async def test_factory_model_talks_to_the_stage_endpoint():
     with OpenAIStub(lambda req: Reply(content=req.body["model"])) as stub:
         cfg = ModelConfig(base_url=stub.base_url, model="default-m", stages={"plan": {"model": "plan-m"}})
-        replies = [await model_for_stage(cfg, stage).complete(request(stage=stage)) for stage in ("plan", "link")]
+        replies = [
+            await model_for_stage(cfg, stage).complete(request(stage=stage)) for stage in ("plan", "link")
+        ]
     assert [r.content for r in replies] == ["plan-m", "default-m"]
     assert [r.stage for r in stub.requests] == ["plan", "link"]
 
 
 # -- scripted -------------------------------------------------------------------------------------
+
 
 async def test_scripted_model_answers_and_records():
     def script(req: ChatRequest):
@@ -373,10 +452,20 @@ async def test_scripted_model_answers_and_records():
 
     m = ScriptedModel(script)
     call = await m.complete(request())
-    assert call.tool_calls[0].name == "search_schema" and json.loads(call.tool_calls[0].arguments) == {"query": "orders"}
+    assert call.tool_calls[0].name == "search_schema" and json.loads(call.tool_calls[0].arguments) == {
+        "query": "orders"
+    }
     assert call.reasoning == "look first" and call.usage.completion_tokens > 0
-    done = await m.complete(ChatRequest(stage="link", run_id="q", messages=[
-        assistant_message(call), {"role": "tool", "tool_call_id": call.tool_calls[0].id, "content": "…"}]))
+    done = await m.complete(
+        ChatRequest(
+            stage="link",
+            run_id="q",
+            messages=[
+                assistant_message(call),
+                {"role": "tool", "tool_call_id": call.tool_calls[0].id, "content": "…"},
+            ],
+        )
+    )
     assert json.loads(done.content) == {"tables": ["orders"], "notes": ""}
     assert (await m.complete(request(stage="classify"))).content == "plain text"
     assert [r.stage for r in m.requests] == ["link", "link", "classify"]
@@ -391,6 +480,7 @@ async def test_scripted_list_runs_out_clearly():
 
 # -- MCP sampling ---------------------------------------------------------------------------------
 
+
 def sampling_server() -> MCPServer:
     server = MCPServer("sampling-test")
 
@@ -399,13 +489,26 @@ def sampling_server() -> MCPServer:
         if not supports_sampling(ctx):
             return "no sampling"
         backend = SamplingModel(ctx)
-        req = ChatRequest(stage="link", run_id="q-s", tools=[SEARCH], response_schema=LINK_SCHEMA,
-                          messages=[{"role": "system", "content": "Link the schema."},
-                                    {"role": "user", "content": question}])
+        req = ChatRequest(
+            stage="link",
+            run_id="q-s",
+            tools=[SEARCH],
+            response_schema=LINK_SCHEMA,
+            messages=[
+                {"role": "system", "content": "Link the schema."},
+                {"role": "user", "content": question},
+            ],
+        )
         reply = await backend.complete(req)
         if reply.tool_calls:
-            history = [*req.messages, assistant_message(reply),
-                       *[{"role": "tool", "tool_call_id": c.id, "content": "orders(id, total)"} for c in reply.tool_calls]]
+            history = [
+                *req.messages,
+                assistant_message(reply),
+                *[
+                    {"role": "tool", "tool_call_id": c.id, "content": "orders(id, total)"}
+                    for c in reply.tool_calls
+                ],
+            ]
             reply = await backend.complete(req.model_copy(update={"messages": history}))
         return json.dumps({"name": backend.name, "content": reply.content})
 
@@ -419,14 +522,25 @@ async def test_sampling_with_tools_through_a_real_client():
         seen.append(params)
         last = params.messages[-1].content_as_list
         if last[0].type == "tool_result":
-            return types.CreateMessageResultWithTools(role="assistant", model="client-llm", stop_reason="endTurn",
-                                                      content=[types.TextContent(type="text", text='{"tables": ["orders"]}')])
-        return types.CreateMessageResultWithTools(role="assistant", model="client-llm", stop_reason="toolUse",
-                                                  content=[types.ToolUseContent(id="t1", name="search_schema",
-                                                                                input={"query": "orders"})])
+            return types.CreateMessageResultWithTools(
+                role="assistant",
+                model="client-llm",
+                stop_reason="endTurn",
+                content=[types.TextContent(type="text", text='{"tables": ["orders"]}')],
+            )
+        return types.CreateMessageResultWithTools(
+            role="assistant",
+            model="client-llm",
+            stop_reason="toolUse",
+            content=[types.ToolUseContent(id="t1", name="search_schema", input={"query": "orders"})],
+        )
 
-    async with Client(sampling_server(), mode="legacy", sampling_callback=sample,
-                      sampling_capabilities=types.SamplingCapability(tools=types.SamplingToolsCapability())) as client:
+    async with Client(
+        sampling_server(),
+        mode="legacy",
+        sampling_callback=sample,
+        sampling_capabilities=types.SamplingCapability(tools=types.SamplingToolsCapability()),
+    ) as client:
         result = await client.call_tool("ask_model", {"question": "total of orders?"})
     answer = json.loads(result.content[0].text)
     assert answer == {"name": "mcp-sampling+tools", "content": '{"tables": ["orders"]}'}
@@ -442,8 +556,11 @@ async def test_sampling_without_tools_capability_sends_no_tools():
 
     async def sample(context, params):
         seen.append(params)
-        return types.CreateMessageResult(role="assistant", model="client-llm",
-                                         content=types.TextContent(type="text", text='{"tables": []}'))
+        return types.CreateMessageResult(
+            role="assistant",
+            model="client-llm",
+            content=types.TextContent(type="text", text='{"tables": []}'),
+        )
 
     async with Client(sampling_server(), mode="legacy", sampling_callback=sample) as client:
         result = await client.call_tool("ask_model", {"question": "q"})

@@ -71,30 +71,64 @@ ATTACKS: list[Attack] = [
     attack("delete", "write", DELETE, **{"*": "DELETE FROM orders"}),
     attack("update", "write", UPDATE, **{"*": "UPDATE orders SET quantity = 0"}),
     attack("insert", "write", INSERT, **{"*": "INSERT INTO orders (order_id, quantity) VALUES (999, 1)"}),
-    attack("merge", "write", r"(MERGE|INSERT|REPLACE) is not allowed",
-           **{"*": "MERGE INTO orders o USING customers c ON o.customer_id = c.customer_id WHEN MATCHED THEN DELETE",
-              "sqlite": "REPLACE INTO orders (order_id, quantity) VALUES (100, 0)"}),
-    attack("upsert", "write", INSERT,
-           duckdb="INSERT OR REPLACE INTO orders (order_id, quantity) VALUES (100, 0)",
-           sqlite="INSERT INTO orders (order_id, quantity) VALUES (100, 0) ON CONFLICT (order_id) DO UPDATE SET quantity = 0",
-           postgres="INSERT INTO orders (order_id, quantity) VALUES (100, 0) ON CONFLICT (order_id) DO UPDATE SET quantity = 0"),
+    attack(
+        "merge",
+        "write",
+        r"(MERGE|INSERT|REPLACE) is not allowed",
+        **{
+            "*": "MERGE INTO orders o USING customers c ON o.customer_id = c.customer_id WHEN MATCHED THEN DELETE",
+            "sqlite": "REPLACE INTO orders (order_id, quantity) VALUES (100, 0)",
+        },
+    ),
+    attack(
+        "upsert",
+        "write",
+        INSERT,
+        duckdb="INSERT OR REPLACE INTO orders (order_id, quantity) VALUES (100, 0)",
+        sqlite="INSERT INTO orders (order_id, quantity) VALUES (100, 0) ON CONFLICT (order_id) DO UPDATE SET quantity = 0",
+        postgres="INSERT INTO orders (order_id, quantity) VALUES (100, 0) ON CONFLICT (order_id) DO UPDATE SET quantity = 0",
+    ),
     # -- DDL --------------------------------------------------------------------------------------
     attack("drop", "ddl", r"DROP is not allowed", **{"*": "DROP TABLE orders"}),
-    attack("create-as", "ddl", r"CREATE is not allowed", **{"*": "CREATE TABLE pwned AS SELECT * FROM orders"}),
+    attack(
+        "create-as", "ddl", r"CREATE is not allowed", **{"*": "CREATE TABLE pwned AS SELECT * FROM orders"}
+    ),
     attack("alter", "ddl", r"ALTER is not allowed", **{"*": "ALTER TABLE orders ADD COLUMN pwned INTEGER"}),
-    attack("truncate", "ddl", r"TRUNCATE is not allowed",
-           duckdb="TRUNCATE orders", postgres="TRUNCATE orders CASCADE", snowflake="TRUNCATE TABLE orders"),
-    attack("shadow-view", "ddl", r"CREATE is not allowed",
-           **{"*": "CREATE TEMP VIEW orders AS SELECT 1 AS order_id",
-              "snowflake": "CREATE OR REPLACE VIEW shipped_orders AS SELECT 1 AS order_id"}),
+    attack(
+        "truncate",
+        "ddl",
+        r"TRUNCATE is not allowed",
+        duckdb="TRUNCATE orders",
+        postgres="TRUNCATE orders CASCADE",
+        snowflake="TRUNCATE TABLE orders",
+    ),
+    attack(
+        "shadow-view",
+        "ddl",
+        r"CREATE is not allowed",
+        **{
+            "*": "CREATE TEMP VIEW orders AS SELECT 1 AS order_id",
+            "snowflake": "CREATE OR REPLACE VIEW shipped_orders AS SELECT 1 AS order_id",
+        },
+    ),
     attack("index", "ddl", r"CREATE is not allowed", **{"*": "CREATE INDEX pwned_idx ON orders (quantity)"}),
-    attack("comment-on", "ddl", r"COMMENT ON is not allowed",
-           duckdb="COMMENT ON TABLE orders IS 'pwned'", postgres="COMMENT ON TABLE orders IS 'pwned'",
-           snowflake="COMMENT ON TABLE orders IS 'pwned'"),
+    attack(
+        "comment-on",
+        "ddl",
+        r"COMMENT ON is not allowed",
+        duckdb="COMMENT ON TABLE orders IS 'pwned'",
+        postgres="COMMENT ON TABLE orders IS 'pwned'",
+        snowflake="COMMENT ON TABLE orders IS 'pwned'",
+    ),
     attack("undrop", "ddl", r"UNDROP is not allowed", snowflake="UNDROP TABLE orders"),
     attack("macro", "ddl", r"CREATE is not allowed", duckdb="CREATE MACRO pwned(x) AS x + 1"),
-    attack("grant", "ddl", r"GRANT is not allowed", postgres="GRANT ALL ON orders TO PUBLIC",
-           snowflake="GRANT SELECT ON TABLE orders TO ROLE public"),
+    attack(
+        "grant",
+        "ddl",
+        r"GRANT is not allowed",
+        postgres="GRANT ALL ON orders TO PUBLIC",
+        snowflake="GRANT SELECT ON TABLE orders TO ROLE public",
+    ),
     # -- several statements and the tricks that hide the second one -------------------------------
     attack("multi", "multi", MULTI, **{"*": "SELECT 1; DELETE FROM orders"}),
     attack("multi-comment", "multi", MULTI, **{"*": "SELECT 1 /* ; */ ; /* x */ DROP TABLE orders --"}),
@@ -103,166 +137,430 @@ ATTACKS: list[Attack] = [
     # -- comments, quoting, case, unicode -------------------------------------------------------------
     attack("comment-block", "comment/quoting", DELETE, **{"*": "/* SELECT */ DELETE FROM orders"}),
     attack("comment-line", "comment/quoting", DELETE, **{"*": "-- SELECT 1\nDELETE FROM orders"}),
-    attack("comment-nested", "comment/quoting", UNPARSABLE,
-           sqlite="/* /* */ DELETE FROM orders /* */ */ SELECT 1",
-           snowflake="/* /* */ DELETE FROM orders /* */ */ SELECT 1"),
+    attack(
+        "comment-nested",
+        "comment/quoting",
+        UNPARSABLE,
+        sqlite="/* /* */ DELETE FROM orders /* */ */ SELECT 1",
+        snowflake="/* /* */ DELETE FROM orders /* */ */ SELECT 1",
+    ),
     attack("quoted-table", "comment/quoting", DELETE, **{"*": 'DELETE FROM "orders"'}),
     attack("case-games", "comment/quoting", DELETE, **{"*": "dElEtE fRoM OrDeRs"}),
     attack("parenthesized", "comment/quoting", DELETE, **{"*": "(DELETE FROM orders)"}),
     attack("fullwidth", "comment/quoting", UNPARSABLE, **{"*": "ＤＥＬＥＴＥ FROM orders"}),
     attack("homoglyph", "comment/quoting", UNPARSABLE, **{"*": "DЕLETE FROM orders"}),  # Cyrillic Е
     # -- writes hidden inside a query ---------------------------------------------------------------
-    attack("cte-delete", "cte-dml", DELETE, **{"*": "WITH x AS (DELETE FROM orders RETURNING *) SELECT * FROM x"}),
-    attack("cte-insert", "cte-dml", INSERT,
-           **{"*": "WITH x AS (SELECT 999 AS id) INSERT INTO orders (order_id, quantity) SELECT id, 1 FROM x"}),
-    attack("select-into", "cte-dml", r"(SELECT … INTO|CREATE) .*is not allowed",
-           **{"*": "SELECT * INTO pwned FROM orders"}),
+    attack(
+        "cte-delete", "cte-dml", DELETE, **{"*": "WITH x AS (DELETE FROM orders RETURNING *) SELECT * FROM x"}
+    ),
+    attack(
+        "cte-insert",
+        "cte-dml",
+        INSERT,
+        **{"*": "WITH x AS (SELECT 999 AS id) INSERT INTO orders (order_id, quantity) SELECT id, 1 FROM x"},
+    ),
+    attack(
+        "select-into",
+        "cte-dml",
+        r"(SELECT … INTO|CREATE) .*is not allowed",
+        **{"*": "SELECT * INTO pwned FROM orders"},
+    ),
     attack("for-update", "cte-dml", r"row locks", **{"*": "SELECT * FROM orders FOR UPDATE"}),
-    attack("explain-analyze", "cte-dml", r"EXPLAIN ANALYZE is not allowed",
-           **{"*": "EXPLAIN ANALYZE DELETE FROM orders", "sqlite": "EXPLAIN ANALYZE SELECT 1",
-              "postgres": "EXPLAIN (FORMAT JSON, /* x */ ANALYZE) DELETE FROM orders"}),
+    attack(
+        "explain-analyze",
+        "cte-dml",
+        r"EXPLAIN ANALYZE is not allowed",
+        **{
+            "*": "EXPLAIN ANALYZE DELETE FROM orders",
+            "sqlite": "EXPLAIN ANALYZE SELECT 1",
+            "postgres": "EXPLAIN (FORMAT JSON, /* x */ ANALYZE) DELETE FROM orders",
+        },
+    ),
     attack("explain-dml", "cte-dml", DELETE, **{"*": "EXPLAIN DELETE FROM orders"}),
-    attack("sql-string", "sql-from-string", r"function (query|query_to_xml)\(\)",
-           duckdb="SELECT * FROM query('DELETE FROM orders')",
-           postgres="SELECT query_to_xml('DELETE FROM orders RETURNING *', true, true, '')"),
-    attack("execute-immediate", "sql-from-string", r"EXECUTE is not allowed",
-           snowflake="EXECUTE IMMEDIATE 'DELETE FROM orders'", postgres="EXECUTE pwned"),
-    attack("do-block", "sql-from-string", r"DO is not allowed",
-           postgres="DO $$BEGIN EXECUTE 'RESET ROLE'; EXECUTE 'COPY (SELECT 1) TO PROGRAM ''touch {out}'''; END$$",
-           duckdb="DO $$ DELETE FROM orders $$"),
+    attack(
+        "sql-string",
+        "sql-from-string",
+        r"function (query|query_to_xml)\(\)",
+        duckdb="SELECT * FROM query('DELETE FROM orders')",
+        postgres="SELECT query_to_xml('DELETE FROM orders RETURNING *', true, true, '')",
+    ),
+    attack(
+        "execute-immediate",
+        "sql-from-string",
+        r"EXECUTE is not allowed",
+        snowflake="EXECUTE IMMEDIATE 'DELETE FROM orders'",
+        postgres="EXECUTE pwned",
+    ),
+    attack(
+        "do-block",
+        "sql-from-string",
+        r"DO is not allowed",
+        postgres="DO $$BEGIN EXECUTE 'RESET ROLE'; EXECUTE 'COPY (SELECT 1) TO PROGRAM ''touch {out}'''; END$$",
+        duckdb="DO $$ DELETE FROM orders $$",
+    ),
     # -- COPY, EXPORT, files written ---------------------------------------------------------------
-    attack("copy-to", "copy/export", r"COPY is not allowed",
-           duckdb="COPY orders TO '{out}'", postgres="COPY orders TO '{out}'",
-           snowflake="COPY INTO '{out}' FROM orders"),
-    attack("copy-query-to", "copy/export", r"COPY is not allowed",
-           duckdb="COPY (SELECT * FROM orders) TO '{out}' (FORMAT csv)",
-           postgres="COPY (SELECT * FROM orders) TO '{out}'"),
-    attack("copy-from", "copy/export", r"COPY is not allowed",
-           duckdb="COPY orders FROM '{canary_csv}'", postgres="COPY orders FROM '{canary}'",
-           snowflake="COPY INTO orders FROM @~/staged"),
-    attack("copy-program", "copy/export", r"COPY is not allowed",
-           postgres="COPY (SELECT 1) TO PROGRAM 'touch {out}'"),
+    attack(
+        "copy-to",
+        "copy/export",
+        r"COPY is not allowed",
+        duckdb="COPY orders TO '{out}'",
+        postgres="COPY orders TO '{out}'",
+        snowflake="COPY INTO '{out}' FROM orders",
+    ),
+    attack(
+        "copy-query-to",
+        "copy/export",
+        r"COPY is not allowed",
+        duckdb="COPY (SELECT * FROM orders) TO '{out}' (FORMAT csv)",
+        postgres="COPY (SELECT * FROM orders) TO '{out}'",
+    ),
+    attack(
+        "copy-from",
+        "copy/export",
+        r"COPY is not allowed",
+        duckdb="COPY orders FROM '{canary_csv}'",
+        postgres="COPY orders FROM '{canary}'",
+        snowflake="COPY INTO orders FROM @~/staged",
+    ),
+    attack(
+        "copy-program",
+        "copy/export",
+        r"COPY is not allowed",
+        postgres="COPY (SELECT 1) TO PROGRAM 'touch {out}'",
+    ),
     attack("copy-stage", "copy/export", r"COPY is not allowed", snowflake="COPY INTO @~/pwned FROM orders"),
     attack("export", "copy/export", r"EXPORT is not allowed", duckdb="EXPORT DATABASE '{out}'"),
     attack("vacuum-into", "copy/export", r"VACUUM is not allowed", sqlite="VACUUM INTO '{out}'"),
-    attack("file-write", "copy/export", r"function (writefile|pg_file_write)\(\)",
-           sqlite="SELECT writefile('{out}', 'pwned')", postgres="SELECT pg_file_write('{out}', 'pwned', false)"),
+    attack(
+        "file-write",
+        "copy/export",
+        r"function (writefile|pg_file_write)\(\)",
+        sqlite="SELECT writefile('{out}', 'pwned')",
+        postgres="SELECT pg_file_write('{out}', 'pwned', false)",
+    ),
     attack("put", "copy/export", r"PUT is not allowed", snowflake="PUT file://{canary} @~"),
     attack("get", "copy/export", r"GET is not allowed", snowflake="GET @~/staged file://{out}"),
     # -- ATTACH, INSTALL, LOAD ---------------------------------------------------------------------
-    attack("attach-file", "attach/install/load", r"ATTACH is not allowed",
-           duckdb="ATTACH '{canary_db}' AS c", sqlite="ATTACH DATABASE '{canary_db}' AS c"),
-    attack("attach-memory", "attach/install/load", r"ATTACH is not allowed",
-           duckdb="ATTACH ':memory:' AS scratch", sqlite="ATTACH DATABASE ':memory:' AS scratch"),
-    attack("detach", "attach/install/load", r"DETACH is not allowed", duckdb="DETACH shop", sqlite="DETACH DATABASE main"),
+    attack(
+        "attach-file",
+        "attach/install/load",
+        r"ATTACH is not allowed",
+        duckdb="ATTACH '{canary_db}' AS c",
+        sqlite="ATTACH DATABASE '{canary_db}' AS c",
+    ),
+    attack(
+        "attach-memory",
+        "attach/install/load",
+        r"ATTACH is not allowed",
+        duckdb="ATTACH ':memory:' AS scratch",
+        sqlite="ATTACH DATABASE ':memory:' AS scratch",
+    ),
+    attack(
+        "detach",
+        "attach/install/load",
+        r"DETACH is not allowed",
+        duckdb="DETACH shop",
+        sqlite="DETACH DATABASE main",
+    ),
     attack("install", "attach/install/load", r"INSTALL is not allowed", duckdb="INSTALL httpfs"),
-    attack("load", "attach/install/load", r"LOAD is not allowed",
-           duckdb="LOAD '{out}'", postgres="LOAD '{out}'"),
-    attack("load-extension", "attach/install/load", r"function load_extension\(\)",
-           sqlite="SELECT load_extension('{out}')"),
+    attack(
+        "load", "attach/install/load", r"LOAD is not allowed", duckdb="LOAD '{out}'", postgres="LOAD '{out}'"
+    ),
+    attack(
+        "load-extension",
+        "attach/install/load",
+        r"function load_extension\(\)",
+        sqlite="SELECT load_extension('{out}')",
+    ),
     # -- configuration -----------------------------------------------------------------------------
-    attack("set", "config", r"SET is not allowed",
-           duckdb="SET enable_external_access = true", postgres="SET default_transaction_read_only = off",
-           snowflake="SET pwned = 1"),
-    attack("set-lock", "config", r"(SET|RESET) is not allowed",
-           duckdb="RESET lock_configuration", postgres="SET transaction_read_only = off"),
+    attack(
+        "set",
+        "config",
+        r"SET is not allowed",
+        duckdb="SET enable_external_access = true",
+        postgres="SET default_transaction_read_only = off",
+        snowflake="SET pwned = 1",
+    ),
+    attack(
+        "set-lock",
+        "config",
+        r"(SET|RESET) is not allowed",
+        duckdb="RESET lock_configuration",
+        postgres="SET transaction_read_only = off",
+    ),
     attack("set-role", "config", r"(SET|RESET) is not allowed", postgres="RESET ROLE"),
     attack("set-session-auth", "config", r"SET is not allowed", postgres="SET SESSION AUTHORIZATION DEFAULT"),
-    attack("set-config", "config", r"function set_config\(\)",
-           postgres="SELECT set_config('default_transaction_read_only', 'off', false)"),
-    attack("alter-session", "config", r"ALTER is not allowed",
-           snowflake="ALTER SESSION SET QUERY_TAG = 'pwned'", postgres="ALTER SYSTEM SET work_mem = '1MB'"),
-    attack("use", "config", r"USE is not allowed",
-           duckdb="USE system", snowflake="USE SCHEMA INFORMATION_SCHEMA"),
-    attack("pragma-set", "config", r"PRAGMA is not allowed",
-           duckdb="PRAGMA threads = 1", sqlite="PRAGMA journal_mode = WAL"),
-    attack("pragma-write", "config", r"PRAGMA is not allowed",
-           duckdb="PRAGMA enable_profiling", sqlite="PRAGMA user_version = 42"),
+    attack(
+        "set-config",
+        "config",
+        r"function set_config\(\)",
+        postgres="SELECT set_config('default_transaction_read_only', 'off', false)",
+    ),
+    attack(
+        "alter-session",
+        "config",
+        r"ALTER is not allowed",
+        snowflake="ALTER SESSION SET QUERY_TAG = 'pwned'",
+        postgres="ALTER SYSTEM SET work_mem = '1MB'",
+    ),
+    attack(
+        "use", "config", r"USE is not allowed", duckdb="USE system", snowflake="USE SCHEMA INFORMATION_SCHEMA"
+    ),
+    attack(
+        "pragma-set",
+        "config",
+        r"PRAGMA is not allowed",
+        duckdb="PRAGMA threads = 1",
+        sqlite="PRAGMA journal_mode = WAL",
+    ),
+    attack(
+        "pragma-write",
+        "config",
+        r"PRAGMA is not allowed",
+        duckdb="PRAGMA enable_profiling",
+        sqlite="PRAGMA user_version = 42",
+    ),
     attack("pragma-schema", "config", r"PRAGMA is not allowed", sqlite="PRAGMA writable_schema = ON"),
-    attack("call", "config", r"CALL is not allowed",
-           duckdb="CALL enable_logging()", snowflake="CALL SYSTEM$WAIT(1)", postgres="CALL pwned()"),
-    attack("checkpoint", "config", r"(FORCE )?CHECKPOINT is not allowed", duckdb="FORCE CHECKPOINT", postgres="CHECKPOINT"),
+    attack(
+        "call",
+        "config",
+        r"CALL is not allowed",
+        duckdb="CALL enable_logging()",
+        snowflake="CALL SYSTEM$WAIT(1)",
+        postgres="CALL pwned()",
+    ),
+    attack(
+        "checkpoint",
+        "config",
+        r"(FORCE )?CHECKPOINT is not allowed",
+        duckdb="FORCE CHECKPOINT",
+        postgres="CHECKPOINT",
+    ),
     attack("vacuum", "config", r"VACUUM is not allowed", **{"*": "VACUUM", "snowflake": "VACUUM orders"}),
     attack("analyze", "config", r"ANALYZE is not allowed", **{"*": "ANALYZE orders"}),
-    attack("transaction", "config", r"(transaction control|START TRANSACTION) is not allowed",
-           **{"*": "BEGIN TRANSACTION", "postgres": "START TRANSACTION READ WRITE"}),
+    attack(
+        "transaction",
+        "config",
+        r"(transaction control|START TRANSACTION) is not allowed",
+        **{"*": "BEGIN TRANSACTION", "postgres": "START TRANSACTION READ WRITE"},
+    ),
     attack("secret", "config", r"CREATE is not allowed", duckdb="CREATE SECRET pwned (TYPE http)"),
     # -- reading files outside the database ------------------------------------------------------------
-    attack("read-text", "file read", r"function (read_text|readfile|pg_read_file)\(\)",
-           duckdb="SELECT content FROM read_text('{canary}')", sqlite="SELECT readfile('{canary}')",
-           postgres="SELECT pg_read_file('{canary}')", snowflake="SELECT content FROM read_text('{canary}')"),
-    attack("read-csv", "file read", r"function (read_csv|read_csv_auto|pg_read_binary_file)\(\)",
-           duckdb="SELECT * FROM read_csv_auto('{canary_csv}', header = false)",
-           postgres="SELECT pg_read_binary_file('{canary}')", snowflake="SELECT * FROM read_csv('{canary_csv}')"),
-    attack("replacement-scan", "file read", r"reading .* as a table is not allowed",
-           duckdb="SELECT * FROM '{canary_csv}'", snowflake="SELECT * FROM '{canary_csv}'",
-           sqlite="SELECT * FROM '{canary_db}'"),
-    attack("quoted-file-table", "file read", r"reading the file .* as a table is not allowed",
-           duckdb='FROM "{canary_csv}"', postgres='SELECT * FROM "{canary}"'),
-    attack("quoted-function", "file read", r"function (read_blob|pg_read_file)\(\)",
-           duckdb='SELECT * FROM "read_blob"(\'{canary}\')', postgres='SELECT "pg_read_file"(\'{canary}\')'),
-    attack("qualified-function", "file read", r"function (read_text|pg_read_file)\(\)",
-           duckdb="SELECT * FROM main.read_text('{canary}')",
-           postgres="SELECT pg_catalog.pg_read_file('{canary}', 0, 100)"),
-    attack("comment-in-call", "file read", r"function (read_text|pg_read_file)\(\)",
-           duckdb="SELECT * FROM read_text /* x */ ('{canary}')", postgres="SELECT pg_read_file /* x */ ('{canary}')"),
-    attack("unicode-escape", "file read", r"Unicode-escaped",
-           postgres="SELECT U&\"pg\\005fread\\005ffile\"('{canary}')", duckdb="SELECT U&\"read\\005ftext\"('{canary}')"),
-    attack("list-dir", "file read", r"function (glob|pg_ls_dir|fsdir)\(\)",
-           duckdb="SELECT * FROM glob('{canary_dir}/*')", postgres="SELECT * FROM pg_ls_dir('{canary_dir}')",
-           sqlite="SELECT name FROM fsdir('{canary_dir}')", snowflake="SELECT * FROM glob('{canary_dir}/*')"),
-    attack("sniff", "file read", r"function (sniff_csv|pg_stat_file)\(\)",
-           duckdb="SELECT * FROM sniff_csv('{canary_csv}')", postgres="SELECT pg_stat_file('{canary}')"),
-    attack("describe-file", "file read", r"reading .* as a table is not allowed|function read_text",
-           duckdb="DESCRIBE '{canary_csv}'", snowflake="DESCRIBE SELECT * FROM read_text('{canary}')"),
-    attack("sql-string-read", "file read", r"function (query|query_to_xml|set_config)\(\)",
-           duckdb="SELECT * FROM query('SELECT content FROM read_text(''{canary}'')')",
-           postgres="SELECT set_config('role', 'postgres', true), "
-                    "query_to_xml('SELECT pg_read_file(''{canary}'')', true, true, '')"),
-    attack("lo-import", "file read", r"function lo_(import|get)\(\)", postgres="SELECT lo_get(lo_import('{canary}'))"),
+    attack(
+        "read-text",
+        "file read",
+        r"function (read_text|readfile|pg_read_file)\(\)",
+        duckdb="SELECT content FROM read_text('{canary}')",
+        sqlite="SELECT readfile('{canary}')",
+        postgres="SELECT pg_read_file('{canary}')",
+        snowflake="SELECT content FROM read_text('{canary}')",
+    ),
+    attack(
+        "read-csv",
+        "file read",
+        r"function (read_csv|read_csv_auto|pg_read_binary_file)\(\)",
+        duckdb="SELECT * FROM read_csv_auto('{canary_csv}', header = false)",
+        postgres="SELECT pg_read_binary_file('{canary}')",
+        snowflake="SELECT * FROM read_csv('{canary_csv}')",
+    ),
+    attack(
+        "replacement-scan",
+        "file read",
+        r"reading .* as a table is not allowed",
+        duckdb="SELECT * FROM '{canary_csv}'",
+        snowflake="SELECT * FROM '{canary_csv}'",
+        sqlite="SELECT * FROM '{canary_db}'",
+    ),
+    attack(
+        "quoted-file-table",
+        "file read",
+        r"reading the file .* as a table is not allowed",
+        duckdb='FROM "{canary_csv}"',
+        postgres='SELECT * FROM "{canary}"',
+    ),
+    attack(
+        "quoted-function",
+        "file read",
+        r"function (read_blob|pg_read_file)\(\)",
+        duckdb="SELECT * FROM \"read_blob\"('{canary}')",
+        postgres="SELECT \"pg_read_file\"('{canary}')",
+    ),
+    attack(
+        "qualified-function",
+        "file read",
+        r"function (read_text|pg_read_file)\(\)",
+        duckdb="SELECT * FROM main.read_text('{canary}')",
+        postgres="SELECT pg_catalog.pg_read_file('{canary}', 0, 100)",
+    ),
+    attack(
+        "comment-in-call",
+        "file read",
+        r"function (read_text|pg_read_file)\(\)",
+        duckdb="SELECT * FROM read_text /* x */ ('{canary}')",
+        postgres="SELECT pg_read_file /* x */ ('{canary}')",
+    ),
+    attack(
+        "unicode-escape",
+        "file read",
+        r"Unicode-escaped",
+        postgres="SELECT U&\"pg\\005fread\\005ffile\"('{canary}')",
+        duckdb="SELECT U&\"read\\005ftext\"('{canary}')",
+    ),
+    attack(
+        "list-dir",
+        "file read",
+        r"function (glob|pg_ls_dir|fsdir)\(\)",
+        duckdb="SELECT * FROM glob('{canary_dir}/*')",
+        postgres="SELECT * FROM pg_ls_dir('{canary_dir}')",
+        sqlite="SELECT name FROM fsdir('{canary_dir}')",
+        snowflake="SELECT * FROM glob('{canary_dir}/*')",
+    ),
+    attack(
+        "sniff",
+        "file read",
+        r"function (sniff_csv|pg_stat_file)\(\)",
+        duckdb="SELECT * FROM sniff_csv('{canary_csv}')",
+        postgres="SELECT pg_stat_file('{canary}')",
+    ),
+    attack(
+        "describe-file",
+        "file read",
+        r"reading .* as a table is not allowed|function read_text",
+        duckdb="DESCRIBE '{canary_csv}'",
+        snowflake="DESCRIBE SELECT * FROM read_text('{canary}')",
+    ),
+    attack(
+        "sql-string-read",
+        "file read",
+        r"function (query|query_to_xml|set_config)\(\)",
+        duckdb="SELECT * FROM query('SELECT content FROM read_text(''{canary}'')')",
+        postgres="SELECT set_config('role', 'postgres', true), "
+        "query_to_xml('SELECT pg_read_file(''{canary}'')', true, true, '')",
+    ),
+    attack(
+        "lo-import",
+        "file read",
+        r"function lo_(import|get)\(\)",
+        postgres="SELECT lo_get(lo_import('{canary}'))",
+    ),
     attack("stage-read", "file read", r"reading (a )?stage", snowflake="SELECT $1 FROM @~/staged"),
     attack("list-stage", "file read", r"LIST .*is not allowed|reading (a )?stage", snowflake="LIST @~"),
     attack("stage-directory", "file read", r"reading (a )?stage", snowflake="SELECT * FROM DIRECTORY(@~)"),
-    attack("join-file", "file read", r"reading .* as a table is not allowed",
-           duckdb="SELECT * FROM orders JOIN '{canary_csv}' ON true", snowflake="SELECT * FROM orders, '{canary_csv}'"),
-    attack("ts-stat", "file read", r"function ts_stat\(\)",
-           postgres="SELECT * FROM ts_stat('SELECT to_tsvector(pg_read_file(''{canary}''))')"),
-    attack("crosstab", "file read", r"function crosstab\(\)",
-           postgres="SELECT * FROM crosstab('SELECT ''a''::text, ''b''::text, pg_read_file(''{canary}'')') "
-                    "AS t(r text, c text)"),
+    attack(
+        "join-file",
+        "file read",
+        r"reading .* as a table is not allowed",
+        duckdb="SELECT * FROM orders JOIN '{canary_csv}' ON true",
+        snowflake="SELECT * FROM orders, '{canary_csv}'",
+    ),
+    attack(
+        "ts-stat",
+        "file read",
+        r"function ts_stat\(\)",
+        postgres="SELECT * FROM ts_stat('SELECT to_tsvector(pg_read_file(''{canary}''))')",
+    ),
+    attack(
+        "crosstab",
+        "file read",
+        r"function crosstab\(\)",
+        postgres="SELECT * FROM crosstab('SELECT ''a''::text, ''b''::text, pg_read_file(''{canary}'')') "
+        "AS t(r text, c text)",
+    ),
     # -- the network and other databases -------------------------------------------------------------
-    attack("http-read", "network", r"function read_csv\(\)",
-           duckdb="SELECT * FROM read_csv('http://127.0.0.1:{port}/x.csv')",
-           snowflake="SELECT * FROM read_csv('http://127.0.0.1:{port}/x.csv')"),
-    attack("dblink", "network", r"function dblink\(\)",
-           postgres="SELECT * FROM dblink('host=127.0.0.1 port={port} connect_timeout=2', 'SELECT 1') AS t(x int)"),
-    attack("dblink-self", "network", r"function dblink(_exec)?\(\)",
-           postgres="SELECT dblink_exec('dbname={db} user=postgres host=127.0.0.1', 'DELETE FROM orders')"),
-    attack("program", "network", r"COPY is not allowed",
-           postgres="COPY orders FROM PROGRAM 'cat {canary}'"),
+    attack(
+        "http-read",
+        "network",
+        r"function read_csv\(\)",
+        duckdb="SELECT * FROM read_csv('http://127.0.0.1:{port}/x.csv')",
+        snowflake="SELECT * FROM read_csv('http://127.0.0.1:{port}/x.csv')",
+    ),
+    attack(
+        "dblink",
+        "network",
+        r"function dblink\(\)",
+        postgres="SELECT * FROM dblink('host=127.0.0.1 port={port} connect_timeout=2', 'SELECT 1') AS t(x int)",
+    ),
+    attack(
+        "dblink-self",
+        "network",
+        r"function dblink(_exec)?\(\)",
+        postgres="SELECT dblink_exec('dbname={db} user=postgres host=127.0.0.1', 'DELETE FROM orders')",
+    ),
+    attack("program", "network", r"COPY is not allowed", postgres="COPY orders FROM PROGRAM 'cat {canary}'"),
     # -- sequences, transaction ids, locks, notifications, other sessions -----------------------------
-    attack("nextval", "sequence/state", r"function nextval\(\)|sequence NEXTVAL",
-           duckdb="SELECT nextval('seq')", postgres="SELECT nextval('seq')", snowflake="SELECT seq.nextval"),
-    attack("nextval-quoted", "sequence/state", r"function nextval\(\)|sequence NEXTVAL",
-           postgres="SELECT \"nextval\"('seq'), pg_catalog.nextval('seq')", snowflake='SELECT "SEQ"."NEXTVAL"',
-           duckdb="SELECT NEXTVAL('seq')"),
-    attack("nextval-identifier", "sequence/state", r"IDENTIFIER\(", snowflake="SELECT IDENTIFIER('seq.nextval')"),
-    attack("setval", "sequence/state", r"function setval\(\)", postgres="SELECT setval('seq', 1000)",
-           duckdb="SELECT setval('seq', 1000)"),
+    attack(
+        "nextval",
+        "sequence/state",
+        r"function nextval\(\)|sequence NEXTVAL",
+        duckdb="SELECT nextval('seq')",
+        postgres="SELECT nextval('seq')",
+        snowflake="SELECT seq.nextval",
+    ),
+    attack(
+        "nextval-quoted",
+        "sequence/state",
+        r"function nextval\(\)|sequence NEXTVAL",
+        postgres="SELECT \"nextval\"('seq'), pg_catalog.nextval('seq')",
+        snowflake='SELECT "SEQ"."NEXTVAL"',
+        duckdb="SELECT NEXTVAL('seq')",
+    ),
+    attack(
+        "nextval-identifier", "sequence/state", r"IDENTIFIER\(", snowflake="SELECT IDENTIFIER('seq.nextval')"
+    ),
+    attack(
+        "setval",
+        "sequence/state",
+        r"function setval\(\)",
+        postgres="SELECT setval('seq', 1000)",
+        duckdb="SELECT setval('seq', 1000)",
+    ),
     attack("txid", "sequence/state", r"function txid_current\(\)", postgres="SELECT txid_current()"),
-    attack("advisory-lock", "sequence/state", r"function pg_advisory_lock\(\)", postgres="SELECT pg_advisory_lock(4242)"),
-    attack("notify", "sequence/state", r"function pg_notify\(\)|LISTEN is not allowed",
-           postgres="SELECT pg_notify('flexsql', 'pwned')"),
-    attack("wal-message", "sequence/state", r"function pg_logical_emit_message\(\)",
-           postgres="SELECT pg_logical_emit_message(false, 'flexsql', 'pwned')"),
-    attack("large-object", "sequence/state", r"function lo_from_bytea\(\)", postgres="SELECT lo_from_bytea(0, 'pwned')"),
-    attack("terminate", "sequence/state", r"function pg_terminate_backend\(\)",
-           postgres="SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid()"),
-    attack("reload-conf", "sequence/state", r"function pg_reload_conf\(\)", postgres="SELECT pg_reload_conf()"),
-    attack("system-function", "sequence/state", r"function system\$abort_session\(\)",
-           snowflake="SELECT SYSTEM$ABORT_SESSION(1)"),
-    attack("prepare", "sequence/state", r"PREPARE is not allowed",
-           postgres="PREPARE pwned AS DELETE FROM orders", duckdb="PREPARE pwned AS DELETE FROM orders"),
+    attack(
+        "advisory-lock",
+        "sequence/state",
+        r"function pg_advisory_lock\(\)",
+        postgres="SELECT pg_advisory_lock(4242)",
+    ),
+    attack(
+        "notify",
+        "sequence/state",
+        r"function pg_notify\(\)|LISTEN is not allowed",
+        postgres="SELECT pg_notify('flexsql', 'pwned')",
+    ),
+    attack(
+        "wal-message",
+        "sequence/state",
+        r"function pg_logical_emit_message\(\)",
+        postgres="SELECT pg_logical_emit_message(false, 'flexsql', 'pwned')",
+    ),
+    attack(
+        "large-object",
+        "sequence/state",
+        r"function lo_from_bytea\(\)",
+        postgres="SELECT lo_from_bytea(0, 'pwned')",
+    ),
+    attack(
+        "terminate",
+        "sequence/state",
+        r"function pg_terminate_backend\(\)",
+        postgres="SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid()",
+    ),
+    attack(
+        "reload-conf", "sequence/state", r"function pg_reload_conf\(\)", postgres="SELECT pg_reload_conf()"
+    ),
+    attack(
+        "system-function",
+        "sequence/state",
+        r"function system\$abort_session\(\)",
+        snowflake="SELECT SYSTEM$ABORT_SESSION(1)",
+    ),
+    attack(
+        "prepare",
+        "sequence/state",
+        r"PREPARE is not allowed",
+        postgres="PREPARE pwned AS DELETE FROM orders",
+        duckdb="PREPARE pwned AS DELETE FROM orders",
+    ),
     attack("deallocate", "sequence/state", r"DEALLOCATE is not allowed", postgres="DEALLOCATE ALL"),
 ]
 
@@ -274,8 +572,18 @@ def corpus(engine: str) -> list[tuple[Attack, str]]:
 def test_corpus_covers_every_engine_and_every_class():
     sizes = {engine: len(corpus(engine)) for engine in ENGINES}
     assert len(ATTACKS) >= 60 and all(size >= 35 for size in sizes.values()), sizes
-    required = {"write", "ddl", "multi", "comment/quoting", "cte-dml", "copy/export", "attach/install/load", "config",
-                "file read", "sequence/state"}
+    required = {
+        "write",
+        "ddl",
+        "multi",
+        "comment/quoting",
+        "cte-dml",
+        "copy/export",
+        "attach/install/load",
+        "config",
+        "file read",
+        "sequence/state",
+    }
     for engine in ENGINES:
         assert required <= {a.kind for a, _ in corpus(engine)} or engine in ("sqlite", "snowflake"), engine
 
@@ -339,8 +647,11 @@ def _local_canaries(directory: Path, token: str, name_token: str) -> dict[str, s
     (directory / "canary.txt").write_text(token + "\n")
     (directory / "canary.csv").write_text(f"secret\n{token}\n")
     (directory / f"listing_{name_token}.txt").write_text("x")
-    return {"canary": str(directory / "canary.txt"), "canary_csv": str(directory / "canary.csv"),
-            "canary_dir": str(directory)}
+    return {
+        "canary": str(directory / "canary.txt"),
+        "canary_csv": str(directory / "canary.csv"),
+        "canary_dir": str(directory),
+    }
 
 
 def _local_written(paths: list[str]) -> list[str]:
@@ -367,7 +678,10 @@ def duckdb_env(tmp_path: Path, counter: ConnectionCounter) -> Iterator[Env]:
     # positive control: an unprotected connection can read every secret
     with duckdb.connect() as plain:
         assert token in plain.execute("SELECT content FROM read_text(?)", [params["canary"]]).fetchone()[0]
-        assert any(name_token in r[0] for r in plain.execute("SELECT * FROM glob(?)", [params["canary_dir"] + "/*"]).fetchall())
+        assert any(
+            name_token in r[0]
+            for r in plain.execute("SELECT * FROM glob(?)", [params["canary_dir"] + "/*"]).fetchall()
+        )
         plain.execute(f"ATTACH '{canary_db}' AS c (READ_ONLY)")
         assert plain.execute("SELECT token FROM c.secret").fetchone()[0] == db_token
 
@@ -381,7 +695,11 @@ def duckdb_env(tmp_path: Path, counter: ConnectionCounter) -> Iterator[Env]:
             "(SELECT list(last_value) FROM duckdb_sequences()), (SELECT count(*) FROM duckdb_tables() WHERE temporary)"
         ).rows[0]
         assert row[0] is False and row[1] is True, row  # external access off, configuration locked
-        return {"settings": row, "checksum": content_checksum("duckdb", url), "out_dir": sorted(p.name for p in out_dir.iterdir())}
+        return {
+            "settings": row,
+            "checksum": content_checksum("duckdb", url),
+            "out_dir": sorted(p.name for p in out_dir.iterdir()),
+        }
 
     try:
         yield Env("duckdb", url, params, [token, name_token, db_token], _local_written, state)
@@ -416,8 +734,12 @@ def sqlite_env(tmp_path: Path, counter: ConnectionCounter) -> Iterator[Env]:
     def state() -> dict[str, Any]:
         databases = source.execute("SELECT name FROM pragma_database_list").rows
         flags = source.execute("SELECT * FROM pragma_foreign_keys").rows
-        return {"databases": databases, "flags": flags, "checksum": content_checksum("sqlite", url),
-                "out_dir": sorted(p.name for p in out_dir.iterdir())}
+        return {
+            "databases": databases,
+            "flags": flags,
+            "checksum": content_checksum("sqlite", url),
+            "out_dir": sorted(p.name for p in out_dir.iterdir()),
+        }
 
     try:
         yield Env("sqlite", url, params, [token, name_token, db_token], _local_written, state)
@@ -442,8 +764,10 @@ def postgres_env(tmp_path: Path, counter: ConnectionCounter) -> Iterator[Env]:
     with psycopg.connect(dsn, autocommit=True) as admin:
         superuser = admin.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()[0]
         if not superuser:
-            pytest.skip("the corpus is built for a superuser connection (the hardest case); FLEXSQL_TEST_PG_DSN's "
-                        "role is not a superuser")
+            pytest.skip(
+                "the corpus is built for a superuser connection (the hardest case); FLEXSQL_TEST_PG_DSN's "
+                "role is not a superuser"
+            )
         admin.execute(f"CREATE DATABASE {db}")
     control = psycopg.connect(url, autocommit=True)
     try:
@@ -462,21 +786,35 @@ def postgres_env(tmp_path: Path, counter: ConnectionCounter) -> Iterator[Env]:
         assert any(name_token in r[0] for r in control.execute("SELECT pg_ls_dir('/tmp')"))
         if "dblink" in available:
             with contextlib.suppress(psycopg.Error):
-                control.execute(f"SELECT dblink_connect('host=127.0.0.1 port={counter.port} connect_timeout=2')")
+                control.execute(
+                    f"SELECT dblink_connect('host=127.0.0.1 port={counter.port} connect_timeout=2')"
+                )
             assert counter.count >= 1
             counter.count = 0
-        params = {"canary": canary, "canary_csv": canary, "canary_dir": "/tmp", "canary_db": canary,
-                  "out_base": f"{stem}_out_", "port": str(counter.port), "db": db}
+        params = {
+            "canary": canary,
+            "canary_csv": canary,
+            "canary_dir": "/tmp",
+            "canary_db": canary,
+            "out_base": f"{stem}_out_",
+            "port": str(counter.port),
+            "db": db,
+        }
         source = open_source(url)
 
         def written(paths: list[str]) -> list[str]:
-            return [p for p in paths if control.execute("SELECT pg_stat_file(%s, true)", (p,)).fetchone()[0] is not None]
+            return [
+                p
+                for p in paths
+                if control.execute("SELECT pg_stat_file(%s, true)", (p,)).fetchone()[0] is not None
+            ]
 
         def state() -> dict[str, Any]:
             inside = source.execute(
                 "SELECT current_user, session_user, current_setting('transaction_read_only'), "
                 "current_setting('default_transaction_read_only'), current_setting('search_path'), "
-                "current_setting('work_mem')").rows[0]
+                "current_setting('work_mem')"
+            ).rows[0]
             assert inside[0] == "pg_read_all_data" and inside[2] == "on", inside
             server = control.execute(
                 "SELECT (SELECT last_value::text || is_called::text FROM seq), "
@@ -485,7 +823,8 @@ def postgres_env(tmp_path: Path, counter: ConnectionCounter) -> Iterator[Env]:
                 "(SELECT count(*) FROM pg_replication_slots), (SELECT count(*) FROM pg_prepared_xacts), "
                 "(SELECT count(*) FROM pg_db_role_setting), "
                 "(SELECT md5(coalesce(string_agg(name || '=' || coalesce(setting, ''), ',' ORDER BY name), '')) "
-                " FROM pg_file_settings)").fetchone()
+                " FROM pg_file_settings)"
+            ).fetchone()
             return {"inside": inside, "server": server, "checksum": content_checksum("postgres", url)}
 
         yield Env("postgres", url, params, [token, name_token], written, state)
@@ -517,13 +856,18 @@ def snowflake_env(tmp_path: Path, counter: ConnectionCounter) -> Iterator[Env]:
             # positive control: the emulator's plain connection reads local files (it runs on DuckDB)
             cur.execute(f"SELECT content FROM read_text('{params['canary']}')")
             assert token in cur.fetchone()[0]
-            params.update(canary_db=params["canary"], out_base=str(out_dir) + "/", port=str(counter.port), db=database)
+            params.update(
+                canary_db=params["canary"], out_base=str(out_dir) + "/", port=str(counter.port), db=database
+            )
             source = open_source(url)
 
             def state() -> dict[str, Any]:
                 where = source.execute("SELECT CURRENT_DATABASE(), CURRENT_SCHEMA()").rows
-                return {"where": where, "checksum": content_checksum("snowflake", url),
-                        "out_dir": sorted(p.name for p in out_dir.iterdir())}
+                return {
+                    "where": where,
+                    "checksum": content_checksum("snowflake", url),
+                    "out_dir": sorted(p.name for p in out_dir.iterdir()),
+                }
 
             def sequence_untouched() -> None:
                 cur.execute("SELECT seq.nextval")
@@ -537,7 +881,12 @@ def snowflake_env(tmp_path: Path, counter: ConnectionCounter) -> Iterator[Env]:
             control.close()
 
 
-ENVIRONMENTS = {"duckdb": duckdb_env, "sqlite": sqlite_env, "postgres": postgres_env, "snowflake": snowflake_env}
+ENVIRONMENTS = {
+    "duckdb": duckdb_env,
+    "sqlite": sqlite_env,
+    "postgres": postgres_env,
+    "snowflake": snowflake_env,
+}
 
 
 # -- the corpus itself ------------------------------------------------------------------------------
@@ -651,7 +1000,9 @@ def test_a_second_source_on_the_same_duckdb_file_shares_the_locked_instance(tmp_
     try:
         assert first.execute("SELECT count(*) FROM orders").rows == [(7,)]
         assert second.execute("SELECT count(*) FROM orders").rows == [(7,)]
-        settings_sql = "SELECT current_setting('enable_external_access'), current_setting('lock_configuration')"
+        settings_sql = (
+            "SELECT current_setting('enable_external_access'), current_setting('lock_configuration')"
+        )
         assert second.execute(settings_sql).rows == [(False, True)]
         with pytest.raises(QueryError, match="locked"):
             second.execute("SET enable_external_access = true", guarded=False)

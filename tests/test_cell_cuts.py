@@ -22,8 +22,10 @@ LONG = 5000  # characters of the long value: over a 1 KiB cell cap, far under th
 def notes(tmp_path):
     path = tmp_path / "notes.duckdb"
     conn = duckdb.connect(str(path))
-    conn.execute(f"CREATE TABLE notes AS SELECT i AS id, CASE WHEN i = 2 THEN repeat('x', {LONG}) ELSE 'short' END "
-                 "AS body FROM range(1, 4) t(i)")
+    conn.execute(
+        f"CREATE TABLE notes AS SELECT i AS id, CASE WHEN i = 2 THEN repeat('x', {LONG}) ELSE 'short' END "
+        "AS body FROM range(1, 4) t(i)"
+    )
     conn.close()
     source = open_source(f"duckdb:///{path}", name="notes")
     yield source
@@ -72,8 +74,10 @@ def test_compare_results_refuses_cut_values_and_says_why(notes):
 
 
 def test_flexsql_sql_in_python_follows_store_cell_kb_and_says_values_were_cut(notes):
-    code = ("df = flexsql.sql('SELECT body FROM notes WHERE id = 2')\n"
-            "print(len(df.body[0]), df.attrs['cells_cut'], df.attrs['truncated'])")
+    code = (
+        "df = flexsql.sql('SELECT body FROM notes WHERE id = 2')\n"
+        "print(len(df.body[0]), df.attrs['cells_cut'], df.attrs['truncated'])"
+    )
     cut = run_python(_ctx(notes, store_cell_kb=1), code)
     assert cut.ok, cut.error
     length, cells, truncated = cut.stdout.split()
@@ -86,8 +90,11 @@ def test_flexsql_sql_in_python_follows_store_cell_kb_and_says_values_were_cut(no
 def test_on_a_result_of_hundreds_of_columns_both_notes_survive_the_text_cap(tmp_path):
     path = tmp_path / "wide.duckdb"
     conn = duckdb.connect(str(path))
-    conn.execute("CREATE TABLE wide AS SELECT repeat('w', 3000) AS body, "
-                 + ", ".join(f"i * {k} AS column_number_{k}" for k in range(300)) + " FROM range(50) t(i)")
+    conn.execute(
+        "CREATE TABLE wide AS SELECT repeat('w', 3000) AS body, "
+        + ", ".join(f"i * {k} AS column_number_{k}" for k in range(300))
+        + " FROM range(50) t(i)"
+    )
     conn.close()
     source = open_source(f"duckdb:///{path}", name="wide")
     try:

@@ -28,11 +28,16 @@ def _flexsql_script() -> str:
 
 @pytest.mark.slow
 def test_demo_runs_from_a_folder_containing_flexsql(shadowing_cwd):
-    result = subprocess.run([_flexsql_script(), "demo", "--scale", "0.1"], cwd=shadowing_cwd, capture_output=True,
-                            text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
+    result = subprocess.run(
+        [_flexsql_script(), "demo", "--scale", "0.1"],
+        cwd=shadowing_cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "run_python(" in result.stdout and "compare_results(" in result.stdout
-
 
 
 def test_stdio_server_child_starts_from_a_folder_containing_flexsql(shadowing_cwd):
@@ -42,5 +47,7 @@ def test_stdio_server_child_starts_from_a_folder_containing_flexsql(shadowing_cw
     command = flexsql_command()
     assert command[0] != sys.executable or command[1] == "-P"  # the script, or an isolated interpreter
     for argv in (command, [sys.executable, "-P", "-m", "flexsql.server"]):
-        result = subprocess.run([*argv, "--version"], cwd=shadowing_cwd, capture_output=True, text=True, timeout=120)
+        result = subprocess.run(
+            [*argv, "--version"], cwd=shadowing_cwd, capture_output=True, text=True, timeout=120
+        )
         assert result.returncode == 0, (argv, result.stderr[-2000:])

@@ -17,8 +17,10 @@ from flexsql.server.cli import main, parse_db_option
 
 def test_toml_sources_env_and_overrides(tmp_path, monkeypatch):
     config = tmp_path / "flexsql.toml"
-    config.write_text('[[sources]]\nname = "a"\nurl = "duckdb:///x.duckdb"\n\n[limits]\nquery_timeout_s = 12\n'
-                      '[sandbox]\nmemory_mb = 512\n')
+    config.write_text(
+        '[[sources]]\nname = "a"\nurl = "duckdb:///x.duckdb"\n\n[limits]\nquery_timeout_s = 12\n'
+        "[sandbox]\nmemory_mb = 512\n"
+    )
     settings = load_settings(config)
     assert settings.sources[0].name == "a" and settings.limits.query_timeout_s == 12
     assert settings.sandbox.memory_mb == 512
@@ -27,11 +29,14 @@ def test_toml_sources_env_and_overrides(tmp_path, monkeypatch):
     assert load_settings(config, port=9001).port == 9001  # flags beat both
 
 
-@pytest.mark.parametrize("text, message", [
-    ("[limits]\nquery_timeout_s = -1\n", "query_timeout_s"),
-    ("[[sources]]\nurl = \"not a url\"\n", "source URL looks like"),
-    ("this is = = not toml", "cannot read"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[limits]\nquery_timeout_s = -1\n", "query_timeout_s"),
+        ('[[sources]]\nurl = "not a url"\n', "source URL looks like"),
+        ("this is = = not toml", "cannot read"),
+    ],
+)
 def test_invalid_configuration_is_explained(tmp_path, text, message):
     config = tmp_path / "flexsql.toml"
     config.write_text(text)
@@ -66,7 +71,9 @@ def test_call_prints_text_and_json(tmp_path):
     result = runner.invoke(main, ["call", "describe_table", "table=orders", "--db", url])
     assert result.exit_code == 0, result.output
     assert "order_id" in result.output and "PK" in result.output
-    result = runner.invoke(main, ["call", "run_query", "sql=SELECT count(*) AS n FROM orders", "--json", "--db", url])
+    result = runner.invoke(
+        main, ["call", "run_query", "sql=SELECT count(*) AS n FROM orders", "--json", "--db", url]
+    )
     assert json.loads(result.output)["rows"] == [[7]]
     result = runner.invoke(main, ["call", "run_query", "sql=DROP TABLE orders", "--db", url])
     assert result.exit_code == 1 and "refused: DROP" in result.output
@@ -92,18 +99,35 @@ def test_sources_command_warns_about_postgres_superuser():
 
 
 def test_bad_source_url_is_a_clear_error():
-    result = subprocess.run([sys.executable, "-m", "flexsql.server", "sources", "--db", "mysql://x@y/z"],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "flexsql.server", "sources", "--db", "mysql://x@y/z"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2 and "unsupported source scheme 'mysql'" in result.stderr
 
 
 def test_demo_walks_through_every_step_over_a_real_stdio_server():
-    result = subprocess.run([sys.executable, "-m", "flexsql.server", "demo", "--scale", "0.1"],
-                            capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
+    result = subprocess.run(
+        [sys.executable, "-m", "flexsql.server", "demo", "--scale", "0.1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     out = result.stdout
-    for step in ("list_tables", "search_schema", "describe_table", "distinct_values", "find_values", "run_query",
-                 "compare_results", "run_python"):
+    for step in (
+        "list_tables",
+        "search_schema",
+        "describe_table",
+        "distinct_values",
+        "find_values",
+        "run_query",
+        "compare_results",
+        "run_python",
+    ):
         assert f"{step}(" in out, step
     assert "web.web_events_*" in out  # the monthly shards collapse into one family
     assert "customer_addresses.country = 'France'" in out and "'FRANCE'" in out

@@ -9,25 +9,52 @@ from flexsql.agent.contract import STAGES, StageOutputError, output_schema, pars
 from flexsql.config import MODEL_STAGES
 
 PARSED = [
-    ("classify", '{"type": "answerable", "clarifying_question": null, "reason": null, "reply": null}', {"type": "answerable"}),
-    ("classify", 'Sure.\n```json\n{"type": "improper", "reply": "Hi!"}\n```', {"type": "improper", "reply": "Hi!"}),
-    ("classify", "Looked at it.\nSTATUS: unanswerable — no column holds age", {"type": "unanswerable",
-                                                                             "reason": "no column holds age"}),
+    (
+        "classify",
+        '{"type": "answerable", "clarifying_question": null, "reason": null, "reply": null}',
+        {"type": "answerable"},
+    ),
+    (
+        "classify",
+        'Sure.\n```json\n{"type": "improper", "reply": "Hi!"}\n```',
+        {"type": "improper", "reply": "Hi!"},
+    ),
+    (
+        "classify",
+        "Looked at it.\nSTATUS: unanswerable — no column holds age",
+        {"type": "unanswerable", "reason": "no column holds age"},
+    ),
     ("classify", "STATUS: needs_clarification — by order date or ship date?", {"type": "ambiguous"}),
-    ("link", 'The tables are {"tables": ["orders", "customers"], "notes": "join on customer_id"} as shown.',
-     {"tables": ["orders", "customers"]}),
+    (
+        "link",
+        'The tables are {"tables": ["orders", "customers"], "notes": "join on customer_id"} as shown.',
+        {"tables": ["orders", "customers"]},
+    ),
     ("knowledge", '{"summary": "net = gross - refunds"}', {"summary": "net = gross - refunds"}),
-    ("plan", '{"plans": [{"reading": "a", "text": "count", "tables": ["t"]}]}', {"plans": [
-        {"reading": "a", "text": "count", "tables": ["t"]}]}),
-    ("plan", '[{"reading": "a", "text": "count"}]', {"plans": [{"reading": "a", "text": "count", "tables": []}]}),
+    (
+        "plan",
+        '{"plans": [{"reading": "a", "text": "count", "tables": ["t"]}]}',
+        {"plans": [{"reading": "a", "text": "count", "tables": ["t"]}]},
+    ),
+    (
+        "plan",
+        '[{"reading": "a", "text": "count"}]',
+        {"plans": [{"reading": "a", "text": "count", "tables": []}]},
+    ),
     ("implement", '{"language": "sql", "code": "SELECT 1"}', {"language": "sql", "code": "SELECT 1"}),
-    ("implement", 'I will use SQL.\n```sql\nSELECT {"a": 1}\n```\nresult_id: r3', {"language": "sql",
-                                                                             "code": 'SELECT {"a": 1}'}),
+    (
+        "implement",
+        'I will use SQL.\n```sql\nSELECT {"a": 1}\n```\nresult_id: r3',
+        {"language": "sql", "code": 'SELECT {"a": 1}'},
+    ),
     ("repair", "```python\ndf.head()\n```", {"language": "python", "code": "df.head()"}),
     ("implement", '{"language": "sql", "code": "SELECT \'}\' AS brace"}', {"code": "SELECT '}' AS brace"}),
     ("evaluate", '{"verdict": "plan", "feedback": "wrong date column"}', {"verdict": "plan"}),
-    ("evaluate", "checks…\nVERDICT: implementation_issue — the join fans out", {"verdict": "implementation",
-                                                                               "feedback": "the join fans out"}),
+    (
+        "evaluate",
+        "checks…\nVERDICT: implementation_issue — the join fans out",
+        {"verdict": "implementation", "feedback": "the join fans out"},
+    ),
     ("revise_plan", '{"reading": "b", "text": "use shipped_at", "tables": ["orders"]}', {"reading": "b"}),
 ]
 

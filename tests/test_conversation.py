@@ -21,8 +21,13 @@ Q2 = "SELECT store, sum(amount) FROM sales WHERE year = 2024 AND channel = 'onli
 
 
 def test_a_turn_with_sql_gets_its_role_state() -> None:
-    turn = Turn(question="which stores sold most in 2024?", type="answerable", sql=Q1, dialect="duckdb",
-                result_summary="5 rows: (Lyon, 1200.5), …")
+    turn = Turn(
+        question="which stores sold most in 2024?",
+        type="answerable",
+        sql=Q1,
+        dialect="duckdb",
+        result_summary="5 rows: (Lyon, 1200.5), …",
+    )
     assert turn.role_state is not None and turn.role_state.role_texts("filter") == ["sales.year = 2024"]
     assert turn.role_state.limit == "5"
     bad = Turn(question="?", sql="SELEC x", dialect="duckdb")
@@ -31,12 +36,27 @@ def test_a_turn_with_sql_gets_its_role_state() -> None:
 
 def test_history_shows_questions_status_sql_role_state_and_the_pending_question() -> None:
     store = ConversationStore()
-    store.append("c1", Turn(question="which stores sold most in 2024?", type="answerable", sql=Q1, dialect="duckdb",
-                            result_summary="5 rows"))
+    store.append(
+        "c1",
+        Turn(
+            question="which stores sold most in 2024?",
+            type="answerable",
+            sql=Q1,
+            dialect="duckdb",
+            result_summary="5 rows",
+        ),
+    )
     store.append("c1", Turn(question="only the online ones", type="answerable", sql=Q2, dialect="duckdb"))
-    store.append("c1", Turn(question="and the best customers?", type="ambiguous", status="needs_clarification",
-                            clarifying_question="Best by total spent or by number of orders?",
-                            readings=["by total spent", "by number of orders"]))
+    store.append(
+        "c1",
+        Turn(
+            question="and the best customers?",
+            type="ambiguous",
+            status="needs_clarification",
+            clarifying_question="Best by total spent or by number of orders?",
+            readings=["by total spent", "by number of orders"],
+        ),
+    )
     conv = store.get("c1")
     assert pending_clarification(conv) is conv.turns[-1] or pending_clarification(conv) == conv.turns[-1]
     text = history_text(conv)
@@ -47,9 +67,12 @@ def test_history_shows_questions_status_sql_role_state_and_the_pending_question(
     assert "   status: needs_clarification (ambiguous)" in lines
     assert "Role-state of the last SQL (turn 2):" in lines
     assert lines[lines.index("Role-state of the last SQL (turn 2):") + 1].startswith(
-        "tables: sales; select: sales.store, sum(sales.amount); filter: sales.year = 2024, sales.channel = 'online'")
-    assert lines[-1] == ('Pending clarification: the previous turn asked "Best by total spent or by number of orders?" '
-                         "(readings: by total spent; by number of orders). The next turn answers it.")
+        "tables: sales; select: sales.store, sum(sales.amount); filter: sales.year = 2024, sales.channel = 'online'"
+    )
+    assert lines[-1] == (
+        'Pending clarification: the previous turn asked "Best by total spent or by number of orders?" '
+        "(readings: by total spent; by number of orders). The next turn answers it."
+    )
     store.append("c1", Turn(question="by total spent", sql=Q1, dialect="duckdb"))
     conv = store.get("c1")
     assert pending_clarification(conv) is None and "Pending clarification" not in history_text(conv)
@@ -58,8 +81,15 @@ def test_history_shows_questions_status_sql_role_state_and_the_pending_question(
 
 def test_unanswerable_and_improper_turns_are_shown_with_reason_and_reply() -> None:
     store = ConversationStore()
-    store.append("c", Turn(question="their age?", type="unanswerable", status="unanswerable",
-                           reason="no column holds a customer's age (customers has name, city, joined)"))
+    store.append(
+        "c",
+        Turn(
+            question="their age?",
+            type="unanswerable",
+            status="unanswerable",
+            reason="no column holds a customer's age (customers has name, city, joined)",
+        ),
+    )
     store.append("c", Turn(question="thanks!", type="improper", status="reply", reply="You're welcome."))
     text = history_text(store.get("c"))
     assert "   reason: no column holds a customer's age" in text and "   reply: You're welcome." in text
@@ -80,8 +110,15 @@ def test_a_200_turn_conversation_stays_bounded_in_memory_on_disk_and_in_the_prom
     long_sql = "SELECT " + ", ".join(f"c{i}" for i in range(150)) + " FROM wide WHERE year = {year}"
     sizes, prompts = [], []
     for n in range(200):
-        conv = store.append("long", Turn(question=f"turn {n}: " + "please " * 100, sql=long_sql.format(year=2000 + n),
-                                         dialect="duckdb", result_summary="r" * 2000))
+        conv = store.append(
+            "long",
+            Turn(
+                question=f"turn {n}: " + "please " * 100,
+                sql=long_sql.format(year=2000 + n),
+                dialect="duckdb",
+                result_summary="r" * 2000,
+            ),
+        )
         sizes.append(len(conv.model_dump_json()))
         prompts.append(len(history_text(conv, max_chars=4000)))
     conv = store.get("long")
@@ -112,7 +149,9 @@ def test_persisted_conversation_continues_in_a_later_process(tmp_path: Path) -> 
         f"store.append('sales-1', Turn(question='only the online ones', sql={Q2!r}, dialect='duckdb'))\n"
         "print(len(store.get('sales-1').turns))\n"
     )
-    done = subprocess.run([sys.executable, "-c", script, str(folder)], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(folder)], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "2"
     # this process sees what the other one wrote (the file changed under its cache)
@@ -121,7 +160,9 @@ def test_persisted_conversation_continues_in_a_later_process(tmp_path: Path) -> 
     assert ConversationStore(folder).ids() == ["sales-1"]
 
 
-@pytest.mark.parametrize("bad", ["../escape", "a/b", "", ".hidden", "x" * 200, "a\\b", "name with space", "..", "é"])
+@pytest.mark.parametrize(
+    "bad", ["../escape", "a/b", "", ".hidden", "x" * 200, "a\\b", "name with space", "..", "é"]
+)
 def test_ids_that_could_leave_the_folder_are_refused(tmp_path: Path, bad: str) -> None:
     store = ConversationStore(tmp_path / "c")
     with pytest.raises(InvalidArgument, match="conversation id .* is not allowed"):
@@ -146,7 +187,9 @@ def test_concurrent_appends_lose_nothing(tmp_path: Path) -> None:
     def worker(k: int) -> None:
         try:
             for i in range(15):
-                store.append("shared", Turn(question=f"w{k}-{i}", sql=f"SELECT {i} FROM t{k}", dialect="sqlite"))
+                store.append(
+                    "shared", Turn(question=f"w{k}-{i}", sql=f"SELECT {i} FROM t{k}", dialect="sqlite")
+                )
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -158,7 +201,9 @@ def test_concurrent_appends_lose_nothing(tmp_path: Path) -> None:
     assert not errors
     on_disk = json.loads((tmp_path / "c" / "shared.json").read_text())
     assert len(on_disk["turns"]) == 90 == len(store.get("shared").turns)
-    assert sorted(t["question"] for t in on_disk["turns"]) == sorted(f"w{k}-{i}" for k in range(6) for i in range(15))
+    assert sorted(t["question"] for t in on_disk["turns"]) == sorted(
+        f"w{k}-{i}" for k in range(6) for i in range(15)
+    )
     for k in range(6):  # each thread's turns in its own order
         mine = [t["question"] for t in on_disk["turns"] if t["question"].startswith(f"w{k}-")]
         assert mine == [f"w{k}-{i}" for i in range(15)]

@@ -37,13 +37,27 @@ pytestmark = pytest.mark.anyio
 
 # -- the database: six stores, two years of sales -------------------------------------------------
 
-STORES = [(1, "Harbor Online", "online"), (2, "Main Street", "retail"), (3, "Cloud Shop", "online"),
-          (4, "Old Town", "retail"), (5, "Web Outlet", "online"), (6, "Mall Corner", "retail")]
+STORES = [
+    (1, "Harbor Online", "online"),
+    (2, "Main Street", "retail"),
+    (3, "Cloud Shop", "online"),
+    (4, "Old Town", "retail"),
+    (5, "Web Outlet", "online"),
+    (6, "Mall Corner", "retail"),
+]
 # (store_id, year) -> the amounts of its sales; chosen so that each turn of the chain ranks differently
 SALES = {
-    (1, 2024): [400, 350], (2, 2024): [900, 800], (3, 2024): [300, 250, 210], (4, 2024): [700, 650],
-    (5, 2024): [100, 90], (6, 2024): [500],
-    (1, 2023): [100], (2, 2023): [300], (3, 2023): [900, 100], (4, 2023): [200], (5, 2023): [600, 500],
+    (1, 2024): [400, 350],
+    (2, 2024): [900, 800],
+    (3, 2024): [300, 250, 210],
+    (4, 2024): [700, 650],
+    (5, 2024): [100, 90],
+    (6, 2024): [500],
+    (1, 2023): [100],
+    (2, 2023): [300],
+    (3, 2023): [900, 100],
+    (4, 2023): [200],
+    (5, 2023): [600, 500],
     (6, 2023): [50],
 }
 
@@ -59,8 +73,10 @@ def db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     path = tmp_path_factory.mktemp("stores") / "stores.duckdb"
     con = duckdb.connect(str(path))
     con.execute("CREATE TABLE stores (store_id INTEGER PRIMARY KEY, name VARCHAR, channel VARCHAR)")
-    con.execute("CREATE TABLE sales (sale_id INTEGER PRIMARY KEY, store_id INTEGER REFERENCES stores(store_id), "
-                "sale_date DATE, amount INTEGER)")
+    con.execute(
+        "CREATE TABLE sales (sale_id INTEGER PRIMARY KEY, store_id INTEGER REFERENCES stores(store_id), "
+        "sale_date DATE, amount INTEGER)"
+    )
     con.executemany("INSERT INTO stores VALUES (?, ?, ?)", STORES)
     rows, sale_id = [], 0
     for (store_id, year), amounts in SALES.items():
@@ -74,13 +90,15 @@ def db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 # -- the scripted model -----------------------------------------------------------------------------
 
-TOP_2024 = ("SELECT st.name, sum(s.amount) AS total FROM sales AS s JOIN stores AS st ON st.store_id = s.store_id "
-            "WHERE year(s.sale_date) = 2024 GROUP BY st.name ORDER BY total DESC LIMIT 3")
+TOP_2024 = (
+    "SELECT st.name, sum(s.amount) AS total FROM sales AS s JOIN stores AS st ON st.store_id = s.store_id "
+    "WHERE year(s.sale_date) = 2024 GROUP BY st.name ORDER BY total DESC LIMIT 3"
+)
 BEST_BY = {  # the readings of "which store is the best?" and the SQL of each
     "highest total sales": "SELECT st.name, sum(s.amount) AS total FROM sales AS s JOIN stores AS st "
-                           "ON st.store_id = s.store_id GROUP BY st.name ORDER BY total DESC LIMIT 1",
+    "ON st.store_id = s.store_id GROUP BY st.name ORDER BY total DESC LIMIT 1",
     "most sales transactions": "SELECT st.name, count(*) AS sales FROM sales AS s JOIN stores AS st "
-                               "ON st.store_id = s.store_id GROUP BY st.name ORDER BY sales DESC, st.name LIMIT 1",
+    "ON st.store_id = s.store_id GROUP BY st.name ORDER BY sales DESC, st.name LIMIT 1",
 }
 RETURNS_SQL = "SELECT store_id, count(*) AS n FROM returns GROUP BY store_id"  # there is no returns table
 AMBIGUOUS = "Which store is the best?"
@@ -121,8 +139,15 @@ class StoreModel:
         if stage == "link":
             return {"tables": ["sales", "stores"], "notes": "sales.store_id -> stores.store_id"}
         if stage == "plan":
-            return {"plans": [{"reading": question, "text": f"PLAN: answer '{question}' from sales and stores",
-                               "tables": ["sales", "stores"]}]}
+            return {
+                "plans": [
+                    {
+                        "reading": question,
+                        "text": f"PLAN: answer '{question}' from sales and stores",
+                        "tables": ["sales", "stores"],
+                    }
+                ]
+            }
         if stage == "implement":
             return {"language": "sql", "code": self.implement(question, prompt)}
         if stage == "repair":  # a model that cannot fix it: the same query again
@@ -169,9 +194,15 @@ class StoreModel:
 
 def settings_for(base_url: str | None, conversations_dir: Path | None = None) -> Settings:
     model = ModelConfig(base_url=base_url, model="stub" if base_url else None, max_retries=0, timeout_s=20.0)
-    return Settings(model=model, agent=AgentConfig(plans=1, tool_rounds=2, max_seconds=60.0,
-                                                   conversations_dir=str(conversations_dir) if conversations_dir
-                                                   else None))
+    return Settings(
+        model=model,
+        agent=AgentConfig(
+            plans=1,
+            tool_rounds=2,
+            max_seconds=60.0,
+            conversations_dir=str(conversations_dir) if conversations_dir else None,
+        ),
+    )
 
 
 def sources_for(db_url: str) -> SourceRegistry:
@@ -180,7 +211,9 @@ def sources_for(db_url: str) -> SourceRegistry:
     return registry
 
 
-def stage_requests(stub: OpenAIStub, stage: str, since: int = 0, until: int | None = None) -> list[StubRequest]:
+def stage_requests(
+    stub: OpenAIStub, stage: str, since: int = 0, until: int | None = None
+) -> list[StubRequest]:
     return [r for r in stub.requests[since:until] if r.stage == stage]
 
 
@@ -195,6 +228,7 @@ def names_and_totals(answer: Answer) -> list[tuple[str, int]]:
 
 # -- 1. a follow-up chain -------------------------------------------------------------------------
 
+
 async def test_follow_up_chain_edits_the_previous_sql(db_url, tmp_path):
     """Three turns; each implement request shows the previous turn's SQL and role-state and the
     instruction to edit it; each SQL is the previous one edited; the role diffs are traced."""
@@ -208,8 +242,16 @@ async def test_follow_up_chain_edits_the_previous_sql(db_url, tmp_path):
         answers, marks = [], []
         for i, question in enumerate(turns):
             marks.append(len(stub.requests))
-            answers.append(await ask_question(tools, settings, question, conversation_id="chain", conversations=store,
-                                              trace_path=tmp_path / f"turn{i + 1}.jsonl"))
+            answers.append(
+                await ask_question(
+                    tools,
+                    settings,
+                    question,
+                    conversation_id="chain",
+                    conversations=store,
+                    trace_path=tmp_path / f"turn{i + 1}.jsonl",
+                )
+            )
         marks.append(len(stub.requests))
         sources.close()
 
@@ -238,14 +280,16 @@ async def test_follow_up_chain_edits_the_previous_sql(db_url, tmp_path):
     diff2 = trace_events(tmp_path / "turn2.jsonl", "role_diff")
     diff3 = trace_events(tmp_path / "turn3.jsonl", "role_diff")
     assert [d["diff"]["added"] for d in diff2] == [{"filter": ["stores.channel = 'online'"]}]
-    assert [d["diff"]["literals"] for d in diff3] == [[{"column": "year(sales.sale_date)", "op": "=",
-                                                        "old": "2024", "new": "2023"}]]
+    assert [d["diff"]["literals"] for d in diff3] == [
+        [{"column": "year(sales.sale_date)", "op": "=", "old": "2024", "new": "2023"}]
+    ]
     assert diff3[0]["text"] == "filter year(sales.sale_date) = 2024 → 2023"
     conv = store.get("chain")
     assert [t.status for t in conv.turns] == ["answered"] * 3 and conv.turns[2].sql == answers[2].sql
 
 
 # -- 2. an ambiguous turn: elicitation, or needs_clarification and the next turn ------------------
+
 
 def best_store(reading: str) -> list[list[Any]]:
     if reading == "highest total sales":
@@ -256,7 +300,9 @@ def best_store(reading: str) -> list[list[Any]]:
     return [[name, value]]
 
 
-@pytest.mark.parametrize("mode", ["legacy", "auto"])  # back-channel (2025) / InputRequiredResult round (2026-07-28)
+@pytest.mark.parametrize(
+    "mode", ["legacy", "auto"]
+)  # back-channel (2025) / InputRequiredResult round (2026-07-28)
 async def test_ambiguous_turn_is_clarified_through_elicitation(db_url, mode):
     """A client that supports elicitation is asked the one clarifying question, as a form whose
     answer is a choice among the readings; the agent goes on with the reading picked and answers."""
@@ -315,7 +361,9 @@ async def test_ambiguous_turn_without_elicitation_asks_and_the_next_turn_answers
         async with Client(server, mode="legacy") as client:
             first = await client.call_tool("ask", {"question": AMBIGUOUS, "conversation_id": "best"})
             mark = len(stub.requests)
-            second = await client.call_tool("ask", {"question": "by the number of sales", "conversation_id": "best"})
+            second = await client.call_tool(
+                "ask", {"question": "by the number of sales", "conversation_id": "best"}
+            )
         sources.close()
 
     asked = first.structured_content
@@ -334,6 +382,7 @@ async def test_ambiguous_turn_without_elicitation_asks_and_the_next_turn_answers
 
 # -- 3. turns that get no SQL ---------------------------------------------------------------------
 
+
 async def test_unanswerable_and_improper_turns_write_no_sql(db_url):
     model = StoreModel()
     with OpenAIStub(model) as stub:
@@ -341,8 +390,13 @@ async def test_unanswerable_and_improper_turns_write_no_sql(db_url):
         sources = sources_for(db_url)
         tools = SessionState(sources, settings).new_context()
         store = ConversationStore()
-        missing = await ask_question(tools, settings, "Which store has the largest floor area?",
-                                     conversation_id="c", conversations=store)
+        missing = await ask_question(
+            tools,
+            settings,
+            "Which store has the largest floor area?",
+            conversation_id="c",
+            conversations=store,
+        )
         thanks = await ask_question(tools, settings, "thanks!", conversation_id="c", conversations=store)
         sources.close()
 
@@ -352,17 +406,28 @@ async def test_unanswerable_and_improper_turns_write_no_sql(db_url):
     assert thanks.sql is None and thanks.code is None and thanks.candidates == []
     assert [r.stage for r in stub.requests] == ["classify", "classify"]  # no link, plan or implement request
     conv = store.get("c")
-    assert [(t.type, t.status) for t in conv.turns] == [("unanswerable", "unanswerable"), ("improper", "reply")]
+    assert [(t.type, t.status) for t in conv.turns] == [
+        ("unanswerable", "unanswerable"),
+        ("improper", "reply"),
+    ]
     assert conv.turns[0].reason == MISSING
 
 
 # -- 4. a conversation resumed from disk ----------------------------------------------------------
 
-def flexsql_ask(question: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+
+def flexsql_ask(
+    question: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """`flexsql ask` as users run it: a new process each time (-P: the cwd cannot shadow flexsql)."""
     command = [sys.executable, "-P", "-m", "flexsql.server", "ask", question, *args]
-    return subprocess.run(command, env=server_env({"COLUMNS": "250", **(env or {})}), capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        command,
+        env=server_env({"COLUMNS": "250", **(env or {})}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 async def test_conversation_resumed_from_disk_by_a_second_process(db_url, tmp_path):
@@ -371,8 +436,19 @@ async def test_conversation_resumed_from_disk_by_a_second_process(db_url, tmp_pa
     folder = tmp_path / "conversations"
     env = {"FLEXSQL_AGENT__CONVERSATIONS_DIR": str(folder)}
     with OpenAIStub(StoreModel()) as stub:
-        common = ["--db", db_url, "--base-url", stub.base_url, "--model", "stub", "--plans", "1",
-                  "--conversation", "sales-2024", "--json"]
+        common = [
+            "--db",
+            db_url,
+            "--base-url",
+            stub.base_url,
+            "--model",
+            "stub",
+            "--plans",
+            "1",
+            "--conversation",
+            "sales-2024",
+            "--json",
+        ]
         first = flexsql_ask("which stores sold most in 2024?", *common, env=env)
         assert first.returncode == 0, first.stderr
         mark = len(stub.requests)
@@ -385,18 +461,25 @@ async def test_conversation_resumed_from_disk_by_a_second_process(db_url, tmp_pa
     assert two["sql"] == TOP_2024.replace(" GROUP BY", " AND st.channel = 'online' GROUP BY")
     assert [(r[0], int(r[1])) for r in two["rows"]] == top_stores(2024, "online")
     later = stub.requests[mark:]
-    assert later and all("which stores sold most in 2024?" in r.text for r in later if r.stage in ("classify",
-                                                                                                   "implement"))
+    assert later and all(
+        "which stores sold most in 2024?" in r.text for r in later if r.stage in ("classify", "implement")
+    )
     assert any(f"SQL: {TOP_2024}" in first_user_text(r.messages) for r in later if r.stage == "implement")
     saved = json.loads((folder / "sales-2024.json").read_text())
-    assert [t["question"] for t in saved["turns"]] == ["which stores sold most in 2024?", "only the online ones"]
+    assert [t["question"] for t in saved["turns"]] == [
+        "which stores sold most in 2024?",
+        "only the online ones",
+    ]
     assert oct((folder / "sales-2024.json").stat().st_mode & 0o777) == "0o600"
 
 
 # -- 5. state bounded -----------------------------------------------------------------------------
 
-LONG_SQL = ("SELECT sale_id, amount FROM sales WHERE sale_id IN (" + ", ".join(str(i) for i in range(1, 400))
-            + ") ORDER BY sale_id")
+LONG_SQL = (
+    "SELECT sale_id, amount FROM sales WHERE sale_id IN ("
+    + ", ".join(str(i) for i in range(1, 400))
+    + ") ORDER BY sale_id"
+)
 
 
 async def test_a_200_turn_conversation_keeps_prompt_and_file_bounded(db_url, tmp_path):
@@ -411,14 +494,23 @@ async def test_a_200_turn_conversation_keeps_prompt_and_file_bounded(db_url, tmp
         tools = SessionState(sources, settings).new_context()
         store = ConversationStore(tmp_path / "conversations")
         for i in range(200):
-            question = (f"list sales, turn {i}" if i % 10 == 9 else
-                        f"thanks for turn {i}! " + "this is a long and chatty remark. " * 40)
+            question = (
+                f"list sales, turn {i}"
+                if i % 10 == 9
+                else f"thanks for turn {i}! " + "this is a long and chatty remark. " * 40
+            )
             mark = len(stub.requests)
-            result = await ask_question(tools, settings, question, conversation_id="long", conversations=store)
+            result = await ask_question(
+                tools, settings, question, conversation_id="long", conversations=store
+            )
             assert result.status == ("answered" if i % 10 == 9 else "reply"), result.reason
             classify = stage_requests(stub, "classify", mark)[0]
-            sizes.append((len(first_user_text(classify.messages)), (tmp_path / "conversations" / "long.json")
-                          .stat().st_size))
+            sizes.append(
+                (
+                    len(first_user_text(classify.messages)),
+                    (tmp_path / "conversations" / "long.json").stat().st_size,
+                )
+            )
         sources.close()
         last_classify = first_user_text(stage_requests(stub, "classify")[-1].messages)
 
@@ -431,7 +523,9 @@ async def test_a_200_turn_conversation_keeps_prompt_and_file_bounded(db_url, tmp
     conv = store.get("long")
     assert len(conv.turns) <= store.max_turns and conv.dropped == 200 - len(conv.turns)
     # the last SQL (turn 190) stays in the prompt although nine long turns came after it
-    assert "thanks for turn 198!" in last_classify and f"Last SQL (turn 190): {LONG_SQL[:60]}" in last_classify
+    assert (
+        "thanks for turn 198!" in last_classify and f"Last SQL (turn 190): {LONG_SQL[:60]}" in last_classify
+    )
     assert "earlier turns not shown" in last_classify
 
 
@@ -478,8 +572,9 @@ def sampling_answers(model: StoreModel, seen: list[str]):  # type: ignore[no-unt
         seen.append(stage)
         prompt = next(m.content_as_list[0].text for m in params.messages if m.role == "user")
         reply = json.dumps(model.answer(stage, prompt))
-        return types.CreateMessageResult(role="assistant", model="client-llm",
-                                         content=types.TextContent(type="text", text=reply))
+        return types.CreateMessageResult(
+            role="assistant", model="client-llm", content=types.TextContent(type="text", text=reply)
+        )
 
     return sample
 
@@ -490,7 +585,9 @@ async def test_ask_tool_runs_on_the_clients_model_through_sampling(db_url):
     seen: list[str] = []
     sources = sources_for(db_url)
     server = build_server(settings_for(None), sources)
-    async with Client(server, mode="legacy", sampling_callback=sampling_answers(StoreModel(), seen)) as client:
+    async with Client(
+        server, mode="legacy", sampling_callback=sampling_answers(StoreModel(), seen)
+    ) as client:
         result = await client.call_tool("ask", {"question": TOP_QUESTION})
     sources.close()
     assert not result.is_error, text_of(result)
@@ -516,16 +613,26 @@ async def test_ask_tool_without_endpoint_or_sampling_says_what_to_configure(db_u
 
 async def test_ask_tool_over_stdio_with_the_endpoint_from_the_environment(db_url):
     with OpenAIStub(StoreModel()) as stub:
-        env = {"FLEXSQL_MODEL__BASE_URL": stub.base_url, "FLEXSQL_MODEL__MODEL": "stub", "FLEXSQL_AGENT__PLANS": "1"}
+        env = {
+            "FLEXSQL_MODEL__BASE_URL": stub.base_url,
+            "FLEXSQL_MODEL__MODEL": "stub",
+            "FLEXSQL_AGENT__PLANS": "1",
+        }
         async with Client(stdio_params(db_url, env=env)) as client:
-            result = await client.call_tool("ask", {"question": TOP_QUESTION, "conversation_id": "over-stdio"})
+            result = await client.call_tool(
+                "ask", {"question": TOP_QUESTION, "conversation_id": "over-stdio"}
+            )
             out = result.structured_content
             fetched = await client.call_tool("fetch_rows", {"result_id": out["result_id"]})
-            follow = await client.call_tool("ask", {"question": "only the online ones", "conversation_id": "over-stdio"})
+            follow = await client.call_tool(
+                "ask", {"question": "only the online ones", "conversation_id": "over-stdio"}
+            )
     assert not result.is_error, text_of(result)
     assert out["status"] == "answered" and out["rows"] == expected_rows()
     assert fetched.structured_content["rows"] == expected_rows()
-    assert follow.structured_content["sql"] == TOP_2024.replace(" GROUP BY", " AND st.channel = 'online' GROUP BY")
+    assert follow.structured_content["sql"] == TOP_2024.replace(
+        " GROUP BY", " AND st.channel = 'online' GROUP BY"
+    )
     assert {r.headers.get("x-flexsql-stage") for r in stub.requests} >= {"classify", "implement"}
 
 
@@ -557,21 +664,47 @@ def test_flexsql_ask_prints_the_answer_and_never_the_key(db_url, tmp_path):
     answer = Answer.model_validate_json(as_json.stdout)
     assert answer.status == "answered" and answer.sql == TOP_2024
     assert [[r[0], int(r[1])] for r in answer.rows] == expected_rows() and answer.total_rows == 3
-    assert {e["kind"] for e in map(json.loads, trace.read_text().splitlines())} >= {"question", "request", "reply",
-                                                                                   "candidate", "answer"}
+    assert {e["kind"] for e in map(json.loads, trace.read_text().splitlines())} >= {
+        "question",
+        "request",
+        "reply",
+        "candidate",
+        "answer",
+    }
 
 
 def test_flexsql_ask_on_a_failed_question_exits_1_and_shows_each_candidates_error(db_url):
     """Every candidate fails (the model keeps querying a table that does not exist): status failed,
     exit 1, the reason names the error, and no failed candidate is shown as chosen."""
     with OpenAIStub(StoreModel()) as stub:
-        result = CliRunner().invoke(flexsql_main, ["ask", "which store has the most returns?", "--db", db_url,
-                                                   "--base-url", stub.base_url, "--model", "stub", "--plans", "1"],
-                                    env={"COLUMNS": "250"})
+        result = CliRunner().invoke(
+            flexsql_main,
+            [
+                "ask",
+                "which store has the most returns?",
+                "--db",
+                db_url,
+                "--base-url",
+                stub.base_url,
+                "--model",
+                "stub",
+                "--plans",
+                "1",
+            ],
+            env={"COLUMNS": "250"},
+        )
     assert result.exit_code == 1, result.output
     lines = result.output.splitlines()
     assert lines[0] == "failed" and "reason: none of the 4 candidate(s) ran" in result.output
     assert "returns" in result.output and "does not exist" in result.output.lower()
     rows = [line for line in lines if re.match(r"^│ c\d ", line)]
     assert len(rows) == 4 and all("engine_error" in row for row in rows) and "chosen" not in result.output
-    assert [r.stage for r in stub.requests] == ["classify", "link", "plan", "implement", "repair", "repair", "repair"]
+    assert [r.stage for r in stub.requests] == [
+        "classify",
+        "link",
+        "plan",
+        "implement",
+        "repair",
+        "repair",
+        "repair",
+    ]

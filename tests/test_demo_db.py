@@ -50,10 +50,14 @@ def checksum(path: Path) -> dict[str, tuple[int, int]]:
         tables = conn.execute(
             "SELECT schema_name || '.' || table_name FROM duckdb_tables() WHERE NOT internal ORDER BY 1"
         ).fetchall()
-        return {t: tuple(conn.execute(f"SELECT count(*), sum(hash(x)) FROM {t} AS x").fetchone()) for (t,) in tables}
+        return {
+            t: tuple(conn.execute(f"SELECT count(*), sum(hash(x)) FROM {t} AS x").fetchone())
+            for (t,) in tables
+        }
 
 
 # -- determinism and scale -----------------------------------------------------------------------
+
 
 def test_same_seed_gives_same_content_and_another_seed_differs(tmp_path: Path) -> None:
     a = checksum(build_demo_db(tmp_path / "a.duckdb", scale=0.05, seed=7))
@@ -72,8 +76,10 @@ def test_fact_rows_scale_proportionally(tmp_path: Path) -> None:
     for scale in (0.05, 0.2):
         path = build_demo_db(tmp_path / f"s{scale}.duckdb", scale=scale)
         with duckdb.connect(str(path), read_only=True) as conn:
-            counts[scale] = [conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-                             for t in ("order_items", "orders", "customers", "web.web_events_202406")]
+            counts[scale] = [
+                conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                for t in ("order_items", "orders", "customers", "web.web_events_202406")
+            ]
     assert counts[0.05][0] == round(FACT_ROWS_PER_SCALE * 0.05) == 5_000
     assert counts[0.2][0] == 20_000
     for small, large in zip(counts[0.05], counts[0.2], strict=True):
@@ -92,7 +98,9 @@ def test_a_failed_build_leaves_the_previous_file_and_no_temporary_files(tmp_path
     before = checksum(path)
     real_fill = demo_db._fill
     # a statement that fails half-way through the build, after the fact table is written
-    monkeypatch.setattr(demo_db, "_fill", lambda sizes: [*real_fill(sizes), ("main.returns", "SELECT error('disk on fire')")])
+    monkeypatch.setattr(
+        demo_db, "_fill", lambda sizes: [*real_fill(sizes), ("main.returns", "SELECT error('disk on fire')")]
+    )
     with pytest.raises(duckdb.Error, match="disk on fire"):
         build_demo_db(path, scale=0.02, seed=1)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.duckdb"]
@@ -100,6 +108,7 @@ def test_a_failed_build_leaves_the_previous_file_and_no_temporary_files(tmp_path
 
 
 # -- the cache ------------------------------------------------------------------------------------
+
 
 def test_default_demo_db_is_built_once_then_reused() -> None:
     path = demo_db_path()
@@ -127,8 +136,12 @@ def test_two_processes_asking_at_once_share_one_build(tmp_path: Path) -> None:
         "print(p, st.st_ino, st.st_mtime_ns)\n"
     )
     env = {**os.environ, "FLEXSQL_CACHE_DIR": str(tmp_path)}
-    procs = [subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
     outputs = []
     for proc in procs:
         out, err = proc.communicate(timeout=120)
@@ -144,16 +157,22 @@ def test_two_processes_asking_at_once_share_one_build(tmp_path: Path) -> None:
 
 # -- what the catalog shows -------------------------------------------------------------------------
 
+
 def test_catalog_has_keys_and_comments(demo_source) -> None:
     catalog = demo_source.catalog()
     main = {t.name: t for t in catalog.tables if t.schema_name == "main"}
     assert len(main) == 13
     fks = {(t.name, tuple(fk.columns), fk.ref_table) for t in main.values() for fk in t.foreign_keys}
-    for expected in [("order_items", ("order_id",), "orders"), ("order_items", ("product_id",), "products"),
-                     ("orders", ("status",), "order_status"), ("orders", ("customer_id",), "customers"),
-                     ("orders", ("ship_address_id",), "customer_addresses"), ("stores", ("region_id",), "regions"),
-                     ("product_categories", ("parent_category_id",), "product_categories"),
-                     ("returns", ("order_item_id",), "order_items")]:
+    for expected in [
+        ("order_items", ("order_id",), "orders"),
+        ("order_items", ("product_id",), "products"),
+        ("orders", ("status",), "order_status"),
+        ("orders", ("customer_id",), "customers"),
+        ("orders", ("ship_address_id",), "customer_addresses"),
+        ("stores", ("region_id",), "regions"),
+        ("product_categories", ("parent_category_id",), "product_categories"),
+        ("returns", ("order_item_id",), "order_items"),
+    ]:
         assert expected in fks
     assert all(t.primary_key for t in main.values())
     assert all(t.comment for t in catalog.tables)
@@ -175,16 +194,23 @@ def test_sharded_monthly_family_has_identical_columns(demo_source) -> None:
 
 # -- messy values, on purpose --------------------------------------------------------------------------
 
+
 def test_country_is_a_messy_name_in_addresses_and_an_iso_code_in_stores(demo_source) -> None:
-    spellings = {r[0] for r in rows(demo_source,
-                                    "SELECT DISTINCT country FROM customer_addresses "
-                                    "WHERE lower(trim(country)) = 'france'")}
+    spellings = {
+        r[0]
+        for r in rows(
+            demo_source,
+            "SELECT DISTINCT country FROM customer_addresses WHERE lower(trim(country)) = 'france'",
+        )
+    }
     assert {"France", "france", "FRANCE", "France "} <= spellings
     assert ("UK",) in rows(demo_source, "SELECT DISTINCT country FROM customer_addresses")
     codes = {r[0] for r in rows(demo_source, "SELECT DISTINCT country_code FROM stores")}
     assert {"FR", "DE", "GB", "US", None} <= codes
-    cities = {r[0] for r in rows(demo_source, "SELECT DISTINCT city FROM customer_addresses "
-                                              "WHERE lower(city) = 'paris'")}
+    cities = {
+        r[0]
+        for r in rows(demo_source, "SELECT DISTINCT city FROM customer_addresses WHERE lower(city) = 'paris'")
+    }
     assert {"Paris", "paris"} <= cities
 
 
@@ -199,14 +225,18 @@ def test_dates_as_text_nulls_json_and_free_text(demo_source) -> None:
     signups = [r[0] for r in rows(demo_source, "SELECT signup_date FROM customers LIMIT 50")]
     assert all(re.fullmatch(r"\d\d/\d\d/\d{4}", s) for s in signups)
     assert demo_source.catalog().resolve("customers").column("signup_date").type == "VARCHAR"
-    nulls = rows(demo_source, "SELECT count(*) - count(email), count(*) - count(loyalty_tier) FROM customers")[0]
+    nulls = rows(
+        demo_source, "SELECT count(*) - count(email), count(*) - count(loyalty_tier) FROM customers"
+    )[0]
     assert all(n > 0 for n in nulls)
     assert rows(demo_source, "SELECT count(*) FROM stores WHERE city IS NULL") == [(1,)]
     attributes = demo_source.catalog().resolve("products").column("attributes")
     assert attributes.type == "JSON"
     colors = {r[0] for r in rows(demo_source, "SELECT DISTINCT attributes ->> 'color' FROM products")}
     assert "red" in colors
-    sample = rows(demo_source, "SELECT attributes FROM products WHERE attributes ->> 'color' = 'red' LIMIT 1")[0][0]
+    sample = rows(
+        demo_source, "SELECT attributes FROM products WHERE attributes ->> 'color' = 'red' LIMIT 1"
+    )[0][0]
     assert json.loads(sample)["color"] == "red"
     notes = rows(demo_source, "SELECT count(notes) FROM customers")[0][0]
     assert notes > 0
@@ -215,17 +245,23 @@ def test_dates_as_text_nulls_json_and_free_text(demo_source) -> None:
 
 
 def test_payments_add_up_to_the_order_lines(demo_source) -> None:
-    mismatches = rows(demo_source, """
+    mismatches = rows(
+        demo_source,
+        """
         WITH lines AS (SELECT order_id, sum(quantity * unit_price - discount_amount) AS net
                        FROM order_items GROUP BY order_id),
              paid AS (SELECT order_id, sum(amount) AS amount FROM payments GROUP BY order_id)
         SELECT count(*) FROM orders o JOIN lines USING (order_id) JOIN paid USING (order_id)
-        WHERE paid.amount <> lines.net + coalesce(o.shipping_cost, 0)""")
+        WHERE paid.amount <> lines.net + coalesce(o.shipping_cost, 0)""",
+    )
     assert mismatches == [(0,)]
-    assert rows(demo_source, "SELECT count(*) FROM payments JOIN orders USING (order_id) WHERE status = 'C'") == [(0,)]
+    assert rows(
+        demo_source, "SELECT count(*) FROM payments JOIN orders USING (order_id) WHERE status = 'C'"
+    ) == [(0,)]
 
 
 # -- the demo questions -----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("question", DEMO_QUESTIONS, ids=lambda q: q.id)
 def test_demo_question_reference_sql_answers(demo_source, question) -> None:

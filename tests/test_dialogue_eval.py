@@ -17,17 +17,32 @@ from flexsql.evals.dialogue import read_status
 FIXTURES = Path(__file__).parent / "fixtures" / "dialogues"
 TASKS = FIXTURES / "cosql_tiny.json"
 
-RIGHT_BEST = ("SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.id = T2.singer_id GROUP BY T1.id "
-              "ORDER BY count(*) DESC LIMIT 1")
+RIGHT_BEST = (
+    "SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.id = T2.singer_id GROUP BY T1.id "
+    "ORDER BY count(*) DESC LIMIT 1"
+)
 SCRIPT = {
     "How many singers are there?": {"status": "answered", "sql": "SELECT count(*) FROM singer"},
     "Which is the best one?": {"status": "needs_clarification"},
-    "By number of concerts.": {"status": "answered", "sql": RIGHT_BEST, "needs_history": "Which is the best one?"},
+    "By number of concerts.": {
+        "status": "answered",
+        "sql": RIGHT_BEST,
+        "needs_history": "Which is the best one?",
+    },
     "Thanks!": {"status": "reply", "stdout_json": True},
-    "List the singers from France.": {"status": "answered", "sql": "SELECT name FROM singer WHERE country = 'France'"},
-    "What are their phone numbers?": {"status": "answered", "sql": "SELECT name FROM singer"},  # should refuse
-    "Only those older than 40.": {"status": "answered", "needs_history": "List the singers from France.",
-                                  "sql": "SELECT name FROM singer WHERE country = 'France' AND age > 40"},
+    "List the singers from France.": {
+        "status": "answered",
+        "sql": "SELECT name FROM singer WHERE country = 'France'",
+    },
+    "What are their phone numbers?": {
+        "status": "answered",
+        "sql": "SELECT name FROM singer",
+    },  # should refuse
+    "Only those older than 40.": {
+        "status": "answered",
+        "needs_history": "List the singers from France.",
+        "sql": "SELECT name FROM singer WHERE country = 'France' AND age > 40",
+    },
     "Which one is the most famous?": {"status": "needs_clarification"},  # the gold answered with SQL
     "ok": {"status": "reply"},
 }
@@ -54,9 +69,23 @@ def run_eval(tmp_path: Path, out: Path) -> tuple[dict[str, dict], dict, str]:
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SCRIPT))
     command = f"{sys.executable} {FIXTURES / 'agent.py'} {script} {tmp_path / 'order.log'}"
-    result = CliRunner().invoke(eval_command, [str(TASKS), "--runner", "command", "--command", command, "--dbs",
-                                               str(tmp_path / "dbs"), "--out", str(out), "--jobs", "4"],
-                                catch_exceptions=False)
+    result = CliRunner().invoke(
+        eval_command,
+        [
+            str(TASKS),
+            "--runner",
+            "command",
+            "--command",
+            command,
+            "--dbs",
+            str(tmp_path / "dbs"),
+            "--out",
+            str(out),
+            "--jobs",
+            "4",
+        ],
+        catch_exceptions=False,
+    )
     assert result.exit_code == 0, result.output
     records = {}
     for line in (out / "results.jsonl").read_text().splitlines():
@@ -69,9 +98,14 @@ def test_dialogues_are_scored_by_status_and_ex_with_context_and_in_order(tmp_pat
     out = tmp_path / "out"
     got, summary, _ = run_eval(tmp_path, out)
     # status turns
-    assert (got["0-1"]["score"], got["0-1"]["expected_status"], got["0-1"]["returned_status"]) == \
-        (1, "needs_clarification", "needs_clarification")
-    assert got["0-3"]["score"] == 1 and got["0-3"]["returned_status"] == "reply"  # from a JSON object on stdout
+    assert (got["0-1"]["score"], got["0-1"]["expected_status"], got["0-1"]["returned_status"]) == (
+        1,
+        "needs_clarification",
+        "needs_clarification",
+    )
+    assert (
+        got["0-3"]["score"] == 1 and got["0-3"]["returned_status"] == "reply"
+    )  # from a JSON object on stdout
     assert got["1-1"]["score"] == 0 and got["1-1"]["category"] == "wrong_status"
     assert got["1-1"]["reason"] == "unanswerable turn: expected status unanswerable, got answered"
     # SQL turns, follow-ups answered only because the earlier questions were handed over
@@ -84,7 +118,10 @@ def test_dialogues_are_scored_by_status_and_ex_with_context_and_in_order(tmp_pat
         mine = [(turn, seen) for dialogue, turn, seen in runs if dialogue == d]
         assert mine == [(i, i) for i in range(len(mine))]
     history = json.loads((out / "tasks" / "1-2" / "history.json").read_text())
-    assert history == [{"question": "List the singers from France."}, {"question": "What are their phone numbers?"}]
+    assert history == [
+        {"question": "List the singers from France."},
+        {"question": "What are their phone numbers?"},
+    ]
 
     d = summary["dialogue"]
     assert d["question"] == {"scored": 8, "passed": 6, "not_scored": 1, "not_run": 0, "accuracy": 75.0}
@@ -92,10 +129,15 @@ def test_dialogues_are_scored_by_status_and_ex_with_context_and_in_order(tmp_pat
     assert d["per_type"]["answerable"] == {"turns": 5, "scored": 4, "passed": 4, "accuracy": 100.0}
     assert d["per_type"]["ambiguous"] == {"turns": 2, "scored": 2, "passed": 1, "accuracy": 50.0}
     assert d["per_type"]["unanswerable"]["accuracy"] == 0.0 and d["per_type"]["improper"]["accuracy"] == 100.0
-    assert d["confusion"] == {"answered": {"answered": 4, "needs_clarification": 1},
-                              "needs_clarification": {"needs_clarification": 1},
-                              "reply": {"reply": 1}, "unanswerable": {"answered": 1}}
-    assert summary["accuracy_evaluated"] == 100.0 and summary["accuracy_all"] == 80.0  # EX over the 5 SQL turns
+    assert d["confusion"] == {
+        "answered": {"answered": 4, "needs_clarification": 1},
+        "needs_clarification": {"needs_clarification": 1},
+        "reply": {"reply": 1},
+        "unanswerable": {"answered": 1},
+    }
+    assert (
+        summary["accuracy_evaluated"] == 100.0 and summary["accuracy_all"] == 80.0
+    )  # EX over the 5 SQL turns
 
     md = (out / "report.md").read_text()
     assert "- question-level accuracy: **75.00%** (6/8 scored turns; 1 not scored, 0 not run)" in md

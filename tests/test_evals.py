@@ -20,7 +20,10 @@ FIXTURES = Path(__file__).parent / "fixtures" / "spider2"
 
 QUESTIONS = [
     ("How many singers are there?", "SELECT count(*) FROM singer"),
-    ("Names of singers from France, oldest first.", "SELECT name FROM singer WHERE country = 'France' ORDER BY age DESC"),
+    (
+        "Names of singers from France, oldest first.",
+        "SELECT name FROM singer WHERE country = 'France' ORDER BY age DESC",
+    ),
     ("Average age per country.", "SELECT country, avg(age) FROM singer GROUP BY country"),
     ("Concerts per year.", "SELECT year, count(*) FROM concert GROUP BY year"),
     ("Singers with no concert.", "SELECT name FROM singer WHERE id NOT IN (SELECT singer_id FROM concert)"),
@@ -48,7 +51,9 @@ def spider(tmp_path: Path) -> tuple[Path, Path]:
     """A Spider 1.0 style task file and a --dbs folder (<db>/<db>.sqlite, name in another case)."""
     make_db(tmp_path / "dbs" / "Concert_Singer" / "concert_singer.sqlite")
     tasks = tmp_path / "dev.json"
-    tasks.write_text(json.dumps([{"db_id": "concert_singer", "question": q, "query": s} for q, s in QUESTIONS]))
+    tasks.write_text(
+        json.dumps([{"db_id": "concert_singer", "question": q, "query": s} for q, s in QUESTIONS])
+    )
     return tasks, tmp_path / "dbs"
 
 
@@ -82,7 +87,9 @@ def test_gold_runner_scores_every_task_and_writes_outputs(spider, tmp_path: Path
 def write_predictions(folder: Path) -> None:
     folder.mkdir()
     (folder / "0.sql").write_text("```sql\nSELECT count(id) AS n FROM singer\n```\nThis counts the singers.")
-    (folder / "1.sql").write_text("SELECT name FROM singer WHERE country = 'France' ORDER BY age")  # wrong order
+    (folder / "1.sql").write_text(
+        "SELECT name FROM singer WHERE country = 'France' ORDER BY age"
+    )  # wrong order
     (folder / "2.csv").write_text("avg_age,country\n52.0,Netherlands\n32,United States\n34.5,France\n")
     (folder / "3.sql").write_text("SELECT year, count(*) FROM concerts GROUP BY year")  # no such table
     # 4 has no prediction
@@ -92,10 +99,14 @@ def test_predictions_runner_reasons_and_both_denominators(spider, tmp_path: Path
     tasks, dbs = spider
     preds, out = tmp_path / "preds", tmp_path / "out"
     write_predictions(preds)
-    code, output = run_cli(tasks, "--runner", "predictions", "--predictions", preds, "--dbs", dbs, "--out", out)
+    code, output = run_cli(
+        tasks, "--runner", "predictions", "--predictions", preds, "--dbs", dbs, "--out", out
+    )
     assert code == 0, output
     got = results(out)
-    assert got["0"]["score"] == 1 and got["0"]["sql"] == "SELECT count(id) AS n FROM singer"  # the fenced block
+    assert (
+        got["0"]["score"] == 1 and got["0"]["sql"] == "SELECT count(id) AS n FROM singer"
+    )  # the fenced block
     assert got["1"]["score"] == 0 and got["1"]["category"] == "order"
     assert "different order" in got["1"]["reason"]
     # without an eval config, the spider2 scorers keep order exactly when the gold SQL sorts
@@ -121,7 +132,13 @@ def test_rerun_resumes_and_no_resume_starts_over(spider, tmp_path: Path) -> None
     code, output = run_cli(*args)
     assert code == 0 and "2 task(s) already in" in output
     lines = (out / "results.jsonl").read_text().splitlines()
-    assert len(lines) == 5 and sorted(json.loads(x)["instance_id"] for x in lines) == ["0", "1", "2", "3", "4"]
+    assert len(lines) == 5 and sorted(json.loads(x)["instance_id"] for x in lines) == [
+        "0",
+        "1",
+        "2",
+        "3",
+        "4",
+    ]
     run_cli(*args, "--no-resume", "--ids", "3")
     assert list(results(out)) == ["3"]
 
@@ -132,7 +149,9 @@ def test_resume_refuses_another_runs_folder(spider, tmp_path: Path) -> None:
     run_cli(tasks, "--runner", "gold", "--dbs", dbs, "--out", out, "--limit", "1")
     preds = tmp_path / "preds"
     write_predictions(preds)
-    code, output = run_cli(tasks, "--runner", "predictions", "--predictions", preds, "--dbs", dbs, "--out", out)
+    code, output = run_cli(
+        tasks, "--runner", "predictions", "--predictions", preds, "--dbs", dbs, "--out", out
+    )
     assert code != 0 and "holds results of another run" in output
 
 
@@ -172,8 +191,21 @@ def test_command_runner_with_a_stand_in_agent(spider, tmp_path: Path) -> None:
     answers_file.write_text(json.dumps(answers))
     out = tmp_path / "out"
     command = f"{sys.executable} {agent} {answers_file} {{out_dir}} {{instance_id}}"
-    code, output = run_cli(tasks, "--runner", "command", "--command", command, "--dbs", dbs, "--out", out,
-                           "--jobs", "3", "--timeout", "3")
+    code, output = run_cli(
+        tasks,
+        "--runner",
+        "command",
+        "--command",
+        command,
+        "--dbs",
+        dbs,
+        "--out",
+        out,
+        "--jobs",
+        "3",
+        "--timeout",
+        "3",
+    )
     assert code == 0, output
     got = results(out)
     assert got["0"]["score"] == 1 and got["0"]["tokens"] == {"input_tokens": 100, "output_tokens": 7}
@@ -205,8 +237,24 @@ def test_builtin_runner_answers_through_a_real_endpoint(spider, tmp_path: Path) 
 
     tasks, dbs = spider
     with OpenAIStub(GoldScript(load_tasks(tasks))) as stub:
-        code, output = run_cli(tasks, "--runner", "builtin", "--dbs", dbs, "--out", tmp_path / "out", "--jobs", "2",
-                               "--base-url", stub.base_url, "--model", "stub", "--plans", "2", "-q")
+        code, output = run_cli(
+            tasks,
+            "--runner",
+            "builtin",
+            "--dbs",
+            dbs,
+            "--out",
+            tmp_path / "out",
+            "--jobs",
+            "2",
+            "--base-url",
+            stub.base_url,
+            "--model",
+            "stub",
+            "--plans",
+            "2",
+            "-q",
+        )
         stages = {r.stage for r in stub.requests}
     assert code == 0, output
     got = results(tmp_path / "out")
@@ -217,7 +265,9 @@ def test_builtin_runner_answers_through_a_real_endpoint(spider, tmp_path: Path) 
         assert Path(record["trace"]).is_file()
     assert {"classify", "link", "plan", "implement", "evaluate"} <= stages
     report = (tmp_path / "out" / "report.md").read_text()
-    assert "## Agent usage" in report and "| spider |" in report  # calls and tokens per task, accuracy per benchmark
+    assert (
+        "## Agent usage" in report and "| spider |" in report
+    )  # calls and tokens per task, accuracy per benchmark
     html = (tmp_path / "out" / "report.html").read_text()
     assert "Agent usage" in html and "model calls" in html
 
@@ -225,8 +275,22 @@ def test_builtin_runner_answers_through_a_real_endpoint(spider, tmp_path: Path) 
 def test_help_documents_every_option_with_examples() -> None:
     code, output = run_cli("--help")
     assert code == 0
-    for option in ("--runner", "--dbs", "--db", "--gold", "--eval-config", "--predictions", "--scorer", "--jobs",
-                   "--timeout", "--out", "--external-knowledge", "--command", "--via-mcp", "--flavor"):
+    for option in (
+        "--runner",
+        "--dbs",
+        "--db",
+        "--gold",
+        "--eval-config",
+        "--predictions",
+        "--scorer",
+        "--jobs",
+        "--timeout",
+        "--out",
+        "--external-knowledge",
+        "--command",
+        "--via-mcp",
+        "--flavor",
+    ):
         assert option in output
     for example in ("spider2-lite.jsonl", "spider2-snow.jsonl", "dev.json", "cosql_dev.json", "claude -p"):
         assert example in output
@@ -235,10 +299,21 @@ def test_help_documents_every_option_with_examples() -> None:
 def test_spider2_predictions_with_gold_csvs(tmp_path: Path) -> None:
     preds, out = tmp_path / "preds", tmp_path / "out"
     preds.mkdir()
-    (preds / "t001.csv").write_text("id,n,avg,weeks\n0a0a92,1,13664.08,1\n763c8b,2,7274.88,1.5\ndc4802,1,6929.31,1\n")
+    (preds / "t001.csv").write_text(
+        "id,n,avg,weeks\n0a0a92,1,13664.08,1\n763c8b,2,7274.88,1.5\ndc4802,1,6929.31,1\n"
+    )
     (preds / "t002.csv").write_text("x\n4339\n")
-    code, output = run_cli(FIXTURES / "spider2-lite.jsonl", "--runner", "predictions", "--predictions", preds,
-                           "--gold", FIXTURES, "--out", out)
+    code, output = run_cli(
+        FIXTURES / "spider2-lite.jsonl",
+        "--runner",
+        "predictions",
+        "--predictions",
+        preds,
+        "--gold",
+        FIXTURES,
+        "--out",
+        out,
+    )
     assert code == 0, output
     got = results(out)
     assert got["t001"]["scorer"] == "spider2" and got["t001"]["score"] == 1
@@ -250,16 +325,25 @@ def test_spider2_predictions_with_gold_csvs(tmp_path: Path) -> None:
 
 def test_dialogue_turns_are_scored_or_counted_by_type(tmp_path: Path) -> None:
     make_db(tmp_path / "dbs" / "concert_singer.sqlite")
-    dialogues = [{"db_name": "concert_singer", "turns": [
-        {"isUser": True, "text": "How many singers?", "type": "answerable"},
-        {"isUser": False, "text": "", "query": "SELECT count(*) FROM singer"},
-        {"isUser": True, "text": "Which is the best one?", "type": "ambiguous"},
-        {"isUser": False, "text": "Best by what?", "query": ""},
-        {"isUser": True, "text": "And from France?", "type": "answerable"},
-        {"isUser": False, "text": "", "query": "SELECT count(*) FROM singer WHERE country = 'France'"},
-        {"isUser": True, "text": "Thanks!", "type": "improper"},
-        {"isUser": False, "text": "Bye", "query": ""},
-    ]}]
+    dialogues = [
+        {
+            "db_name": "concert_singer",
+            "turns": [
+                {"isUser": True, "text": "How many singers?", "type": "answerable"},
+                {"isUser": False, "text": "", "query": "SELECT count(*) FROM singer"},
+                {"isUser": True, "text": "Which is the best one?", "type": "ambiguous"},
+                {"isUser": False, "text": "Best by what?", "query": ""},
+                {"isUser": True, "text": "And from France?", "type": "answerable"},
+                {
+                    "isUser": False,
+                    "text": "",
+                    "query": "SELECT count(*) FROM singer WHERE country = 'France'",
+                },
+                {"isUser": True, "text": "Thanks!", "type": "improper"},
+                {"isUser": False, "text": "Bye", "query": ""},
+            ],
+        }
+    ]
     tasks = tmp_path / "cosql.json"
     tasks.write_text(json.dumps(dialogues))
     loaded = load_tasks(tasks)
@@ -280,12 +364,28 @@ def test_task_formats_are_detected(tmp_path: Path) -> None:
     assert lite[1].benchmark == "spider2-lite" and lite[1].db == "shopdb"
     assert lite[1].external_knowledge == "moving_average.md" and lite[1].flavor == "lite"
     snow = tmp_path / "snow.jsonl"
-    snow.write_text(json.dumps({"instance_id": "sf001", "instruction": "Top 5 zip codes", "db_id": "WEATHER",
-                                "external_knowledge": None}) + "\n")
+    snow.write_text(
+        json.dumps(
+            {
+                "instance_id": "sf001",
+                "instruction": "Top 5 zip codes",
+                "db_id": "WEATHER",
+                "external_knowledge": None,
+            }
+        )
+        + "\n"
+    )
     (task,) = load_tasks(snow)
-    assert (task.benchmark, task.db, task.question, task.flavor) == ("spider2-snow", "WEATHER", "Top 5 zip codes", "snow")
+    assert (task.benchmark, task.db, task.question, task.flavor) == (
+        "spider2-snow",
+        "WEATHER",
+        "Top 5 zip codes",
+        "snow",
+    )
     bird = tmp_path / "bird.json"
-    bird.write_text(json.dumps([{"question_id": 0, "db_id": "x", "question": "q", "evidence": "e", "SQL": "SELECT 1"}]))
+    bird.write_text(
+        json.dumps([{"question_id": 0, "db_id": "x", "question": "q", "evidence": "e", "SQL": "SELECT 1"}])
+    )
     (task,) = load_tasks(bird)
     assert (task.instance_id, task.gold_sql, task.external_knowledge) == ("0", "SELECT 1", "e")
 
@@ -298,7 +398,10 @@ def test_databases_and_documents_are_found_case_insensitively(tmp_path: Path) ->
     assert locator.url_for("BASEBALL").endswith("/Baseball/baseball.sqlite")
     with pytest.raises(Exception, match="did you mean e_commerce"):
         locator.url_for("ecommerce")
-    assert DatabaseLocator(db_url="snowflake://me@acct/{db}/PUBLIC").url_for("W") == "snowflake://me@acct/W/PUBLIC"
+    assert (
+        DatabaseLocator(db_url="snowflake://me@acct/{db}/PUBLIC").url_for("W")
+        == "snowflake://me@acct/W/PUBLIC"
+    )
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "Moving_Average.md").write_text("how to")
@@ -351,9 +454,25 @@ def test_ctrl_c_stops_agents_keeps_finished_tasks_and_resumes(spider, tmp_path: 
     agent = tmp_path / "agent.py"
     agent.write_text(SLOW_AGENT)
     out = tmp_path / "out"
-    args = [sys.executable, "-c", "from flexsql.evals.cli import eval_command; eval_command()", str(tasks),
-            "--runner", "command", "--command", f"{sys.executable} {agent}", "--dbs", str(dbs), "--out", str(out),
-            "--jobs", "2", "--timeout", "120", "-q"]
+    args = [
+        sys.executable,
+        "-c",
+        "from flexsql.evals.cli import eval_command; eval_command()",
+        str(tasks),
+        "--runner",
+        "command",
+        "--command",
+        f"{sys.executable} {agent}",
+        "--dbs",
+        str(dbs),
+        "--out",
+        str(out),
+        "--jobs",
+        "2",
+        "--timeout",
+        "120",
+        "-q",
+    ]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and len(list(out.glob("tasks/*/started"))) < 2:
@@ -372,10 +491,13 @@ def test_ctrl_c_stops_agents_keeps_finished_tasks_and_resumes(spider, tmp_path: 
     assert not any(alive(pid) for pid in started)  # the agents that were running were stopped
     assert "Interrupted" in (out / "report.md").read_text()
     fast = tmp_path / "fast.py"
-    fast.write_text("import os, pathlib\n(pathlib.Path(os.environ['FLEXSQL_OUT_DIR']) / 'answer.sql')"
-                    ".write_text('SELECT 1')\n")
-    code, output = run_cli(tasks, "--runner", "command", "--command", f"{sys.executable} {fast}", "--dbs", dbs,
-                           "--out", out)
+    fast.write_text(
+        "import os, pathlib\n(pathlib.Path(os.environ['FLEXSQL_OUT_DIR']) / 'answer.sql')"
+        ".write_text('SELECT 1')\n"
+    )
+    code, output = run_cli(
+        tasks, "--runner", "command", "--command", f"{sys.executable} {fast}", "--dbs", dbs, "--out", out
+    )
     assert code == 0 and f"{len(finished)} task(s) already in" in output
     resumed = results(out)
     assert sorted(resumed) == ["0", "1", "2", "3", "4"]
@@ -389,9 +511,20 @@ def test_claude_code_json_output_gives_sql_and_tokens(tmp_path: Path) -> None:
     out.mkdir()
     stdout = tmp_path / "stdout.txt"
     final = "First I tried\n```sql\nSELECT 1\n```\nThe answer:\n```sql\nSELECT count(*) FROM singer\n```"
-    stdout.write_text(json.dumps({"type": "result", "result": final, "total_cost_usd": 0.0123,
-                                  "usage": {"input_tokens": 1200, "output_tokens": 85,
-                                            "server_tool_use": {"web_search_requests": 0}}}))
+    stdout.write_text(
+        json.dumps(
+            {
+                "type": "result",
+                "result": final,
+                "total_cost_usd": 0.0123,
+                "usage": {
+                    "input_tokens": 1200,
+                    "output_tokens": 85,
+                    "server_tool_use": {"web_search_requests": 0},
+                },
+            }
+        )
+    )
     answer = read_answer(out, "7", stdout)
     assert answer.sql == "SELECT count(*) FROM singer" and answer.origin.endswith("final answer")
     assert answer.tokens == {"input_tokens": 1200, "output_tokens": 85} and answer.cost_usd == 0.0123

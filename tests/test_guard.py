@@ -60,7 +60,11 @@ REFUSED: list[tuple[tuple[str, ...], str, str]] = [
     (EVERY, "IMPORT DATABASE '/tmp/x'", r"IMPORT is not allowed"),
     (EVERY, "CHECKPOINT", r"CHECKPOINT is not allowed"),
     (("duckdb",), "FORCE CHECKPOINT", r"FORCE CHECKPOINT is not allowed"),
-    (("postgres",), "START TRANSACTION READ WRITE", r"(transaction control|START TRANSACTION) is not allowed"),
+    (
+        ("postgres",),
+        "START TRANSACTION READ WRITE",
+        r"(transaction control|START TRANSACTION) is not allowed",
+    ),
     (EVERY, "RESET ALL", r"RESET is not allowed"),
     (("duckdb",), "INSTALL httpfs", r"INSTALL is not allowed"),
     (("duckdb", "postgres"), "LOAD 'x'", r"LOAD is not allowed"),
@@ -84,17 +88,29 @@ REFUSED: list[tuple[tuple[str, ...], str, str]] = [
     (("snowflake",), "UNDROP TABLE orders", r"UNDROP is not allowed"),
     (("snowflake",), "COPY INTO @~/x FROM orders", r"COPY is not allowed"),
     # functions, however they are written
-    (EVERY, "SELECT pg_read_file('/etc/passwd')", r"function pg_read_file\(\) is not allowed — it reads files"),
+    (
+        EVERY,
+        "SELECT pg_read_file('/etc/passwd')",
+        r"function pg_read_file\(\) is not allowed — it reads files",
+    ),
     (EVERY, "SELECT PG_READ_FILE('/etc/passwd')", r"function pg_read_file\(\)"),
-    (EVERY, 'SELECT "pg_read_file"(\'/etc/passwd\')', r"function pg_read_file\(\)"),
+    (EVERY, "SELECT \"pg_read_file\"('/etc/passwd')", r"function pg_read_file\(\)"),
     (EVERY, "SELECT pg_catalog.pg_read_file('/etc/passwd')", r"function pg_read_file\(\)"),
     (EVERY, "SELECT pg_read_file /* c */ ('/etc/passwd')", r"function pg_read_file\(\)"),
     (EVERY, "SELECT pg_read_binary_file('/etc/passwd')", r"function pg_read_binary_file\(\)"),
     (EVERY, "SELECT * FROM pg_ls_dir('/')", r"function pg_ls_dir\(\)"),
     (EVERY, "SELECT lo_import('/etc/passwd')", r"function lo_import\(\)"),
-    (EVERY, "SELECT * FROM dblink('host=x', 'SELECT 1') AS t(a int)", r"function dblink\(\) .*another database"),
+    (
+        EVERY,
+        "SELECT * FROM dblink('host=x', 'SELECT 1') AS t(a int)",
+        r"function dblink\(\) .*another database",
+    ),
     (EVERY, "SELECT set_config('role', 'postgres', true)", r"function set_config\(\) .*changes server"),
-    (EVERY, "SELECT query_to_xml('DELETE FROM orders', true, true, '')", r"function query_to_xml\(\) .*runs SQL"),
+    (
+        EVERY,
+        "SELECT query_to_xml('DELETE FROM orders', true, true, '')",
+        r"function query_to_xml\(\) .*runs SQL",
+    ),
     (EVERY, "SELECT * FROM ts_stat('SELECT 1')", r"function ts_stat\(\)"),
     (EVERY, "SELECT nextval('seq')", r"function nextval\(\) .*sequence"),
     (EVERY, "SELECT setval('seq', 5)", r"function setval\(\)"),
@@ -115,7 +131,7 @@ REFUSED: list[tuple[tuple[str, ...], str, str]] = [
     (("duckdb", "snowflake"), "SELECT * FROM glob('/etc/*')", r"function glob\(\)"),
     (EVERY, "SELECT * FROM orders, LATERAL pg_read_file('x') f", r"function pg_read_file\(\)"),
     (EVERY, "SELECT pg_read_file(VARIADIC ARRAY['x'])", r"function pg_read_file\(\)"),
-    (("postgres", "duckdb"), 'SELECT U&"pg\\005fread\\005ffile"(\'/etc/passwd\')', r"Unicode-escaped"),
+    (("postgres", "duckdb"), "SELECT U&\"pg\\005fread\\005ffile\"('/etc/passwd')", r"Unicode-escaped"),
     (("postgres",), "SELECT U&'\\0041'", r"Unicode-escaped"),
     (("snowflake",), "SELECT SYSTEM$ABORT_SESSION(1)", r"function system\$abort_session\(\)"),
     (("snowflake",), "SELECT seq.nextval", r"sequence NEXTVAL"),
@@ -154,8 +170,8 @@ ALLOWED: dict[str, list[str]] = {
         "SELECT * FROM orders WHERE status = 'delete'",
         "SELECT status, count(*) AS n FROM orders GROUP BY status ORDER BY n DESC",
         "SELECT 'DROP TABLE orders; --' AS note",
-        "SELECT status AS \"delete\" FROM orders",
-        "SELECT order_id AS \"update\", quantity AS \"set\" FROM orders",
+        'SELECT status AS "delete" FROM orders',
+        'SELECT order_id AS "update", quantity AS "set" FROM orders',
         "WITH t AS (SELECT * FROM orders) SELECT count(*) FROM t",
         "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 5) SELECT sum(i) FROM r",
         "SELECT order_id, row_number() OVER (PARTITION BY customer_id ORDER BY order_date) AS rn FROM orders",
@@ -246,9 +262,11 @@ def _allowed_cases() -> list[tuple[str, str]]:
     return [(d, sql) for d in DIALECTS for sql in ALLOWED["*"] + ALLOWED[d]]
 
 
-@pytest.mark.parametrize(("dialect", "sql", "message"),
-                         [(d, sql, msg) for dialects, sql, msg in REFUSED for d in dialects],
-                         ids=lambda v: v[:40] if isinstance(v, str) else v)
+@pytest.mark.parametrize(
+    ("dialect", "sql", "message"),
+    [(d, sql, msg) for dialects, sql, msg in REFUSED for d in dialects],
+    ids=lambda v: v[:40] if isinstance(v, str) else v,
+)
 def test_refused(dialect, sql, message):
     with pytest.raises(RefusedError) as info:
         check_sql(sql, dialect)
@@ -263,14 +281,17 @@ def test_allowed(dialect, sql):
     assert check_sql(sql, dialect)
 
 
-@pytest.mark.parametrize(("sql", "expected"), [
-    ("SELECT 1;", "SELECT 1"),
-    ("SELECT 1;;  ", "SELECT 1"),
-    ("SELECT 1; -- done", "SELECT 1"),
-    ("SELECT 1; /* done */", "SELECT 1"),
-    ("  SELECT ';' AS x ;", "SELECT ';' AS x"),
-    ("SELECT 1 -- keep", "SELECT 1 -- keep"),
-])
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        ("SELECT 1;", "SELECT 1"),
+        ("SELECT 1;;  ", "SELECT 1"),
+        ("SELECT 1; -- done", "SELECT 1"),
+        ("SELECT 1; /* done */", "SELECT 1"),
+        ("  SELECT ';' AS x ;", "SELECT ';' AS x"),
+        ("SELECT 1 -- keep", "SELECT 1 -- keep"),
+    ],
+)
 def test_returns_the_single_statement_without_what_follows_it(sql, expected):
     for dialect in DIALECTS:
         assert check_sql(sql, dialect) == expected
@@ -287,14 +308,29 @@ def test_oversized_text_is_refused_before_parsing():
         check_sql("SELECT " + "1 + " * (MAX_SQL_CHARS // 4) + "1", "duckdb")
 
 
-@pytest.mark.parametrize(("name", "dialect", "denied"), [
-    ("pg_read_file", "postgres", True), ("PG_READ_FILE", "postgres", True), ("pg_ls_waldir", "postgres", True),
-    ("dblink_exec", "postgres", True), ("lo_unlink", "postgres", True), ("binary_upgrade_set_next_pg_type_oid", "postgres", True),
-    ("system$wait", "snowflake", True), ("read_json_auto", "duckdb", True), ("glob", "duckdb", True),
-    ("glob", "sqlite", False), ("sqlite_version", "sqlite", False), ("lower", "postgres", False),
-    ("pg_typeof", "postgres", False), ("current_setting", "postgres", False), ("generate_series", "duckdb", False),
-    ("pg_size_pretty", "postgres", False), ("lo", "postgres", False), ("nextval", None, True),
-])
+@pytest.mark.parametrize(
+    ("name", "dialect", "denied"),
+    [
+        ("pg_read_file", "postgres", True),
+        ("PG_READ_FILE", "postgres", True),
+        ("pg_ls_waldir", "postgres", True),
+        ("dblink_exec", "postgres", True),
+        ("lo_unlink", "postgres", True),
+        ("binary_upgrade_set_next_pg_type_oid", "postgres", True),
+        ("system$wait", "snowflake", True),
+        ("read_json_auto", "duckdb", True),
+        ("glob", "duckdb", True),
+        ("glob", "sqlite", False),
+        ("sqlite_version", "sqlite", False),
+        ("lower", "postgres", False),
+        ("pg_typeof", "postgres", False),
+        ("current_setting", "postgres", False),
+        ("generate_series", "duckdb", False),
+        ("pg_size_pretty", "postgres", False),
+        ("lo", "postgres", False),
+        ("nextval", None, True),
+    ],
+)
 def test_denied_function_table(name, dialect, denied):
     assert is_denied_function(name, dialect) is denied
 
@@ -302,20 +338,23 @@ def test_denied_function_table(name, dialect, denied):
 # -- engine-side checks that need no server -------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("sql", "refused"), [
-    ("SELECT 1", None),
-    ("SELECT * FROM orders WHERE status = 'S'", None),
-    ("SELECT configuration, set_configured FROM t", None),
-    ("SELECT set_config('role', 'postgres', true)", "set_config()"),
-    ("SELECT pg_catalog.\"set_config\"('role', 'postgres', true)", "set_config()"),
-    ("SELECT SET_CONFIG('role', 'postgres', true)", "set_config()"),
-    ("SELECT query_to_xml('SELECT 1', true, true, '')", "query_to_xml()"),
-    ("SELECT * FROM dblink('x', 'y') AS t(a int)", "dblink()"),
-    ("SELECT pg_try_advisory_lock(1)", "pg_try_advisory_lock()"),
-    ("SELECT txid_current()", "txid_current()"),
-    ("SELECT pg_logical_emit_message(false, 'a', 'b')", "pg_logical_emit_message()"),
-    ("SELECT U&\"set\\005fconfig\"('role', 'postgres', true)", 'U&"…"'),
-])
+@pytest.mark.parametrize(
+    ("sql", "refused"),
+    [
+        ("SELECT 1", None),
+        ("SELECT * FROM orders WHERE status = 'S'", None),
+        ("SELECT configuration, set_configured FROM t", None),
+        ("SELECT set_config('role', 'postgres', true)", "set_config()"),
+        ("SELECT pg_catalog.\"set_config\"('role', 'postgres', true)", "set_config()"),
+        ("SELECT SET_CONFIG('role', 'postgres', true)", "set_config()"),
+        ("SELECT query_to_xml('SELECT 1', true, true, '')", "query_to_xml()"),
+        ("SELECT * FROM dblink('x', 'y') AS t(a int)", "dblink()"),
+        ("SELECT pg_try_advisory_lock(1)", "pg_try_advisory_lock()"),
+        ("SELECT txid_current()", "txid_current()"),
+        ("SELECT pg_logical_emit_message(false, 'a', 'b')", "pg_logical_emit_message()"),
+        ("SELECT U&\"set\\005fconfig\"('role', 'postgres', true)", 'U&"…"'),
+    ],
+)
 def test_postgres_engine_name_net(sql, refused):
     from flexsql.tools.sources.postgres_source import engine_refusal
 
@@ -326,38 +365,44 @@ def test_postgres_engine_name_net(sql, refused):
         assert message is not None and message.startswith("refused by the engine: ") and refused in message
 
 
-@pytest.mark.parametrize(("sql", "sent"), [
-    ("SELECT 1", "SELECT * FROM (\nSELECT 1\n)"),
-    ("SELECT 1;", "SELECT * FROM (\nSELECT 1\n)"),
-    ("SELECT ';' AS x -- c", "SELECT * FROM (\nSELECT ';' AS x -- c\n)"),
-    ("WITH x AS (SELECT 1) SELECT * FROM x", "SELECT * FROM (\nWITH x AS (SELECT 1) SELECT * FROM x\n)"),
-    ("DELETE FROM orders", "SELECT * FROM (\nDELETE FROM orders\n)"),  # Snowflake's own parser refuses it
-    ("SHOW TABLES", "SHOW TABLES"),
-    ("DESC TABLE orders", "DESC TABLE orders"),
-    ("EXPLAIN USING TEXT SELECT 1", "EXPLAIN USING TEXT SELECT 1"),
-])
+@pytest.mark.parametrize(
+    ("sql", "sent"),
+    [
+        ("SELECT 1", "SELECT * FROM (\nSELECT 1\n)"),
+        ("SELECT 1;", "SELECT * FROM (\nSELECT 1\n)"),
+        ("SELECT ';' AS x -- c", "SELECT * FROM (\nSELECT ';' AS x -- c\n)"),
+        ("WITH x AS (SELECT 1) SELECT * FROM x", "SELECT * FROM (\nWITH x AS (SELECT 1) SELECT * FROM x\n)"),
+        ("DELETE FROM orders", "SELECT * FROM (\nDELETE FROM orders\n)"),  # Snowflake's own parser refuses it
+        ("SHOW TABLES", "SHOW TABLES"),
+        ("DESC TABLE orders", "DESC TABLE orders"),
+        ("EXPLAIN USING TEXT SELECT 1", "EXPLAIN USING TEXT SELECT 1"),
+    ],
+)
 def test_snowflake_wrapper_sends(sql, sent):
     from flexsql.tools.sources.snowflake_source import SnowflakeSource
 
     assert SnowflakeSource.engine_wrap(sql) == sent
 
 
-@pytest.mark.parametrize(("sql", "reason"), [
-    ("SELECT 1) ; DELETE FROM orders WHERE (1 = 1", "several statements"),
-    ("SELECT 1) UNION ALL (SELECT 2", "without its '('"),
-    ("SELECT (1", "unclosed"),
-    ("SHOW TABLES; DELETE FROM orders", "several statements"),
-    ("EXPLAIN ANALYZE DELETE FROM orders", "EXPLAIN ANALYZE"),
-    ("EXPLAIN DELETE FROM orders", "not a query"),
-    ("SELECT seq.nextval", "NEXTVAL"),
-    ("SELECT \"SEQ\".\"NEXTVAL\"", "NEXTVAL"),
-    ("SELECT IDENTIFIER('seq.nextval')", "IDENTIFIER"),
-    ("SELECT $1 FROM @~/x", "stage"),
-    ("SELECT * FROM read_text('/etc/passwd')", "read_text()"),
-    ("SELECT * FROM '/etc/passwd'", "as a table"),
-    ("SELECT * FROM orders, '/etc/passwd'", "as a table"),
-    ("SELECT SYSTEM$WAIT(1)", "system$wait()"),
-])
+@pytest.mark.parametrize(
+    ("sql", "reason"),
+    [
+        ("SELECT 1) ; DELETE FROM orders WHERE (1 = 1", "several statements"),
+        ("SELECT 1) UNION ALL (SELECT 2", "without its '('"),
+        ("SELECT (1", "unclosed"),
+        ("SHOW TABLES; DELETE FROM orders", "several statements"),
+        ("EXPLAIN ANALYZE DELETE FROM orders", "EXPLAIN ANALYZE"),
+        ("EXPLAIN DELETE FROM orders", "not a query"),
+        ("SELECT seq.nextval", "NEXTVAL"),
+        ('SELECT "SEQ"."NEXTVAL"', "NEXTVAL"),
+        ("SELECT IDENTIFIER('seq.nextval')", "IDENTIFIER"),
+        ("SELECT $1 FROM @~/x", "stage"),
+        ("SELECT * FROM read_text('/etc/passwd')", "read_text()"),
+        ("SELECT * FROM '/etc/passwd'", "as a table"),
+        ("SELECT * FROM orders, '/etc/passwd'", "as a table"),
+        ("SELECT SYSTEM$WAIT(1)", "system$wait()"),
+    ],
+)
 def test_snowflake_wrapper_refuses(sql, reason):
     from flexsql.errors import QueryError
     from flexsql.tools.sources.snowflake_source import SnowflakeSource
@@ -370,11 +415,17 @@ def test_snowflake_wrapper_refuses(sql, reason):
 # -- the guard's "yes" is a query the engine answers --------------------------------------------------------
 
 RUNS: dict[str, list[str]] = {
-    engine: [sql for sql in ALLOWED["*"] + ALLOWED[engine] if "sqlite_master" not in sql or engine == "sqlite"]
+    engine: [
+        sql for sql in ALLOWED["*"] + ALLOWED[engine] if "sqlite_master" not in sql or engine == "sqlite"
+    ]
     for engine in DIALECTS
 }
 # Snowflake statements the emulator (fakesnow on DuckDB) cannot run, though real Snowflake does.
-EMULATOR_GAPS = {"EXPLAIN SELECT * FROM orders", "VALUES (1, 'a'), (2, 'b')", "SELECT PARSE_JSON('{\"a\": 1}'):a"}
+EMULATOR_GAPS = {
+    "EXPLAIN SELECT * FROM orders",
+    "VALUES (1, 'a'), (2, 'b')",
+    "SELECT PARSE_JSON('{\"a\": 1}'):a",
+}
 
 
 def test_allowed_queries_run_on_every_engine(shop, engine):

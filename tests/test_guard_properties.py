@@ -24,28 +24,128 @@ DIALECTS = ["duckdb", "sqlite", "postgres", "snowflake"]
 ALLOWED_ERRORS = (RefusedError, QueryError, NotFoundError)
 
 KEYWORDS = [
-    "SELECT", "FROM", "WHERE", "WITH", "AS", "UNION", "ALL", "VALUES", "JOIN", "ON", "GROUP BY", "ORDER BY", "LIMIT",
-    "INSERT", "INTO", "UPDATE", "SET", "DELETE", "DROP", "TABLE", "CREATE", "ALTER", "TRUNCATE", "MERGE", "COPY", "TO",
-    "ATTACH", "DETACH", "INSTALL", "LOAD", "PRAGMA", "CALL", "EXPLAIN", "ANALYZE", "SHOW", "DESCRIBE", "BEGIN",
-    "COMMIT", "ROLLBACK", "RETURNING", "FOR UPDATE", "DO", "EXECUTE", "PREPARE", "RESET", "USE", "VACUUM", "GRANT",
-    "LATERAL", "PROGRAM", "STDOUT", "NULL", "TRUE", "CASE", "WHEN", "THEN", "END", "NOT", "EXISTS", "IN", "IMMEDIATE",
+    "SELECT",
+    "FROM",
+    "WHERE",
+    "WITH",
+    "AS",
+    "UNION",
+    "ALL",
+    "VALUES",
+    "JOIN",
+    "ON",
+    "GROUP BY",
+    "ORDER BY",
+    "LIMIT",
+    "INSERT",
+    "INTO",
+    "UPDATE",
+    "SET",
+    "DELETE",
+    "DROP",
+    "TABLE",
+    "CREATE",
+    "ALTER",
+    "TRUNCATE",
+    "MERGE",
+    "COPY",
+    "TO",
+    "ATTACH",
+    "DETACH",
+    "INSTALL",
+    "LOAD",
+    "PRAGMA",
+    "CALL",
+    "EXPLAIN",
+    "ANALYZE",
+    "SHOW",
+    "DESCRIBE",
+    "BEGIN",
+    "COMMIT",
+    "ROLLBACK",
+    "RETURNING",
+    "FOR UPDATE",
+    "DO",
+    "EXECUTE",
+    "PREPARE",
+    "RESET",
+    "USE",
+    "VACUUM",
+    "GRANT",
+    "LATERAL",
+    "PROGRAM",
+    "STDOUT",
+    "NULL",
+    "TRUE",
+    "CASE",
+    "WHEN",
+    "THEN",
+    "END",
+    "NOT",
+    "EXISTS",
+    "IN",
+    "IMMEDIATE",
 ]
-PUNCTUATION = ["(", ")", ",", ";", "*", ".", "=", "'", '"', "--", "/*", "*/", "$$", "::", "@", "U&", "\\", "\n", "||"]
-FUNCTIONS = ["pg_read_file", "read_text", "read_csv", "nextval", "set_config", "query", "query_to_xml", "lo_import",
-             "glob", "readfile", "load_extension", "dblink", "count", "lower", "sum", "coalesce"]
+PUNCTUATION = [
+    "(",
+    ")",
+    ",",
+    ";",
+    "*",
+    ".",
+    "=",
+    "'",
+    '"',
+    "--",
+    "/*",
+    "*/",
+    "$$",
+    "::",
+    "@",
+    "U&",
+    "\\",
+    "\n",
+    "||",
+]
+FUNCTIONS = [
+    "pg_read_file",
+    "read_text",
+    "read_csv",
+    "nextval",
+    "set_config",
+    "query",
+    "query_to_xml",
+    "lo_import",
+    "glob",
+    "readfile",
+    "load_extension",
+    "dblink",
+    "count",
+    "lower",
+    "sum",
+    "coalesce",
+]
 TABLES = ["orders", "customers", "products", "shipped_orders", "seq", "pg_catalog.pg_class", "'x.csv'"]
 
 identifiers = st.from_regex(r"[A-Za-z_][A-Za-z0-9_$]{0,12}", fullmatch=True)
-literals = st.one_of(st.text(max_size=12).map(lambda s: "'" + s.replace("'", "''") + "'"),
-                     st.integers(-10, 10**6).map(str))
+literals = st.one_of(
+    st.text(max_size=12).map(lambda s: "'" + s.replace("'", "''") + "'"), st.integers(-10, 10**6).map(str)
+)
 token_soup = st.lists(
-    st.one_of(st.sampled_from(KEYWORDS), st.sampled_from(PUNCTUATION), st.sampled_from(FUNCTIONS),
-              st.sampled_from(TABLES), identifiers, literals),
+    st.one_of(
+        st.sampled_from(KEYWORDS),
+        st.sampled_from(PUNCTUATION),
+        st.sampled_from(FUNCTIONS),
+        st.sampled_from(TABLES),
+        identifiers,
+        literals,
+    ),
     max_size=25,
 ).map(" ".join)
 # Soups that start like a query get further into the parser and the engines.
-query_soup = st.tuples(st.sampled_from(["SELECT", "WITH x AS (SELECT 1)", "EXPLAIN", "VALUES (", "FROM", "("]),
-                       token_soup).map(" ".join)
+query_soup = st.tuples(
+    st.sampled_from(["SELECT", "WITH x AS (SELECT 1)", "EXPLAIN", "VALUES (", "FROM", "("]), token_soup
+).map(" ".join)
 random_sql = st.one_of(st.text(max_size=200), token_soup, query_soup)
 
 
@@ -53,11 +153,18 @@ def _relation(name: str, quoted: bool) -> str:
     return '"' + name.replace('"', '""') + '"' if quoted else name
 
 
-random_select = st.builds(lambda name, quoted: f"SELECT * FROM {_relation(name, quoted)}",
-                          st.text(min_size=1, max_size=40), st.booleans())
+random_select = st.builds(
+    lambda name, quoted: f"SELECT * FROM {_relation(name, quoted)}",
+    st.text(min_size=1, max_size=40),
+    st.booleans(),
+)
 
-PROPERTY_SETTINGS = settings(max_examples=200, deadline=None, derandomize=False,
-                             suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+PROPERTY_SETTINGS = settings(
+    max_examples=200,
+    deadline=None,
+    derandomize=False,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 
 @PROPERTY_SETTINGS
@@ -116,8 +223,11 @@ def _disguise(sql: str, separators: list[str], flips: list[bool]) -> str:
 
 
 @PROPERTY_SETTINGS
-@given(seed=st.sampled_from(SEEDS), separators=st.lists(st.sampled_from(SEPARATORS), min_size=1, max_size=6),
-       flips=st.lists(st.booleans(), min_size=1, max_size=9))
+@given(
+    seed=st.sampled_from(SEEDS),
+    separators=st.lists(st.sampled_from(SEPARATORS), min_size=1, max_size=6),
+    flips=st.lists(st.booleans(), min_size=1, max_size=9),
+)
 def test_disguised_attacks_stay_refused(seed, separators, flips):
     sql = _disguise(seed, separators, flips)
     for dialect in DIALECTS:

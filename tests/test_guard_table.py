@@ -116,16 +116,21 @@ def test_allowed_rows_run_on_every_engine(shop_source):
     assert not failures, "\n".join(failures)
 
 
-@pytest.mark.parametrize(("sql", "outer"), [
-    ("SELECT name, price AS p FROM products ORDER BY p DESC, name", " ORDER BY 2 DESC, 1"),
-    ("SELECT category, count(*) FROM products GROUP BY category ORDER BY count(*) DESC LIMIT 2",
-     " ORDER BY 2 DESC"),
-    ("SELECT name FROM customers ORDER BY 1 NULLS FIRST", " ORDER BY 1 NULLS FIRST"),
-    ("SELECT name FROM customers UNION ALL SELECT title FROM products ORDER BY name", " ORDER BY 1"),
-    ("(SELECT name FROM customers ORDER BY name)", " ORDER BY 1"),
-    ("SELECT name FROM customers", ""),
-    ("SELECT * FROM (SELECT name FROM customers ORDER BY name)", ""),  # an inner order orders nothing
-])
+@pytest.mark.parametrize(
+    ("sql", "outer"),
+    [
+        ("SELECT name, price AS p FROM products ORDER BY p DESC, name", " ORDER BY 2 DESC, 1"),
+        (
+            "SELECT category, count(*) FROM products GROUP BY category ORDER BY count(*) DESC LIMIT 2",
+            " ORDER BY 2 DESC",
+        ),
+        ("SELECT name FROM customers ORDER BY 1 NULLS FIRST", " ORDER BY 1 NULLS FIRST"),
+        ("SELECT name FROM customers UNION ALL SELECT title FROM products ORDER BY name", " ORDER BY 1"),
+        ("(SELECT name FROM customers ORDER BY name)", " ORDER BY 1"),
+        ("SELECT name FROM customers", ""),
+        ("SELECT * FROM (SELECT name FROM customers ORDER BY name)", ""),  # an inner order orders nothing
+    ],
+)
 def test_snowflake_wrapper_keeps_the_order_outside(sql, outer):
     from flexsql.tools.sources.snowflake_source import SnowflakeSource
 

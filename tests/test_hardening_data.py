@@ -55,6 +55,7 @@ def pg_schema(*statements: str) -> Iterator[tuple[str, str]]:
 
 # -- 1. find_values must not serve deleted values -----------------------------------------------------
 
+
 def _cities_duckdb(path: Path) -> None:
     conn = duckdb.connect(str(path))
     conn.execute("CREATE TABLE cities (name VARCHAR)")
@@ -97,8 +98,9 @@ def test_find_values_forgets_deleted_values_sqlite(tmp_path: Path) -> None:
 def test_find_values_forgets_deleted_values_postgres() -> None:
     import psycopg
 
-    with pg_schema("CREATE TABLE cities (name text)", "INSERT INTO cities VALUES ('Lyon'), ('Paris'), ('Nantes')") \
-            as (url, dsn):
+    with pg_schema(
+        "CREATE TABLE cities (name text)", "INSERT INTO cities VALUES ('Lyon'), ('Paris'), ('Nantes')"
+    ) as (url, dsn):
         ctx = context(url)
         assert [m.value for m in find_values(ctx, "Nantes").matches] == ["Nantes"]
         with psycopg.connect(dsn, autocommit=True) as conn:
@@ -123,13 +125,16 @@ def test_find_values_rebuilds_entries_past_the_age_limit(tmp_path: Path) -> None
     ctx.limits = ctx.limits.model_copy(update={"value_index_ttl_s": 0.001})
     time.sleep(0.01)
     again = find_values(ctx, "Lyon")
-    assert again.index_tables_built == 1  # past [limits] value_index_ttl_s: rebuilt although the file is unchanged
+    assert (
+        again.index_tables_built == 1
+    )  # past [limits] value_index_ttl_s: rebuilt although the file is unchanged
     assert again.index_age_s is not None and again.index_age_s < 5
     ctx.limits = ctx.limits.model_copy(update={"value_index_ttl_s": 3600})
     assert find_values(ctx, "Lyon").index_tables_built == 0  # within it: reused
 
 
 # -- 2. describe_table examples after a refresh ---------------------------------------------------------
+
 
 def test_describe_table_examples_follow_a_refresh(tmp_path: Path) -> None:
     path = tmp_path / "cities.duckdb"
@@ -147,9 +152,14 @@ def test_describe_table_examples_follow_a_refresh(tmp_path: Path) -> None:
 
 # -- 3. names: case, dots, families ---------------------------------------------------------------------
 
+
 def test_postgres_names_differing_only_in_case() -> None:
-    with pg_schema("CREATE TABLE orders (id int, status text)", 'CREATE TABLE "Orders" (id int, "Status" text)',
-                   "INSERT INTO orders VALUES (1, 'low')", "INSERT INTO \"Orders\" VALUES (2, 'UP')") as (url, _):
+    with pg_schema(
+        "CREATE TABLE orders (id int, status text)",
+        'CREATE TABLE "Orders" (id int, "Status" text)',
+        "INSERT INTO orders VALUES (1, 'low')",
+        "INSERT INTO \"Orders\" VALUES (2, 'UP')",
+    ) as (url, _):
         ctx = context(url)
         try:
             schema = ctx.source().catalog().default_schema
@@ -187,6 +197,7 @@ def test_dotted_table_names_resolve(tmp_path: Path) -> None:
 
 # -- 4. a DuckDB file named like one of its schemas (issue 12 item 5) ----------------------------------
 
+
 def test_duckdb_file_named_like_its_schema(tmp_path: Path) -> None:
     path = tmp_path / "sales.duckdb"
     conn = duckdb.connect(str(path))
@@ -205,6 +216,7 @@ def test_duckdb_file_named_like_its_schema(tmp_path: Path) -> None:
 
 # -- 5. the text the model reads ---------------------------------------------------------------------
 
+
 def test_cell_text_shows_values_as_they_are() -> None:
     assert cell_text(1e-20) == "1e-20"
     assert cell_text(123456789.123) == "123456789.123"
@@ -220,8 +232,11 @@ def test_cell_text_shows_values_as_they_are() -> None:
 
 def test_duckdb_text_keeps_months_nanoseconds_and_infinity(tmp_path: Path) -> None:
     ctx = context("duckdb://:memory:")
-    out = run_query(ctx, "SELECT INTERVAL 1 MONTH AS m, '2024-01-01 12:00:00.123456789'::TIMESTAMP_NS AS ns, "
-                         "'infinity'::TIMESTAMP AS inf, 0.1::REAL AS r, 1e-20::DOUBLE AS tiny, 'NULL' AS s, NULL AS n")
+    out = run_query(
+        ctx,
+        "SELECT INTERVAL 1 MONTH AS m, '2024-01-01 12:00:00.123456789'::TIMESTAMP_NS AS ns, "
+        "'infinity'::TIMESTAMP AS inf, 0.1::REAL AS r, 1e-20::DOUBLE AS tiny, 'NULL' AS s, NULL AS n",
+    )
     text = out.to_text()
     row = text.splitlines()[2]
     cells = [c.strip() for c in row.split("|")]
@@ -234,16 +249,22 @@ def test_duckdb_text_keeps_months_nanoseconds_and_infinity(tmp_path: Path) -> No
 
 # -- 7. valid data that used to fail -------------------------------------------------------------------
 
+
 def test_postgres_special_values_load() -> None:
     with pg_schema() as (url, _):
         ctx = context(url)
         try:
-            out = run_query(ctx, "SELECT 'NaN'::numeric AS nan, 'Infinity'::numeric AS inf, "
-                                 "'infinity'::timestamp AS ts, '-infinity'::date AS d, '24:00'::time AS t, "
-                                 "interval '1 mon' AS iv, 12.5::numeric AS exact")
+            out = run_query(
+                ctx,
+                "SELECT 'NaN'::numeric AS nan, 'Infinity'::numeric AS inf, "
+                "'infinity'::timestamp AS ts, '-infinity'::date AS d, '24:00'::time AS t, "
+                "interval '1 mon' AS iv, 12.5::numeric AS exact",
+            )
             json.dumps(out.model_dump(mode="json"))
             row = out.rows[0]
-            assert row[2] == "infinity" and row[3] == "-infinity" and row[4] == "24:00:00" and row[5] == "1 mon"
+            assert (
+                row[2] == "infinity" and row[3] == "-infinity" and row[4] == "24:00:00" and row[5] == "1 mon"
+            )
             assert str(row[0]).lower() == "nan" and str(row[1]).lower() == "inf"
             text = out.to_text()
             assert "infinity" in text and "24:00:00" in text and "1 mon" in text
@@ -252,10 +273,12 @@ def test_postgres_special_values_load() -> None:
 
 
 def test_profile_and_find_values_on_postgres_special_types() -> None:
-    with pg_schema("CREATE TYPE mood AS ENUM ('sad', 'happy')",
-                   "CREATE TABLE t (m mood, j jsonb, a text[], iv interval, r int4range, p point, money_col money)",
-                   "INSERT INTO t VALUES ('happy', '{\"city\": \"Quimper\"}', '{Brest,Morlaix}', '1 mon', '[1,5)', "
-                   "'(1,2)', '3.50'), ('sad', '{}', '{}', '2 days', 'empty', '(0,0)', '1.00')") as (url, _):
+    with pg_schema(
+        "CREATE TYPE mood AS ENUM ('sad', 'happy')",
+        "CREATE TABLE t (m mood, j jsonb, a text[], iv interval, r int4range, p point, money_col money)",
+        "INSERT INTO t VALUES ('happy', '{\"city\": \"Quimper\"}', '{Brest,Morlaix}', '1 mon', '[1,5)', "
+        "'(1,2)', '3.50'), ('sad', '{}', '{}', '2 days', 'empty', '(0,0)', '1.00')",
+    ) as (url, _):
         ctx = context(url)
         try:
             assert profile_column(ctx, "t", "iv").distinct == 2
@@ -286,11 +309,18 @@ def test_ten_megabyte_value(tmp_path: Path) -> None:
 
 # -- 9. CLI errors -----------------------------------------------------------------------------------------
 
+
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "FLEXSQL_CONFIG": ""}
     env.pop("FLEXSQL_CONFIG")
-    return subprocess.run([sys.executable, "-m", "flexsql.server", *args], capture_output=True, text=True,
-                          timeout=120, cwd=cwd, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "flexsql.server", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env=env,
+    )
 
 
 def test_cli_sources_errors_are_clear(tmp_path: Path) -> None:
@@ -298,8 +328,12 @@ def test_cli_sources_errors_are_clear(tmp_path: Path) -> None:
     duckdb.connect(str(duck)).close()
     lite = tmp_path / "file.sqlite"
     sqlite3.connect(lite).execute("CREATE TABLE t (x)").connection.close()
-    cases = [("sources", "--db", f"sqlite:///{duck}"), ("sources", "--db", str(duck)), ("sources", "--db", ""),
-             ("sources", "--db", f"duckdb:///{lite}")]
+    cases = [
+        ("sources", "--db", f"sqlite:///{duck}"),
+        ("sources", "--db", str(duck)),
+        ("sources", "--db", ""),
+        ("sources", "--db", f"duckdb:///{lite}"),
+    ]
     for args in cases:
         proc = _cli(*args, cwd=tmp_path)
         assert "Traceback" not in proc.stderr, (args, proc.stderr[-2000:])
@@ -318,9 +352,17 @@ def test_duckdb_errors_name_the_real_cause(tmp_path: Path) -> None:
     locked_dir = tmp_path / "version-2"  # a path holding "version" must not read as a version mismatch
     locked_dir.mkdir()
     path = locked_dir / "held.duckdb"
-    holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
-                               "c.execute('CREATE TABLE t (x INT)'); print('ready', flush=True); time.sleep(60)",
-                               str(path)], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
+            "c.execute('CREATE TABLE t (x INT)'); print('ready', flush=True); time.sleep(60)",
+            str(path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "ready"
         with pytest.raises(ConfigError) as info:

@@ -55,6 +55,7 @@ def past_host_check(answer: httpx2.Response) -> bool:
 
 # -- 1. binding off loopback ----------------------------------------------------------------------------
 
+
 @pytest.mark.anyio
 @pytest.mark.skipif(not loopback_alias_available(), reason="127.0.0.2 cannot be bound on this machine")
 async def test_a_bind_on_another_address_answers_clients_that_use_it(tmp_path):
@@ -72,8 +73,9 @@ async def test_a_wildcard_bind_answers_on_the_machines_addresses_and_names(tmp_p
         port = endpoint.rsplit(":", 1)[1].split("/")[0]
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}", **MCP_ACCEPT}) as http:
             # the machine's own name, as a client on the LAN would write it
-            by_name = await http.post(endpoint, json=LIST_TOOLS,
-                                      headers={"Host": f"{socket.gethostname()}:{port}"})
+            by_name = await http.post(
+                endpoint, json=LIST_TOOLS, headers={"Host": f"{socket.gethostname()}:{port}"}
+            )
             assert past_host_check(by_name), by_name.text
             # DNS rebinding stays refused, and the refusal says how to allow a name
             rebound = await http.post(endpoint, json=LIST_TOOLS, headers={"Host": f"evil.example:{port}"})
@@ -84,7 +86,10 @@ async def test_a_wildcard_bind_answers_on_the_machines_addresses_and_names(tmp_p
 @pytest.mark.anyio
 async def test_allowed_host_adds_a_name_a_proxy_or_dns_uses(tmp_path):
     extra = ["--allowed-host", "db-tools.internal", "--allowed-host", "mcp.example.org:443"]
-    with http_server(make_duckdb(tmp_path), token=TOKEN, host="0.0.0.0", extra_args=extra) as (endpoint, _proc):
+    with http_server(make_duckdb(tmp_path), token=TOKEN, host="0.0.0.0", extra_args=extra) as (
+        endpoint,
+        _proc,
+    ):
         port = endpoint.rsplit(":", 1)[1].split("/")[0]
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}", **MCP_ACCEPT}) as http:
             for host in (f"db-tools.internal:{port}", "db-tools.internal", "mcp.example.org:443"):
@@ -92,11 +97,17 @@ async def test_allowed_host_adds_a_name_a_proxy_or_dns_uses(tmp_path):
                 assert past_host_check(answer), (host, answer.status_code, answer.text)
             wrong_port = await http.post(endpoint, json=LIST_TOOLS, headers={"Host": "mcp.example.org:8443"})
             assert wrong_port.status_code == 421
-            origin = await http.post(endpoint, json=LIST_TOOLS, headers={"Host": "db-tools.internal",
-                                                                        "Origin": "https://db-tools.internal"})
+            origin = await http.post(
+                endpoint,
+                json=LIST_TOOLS,
+                headers={"Host": "db-tools.internal", "Origin": "https://db-tools.internal"},
+            )
             assert past_host_check(origin), origin.text
-            foreign = await http.post(endpoint, json=LIST_TOOLS, headers={"Host": "db-tools.internal",
-                                                                         "Origin": "https://evil.example"})
+            foreign = await http.post(
+                endpoint,
+                json=LIST_TOOLS,
+                headers={"Host": "db-tools.internal", "Origin": "https://evil.example"},
+            )
             assert foreign.status_code == 403
 
 
@@ -124,12 +135,15 @@ async def main(endpoint, mode, tool, arguments):
 import json
 anyio.run(main, *sys.argv[1:5])
 """
-SLOW = {"run_query": {"sql": "SELECT count(*) FROM range(1000000000000)", "timeout_s": 600},
-        "run_python": {"code": "x = 0\nwhile True:\n    x += 1", "timeout_s": 600}}
+SLOW = {
+    "run_query": {"sql": "SELECT count(*) FROM range(1000000000000)", "timeout_s": 600},
+    "run_python": {"code": "x = 0\nwhile True:\n    x += 1", "timeout_s": 600},
+}
 
 
 def tree_cpu_s(pid: int) -> float:
     """CPU seconds used so far by `pid` and every process under it (the sandbox's workers)."""
+
     def stat(p: int | str) -> list[str]:
         return Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
 
@@ -149,13 +163,19 @@ def tree_cpu_s(pid: int) -> float:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("mode,tool", [("legacy", "run_query"), ("legacy", "run_python"), ("auto", "run_query")])
+@pytest.mark.parametrize(
+    "mode,tool", [("legacy", "run_query"), ("legacy", "run_python"), ("auto", "run_query")]
+)
 async def test_a_client_that_goes_away_cancels_its_call(tmp_path, mode, tool):
     """Was (2025-era clients, `mode=legacy`): the query or program ran on to its 600 s timeout after
     the client was killed, using a core; the 2026 wire (`auto`) already cancelled."""
     with http_server(make_duckdb(tmp_path)) as (endpoint, proc):
-        client = subprocess.Popen([sys.executable, "-c", CLIENT, endpoint, mode, tool, json.dumps(SLOW[tool])],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=server_env())
+        client = subprocess.Popen(
+            [sys.executable, "-c", CLIENT, endpoint, mode, tool, json.dumps(SLOW[tool])],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=server_env(),
+        )
         try:
             assert client.stdout.readline() == b"connected\n", client.stderr.read().decode()[-2000:]
             await anyio.sleep(3)
@@ -168,7 +188,9 @@ async def test_a_client_that_goes_away_cancels_its_call(tmp_path, mode, tool):
         await anyio.sleep(2)  # the disconnect reaches the server, the engine interrupts the query
         before = tree_cpu_s(proc.pid)
         await anyio.sleep(2)
-        assert tree_cpu_s(proc.pid) - before < 0.3, "the server is still working on the departed client's call"
+        assert tree_cpu_s(proc.pid) - before < 0.3, (
+            "the server is still working on the departed client's call"
+        )
         assert await count_orders(endpoint, token=None) == [[7]]
         async with Client(endpoint, mode=mode) as other:
             answer = await other.call_tool("run_python", {"code": "print(6 * 7)", "timeout_s": 20})
@@ -177,12 +199,16 @@ async def test_a_client_that_goes_away_cancels_its_call(tmp_path, mode, tool):
 
 # -- 3. run_python's timeout bounds the queries it makes ------------------------------------------------
 
+
 def test_run_python_timeout_bounds_its_flexsql_sql_queries(tmp_path):
     """Was: timeout_s=2 returned after 31 s — the inner query had the full 30 s query timeout."""
     source = open_source(make_duckdb(tmp_path), name="shop")
     try:
-        ctx = ToolContext(sources=SourceRegistry([source]), limits=LimitsConfig(query_timeout_s=30),
-                          sandbox=SandboxConfig(timeout_s=20, cpu_s=20, memory_mb=512))
+        ctx = ToolContext(
+            sources=SourceRegistry([source]),
+            limits=LimitsConfig(query_timeout_s=30),
+            sandbox=SandboxConfig(timeout_s=20, cpu_s=20, memory_mb=512),
+        )
         started = time.monotonic()
         result = run_python(ctx, "flexsql.sql('SELECT count(*) FROM range(1000000000000)')", timeout_s=2)
         took = time.monotonic() - started
@@ -200,13 +226,16 @@ def test_run_python_timeout_bounds_its_flexsql_sql_queries(tmp_path):
 
 # -- 4. eval: resume re-runs infrastructure failures; unknown ids and unwritable --out explained ----------
 
+
 @pytest.fixture
 def spider_tasks(tmp_path: Path) -> tuple[Path, Path]:
     from test_evals import QUESTIONS, make_db
 
     make_db(tmp_path / "dbs" / "concert_singer" / "concert_singer.sqlite")
     tasks = tmp_path / "dev.json"
-    tasks.write_text(json.dumps([{"db_id": "concert_singer", "question": q, "query": s} for q, s in QUESTIONS]))
+    tasks.write_text(
+        json.dumps([{"db_id": "concert_singer", "question": q, "query": s} for q, s in QUESTIONS])
+    )
     return tasks, tmp_path / "dbs"
 
 
@@ -216,8 +245,9 @@ def run_eval(*args: str | Path) -> tuple[int, str]:
     from flexsql.evals.cli import eval_command
 
     result = CliRunner().invoke(eval_command, [str(a) for a in args])
-    return result.exit_code, result.output + (f"\n{result.exception!r}" if result.exception and
-                                              not isinstance(result.exception, SystemExit) else "")
+    return result.exit_code, result.output + (
+        f"\n{result.exception!r}" if result.exception and not isinstance(result.exception, SystemExit) else ""
+    )
 
 
 def eval_results(out: Path) -> dict[str, dict]:
@@ -246,7 +276,9 @@ def test_resume_runs_again_the_tasks_a_wrong_dbs_failed(spider_tasks, tmp_path):
 def test_eval_unknown_ids_is_an_error_naming_them(spider_tasks, tmp_path):
     """Was: 0/0 and exit 0."""
     tasks, dbs = spider_tasks
-    code, output = run_eval(tasks, "--runner", "gold", "--dbs", dbs, "--out", tmp_path / "out", "--ids", "1,nosuch,zz")
+    code, output = run_eval(
+        tasks, "--runner", "gold", "--dbs", dbs, "--out", tmp_path / "out", "--ids", "1,nosuch,zz"
+    )
     assert code == 2, output
     assert "nosuch" in output and "zz" in output and "'1'" not in output
     assert not (tmp_path / "out").exists()
@@ -258,14 +290,25 @@ def test_eval_unwritable_out_is_a_clear_error(spider_tasks, tmp_path):
     code, output = run_eval(tasks, "--runner", "gold", "--dbs", dbs, "--out", "/proc/x", "-q")
     assert code != 0
     assert "/proc/x" in output and "--out" in output, output
-    assert "OSError" not in output and "PermissionError" not in output and "FileNotFoundError" not in output, output
+    assert (
+        "OSError" not in output and "PermissionError" not in output and "FileNotFoundError" not in output
+    ), output
 
 
 # -- 6. polish ------------------------------------------------------------------------------------------
 
-def flexsql_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-P", "-m", "flexsql.server", *args], capture_output=True, text=True,
-                          timeout=120, env=server_env(env), cwd=cwd)
+
+def flexsql_cli(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-P", "-m", "flexsql.server", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=server_env(env),
+        cwd=cwd,
+    )
 
 
 def test_a_bad_flexsql_sources_variable_is_named_as_the_environment_variable(tmp_path):
@@ -280,4 +323,6 @@ def test_fetch_rows_in_a_fresh_flexsql_call_explains_sessions(tmp_path):
     """Was: 'unknown or was evicted to save memory (kept now: none yet)' in a process that just started."""
     proc = flexsql_cli("call", "fetch_rows", "result_id=r1", "--db", make_duckdb(tmp_path))
     assert proc.returncode == 1
-    assert "evicted" not in proc.stderr and "flexsql serve" in proc.stderr and "same call" in proc.stderr, proc.stderr
+    assert "evicted" not in proc.stderr and "flexsql serve" in proc.stderr and "same call" in proc.stderr, (
+        proc.stderr
+    )

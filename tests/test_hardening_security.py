@@ -46,16 +46,21 @@ CREDENTIAL_QUERIES = [
 
 @pytest.mark.parametrize("sql", CREDENTIAL_QUERIES)
 def test_guard_refuses_postgres_credential_catalogs(sql):
-    with pytest.raises(RefusedError, match=r"refused: the catalog pg_\w+ is not allowed — it holds credentials"):
+    with pytest.raises(
+        RefusedError, match=r"refused: the catalog pg_\w+ is not allowed — it holds credentials"
+    ):
         check_sql(sql, "postgres")
 
 
-@pytest.mark.parametrize("sql", [
-    "SELECT rolname, rolpassword FROM pg_roles",  # masked: '********'
-    "SELECT usename FROM pg_user",
-    "SELECT attname, most_common_vals FROM pg_stats",
-    "SELECT relname FROM pg_class WHERE relname = 'pg_authid'",  # the name as data is fine
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT rolname, rolpassword FROM pg_roles",  # masked: '********'
+        "SELECT usename FROM pg_user",
+        "SELECT attname, most_common_vals FROM pg_stats",
+        "SELECT relname FROM pg_class WHERE relname = 'pg_authid'",  # the name as data is fine
+    ],
+)
 def test_guard_allows_the_masked_views(sql):
     assert check_sql(sql, "postgres") == sql
 
@@ -85,7 +90,9 @@ def test_postgres_superuser_connection_cannot_read_password_hashes():
     try:
         assert source.privileges()["drop_to"] == "pg_read_all_data"
         _assert_hashes_unreachable(source)
-        assert source.execute("SELECT rolpassword FROM pg_roles WHERE rolname = current_user").rows == [("********",)]
+        assert source.execute("SELECT rolpassword FROM pg_roles WHERE rolname = current_user").rows == [
+            ("********",)
+        ]
     finally:
         source.close()
 
@@ -147,7 +154,9 @@ def test_eval_command_runner_writes_no_password_and_hands_it_over_in_the_environ
     agent = tmp_path / "agent.py"
     agent.write_text(AGENT_DUMPING_ENV)
     out = tmp_path / "out"
-    runner = CommandRunner(f"{sys.executable} {agent} {{out_dir}} --url {{db_url}}", locator, out, timeout_s=30)
+    runner = CommandRunner(
+        f"{sys.executable} {agent} {{out_dir}} --url {{db_url}}", locator, out, timeout_s=30
+    )
     task = Task(instance_id="t1", question="How many?", db="shop", benchmark="spider")
     prediction = runner.predict(task)
     assert prediction.sql == "SELECT 1"
@@ -171,8 +180,14 @@ def test_eval_run_json_redacts_the_password(tmp_path):
 
     tasks = tmp_path / "dev.json"
     tasks.write_text(json.dumps([{"db_id": "shop", "question": "q", "query": "SELECT 1"}]))
-    options = EvalOptions(tasks=tasks, runner="gold", db="postgresql://reader:s3cr3t-pw@127.0.0.1:1/{db}",
-                          out=tmp_path / "out", jobs=1, timeout=5)
+    options = EvalOptions(
+        tasks=tasks,
+        runner="gold",
+        db="postgresql://reader:s3cr3t-pw@127.0.0.1:1/{db}",
+        out=tmp_path / "out",
+        jobs=1,
+        timeout=5,
+    )
     (tmp_path / "out").mkdir()
     evaluation = Evaluation(options)
     evaluation._write_run_info(1)
@@ -183,6 +198,7 @@ def test_eval_run_json_redacts_the_password(tmp_path):
 
 
 # -- the value-index cache is private -------------------------------------------------------------------
+
 
 def test_value_index_cache_is_private_to_its_user(tmp_path, monkeypatch):
     from flexsql.tools.value_index import ValueIndex

@@ -35,17 +35,21 @@ def duck_ctx():
 
 # -- exact numbers ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("value", "structured", "text"), [
-    (D(BIG18), int(BIG18), BIG18),
-    (D(BIG38), int(BIG38), BIG38),
-    (D(FRAC38), FRAC38, FRAC38),
-    (D("9007199254740993"), 9007199254740993, "9007199254740993"),
-    (D("-0.000000000000000001"), "-1E-18", "-1E-18"),
-    (D("12.50"), "12.50", "12.50"),
-    (D("100"), 100, "100"),
-    (1e-20, 1e-20, "1e-20"),
-    (0.1 + 0.2, 0.1 + 0.2, "0.3"),
-])
+
+@pytest.mark.parametrize(
+    ("value", "structured", "text"),
+    [
+        (D(BIG18), int(BIG18), BIG18),
+        (D(BIG38), int(BIG38), BIG38),
+        (D(FRAC38), FRAC38, FRAC38),
+        (D("9007199254740993"), 9007199254740993, "9007199254740993"),
+        (D("-0.000000000000000001"), "-1E-18", "-1E-18"),
+        (D("12.50"), "12.50", "12.50"),
+        (D("100"), 100, "100"),
+        (1e-20, 1e-20, "1e-20"),
+        (0.1 + 0.2, 0.1 + 0.2, "0.3"),
+    ],
+)
 def test_exact_values_stay_exact(value, structured, text):
     got = jsonable(value)
     assert got == structured and type(got) is type(structured)
@@ -54,8 +58,10 @@ def test_exact_values_stay_exact(value, structured, text):
 
 
 def test_duckdb_decimals_reach_the_agent_exactly(duck_ctx):
-    out = run_query(duck_ctx, f"SELECT {BIG18}::DECIMAL(18,0) AS a, {BIG38}::DECIMAL(38,0) AS b, "
-                              f"'{FRAC38}'::DECIMAL(38,19) AS c")
+    out = run_query(
+        duck_ctx,
+        f"SELECT {BIG18}::DECIMAL(18,0) AS a, {BIG38}::DECIMAL(38,0) AS b, '{FRAC38}'::DECIMAL(38,19) AS c",
+    )
     assert out.rows == [[int(BIG18), int(BIG38), FRAC38]]
     structured = json.loads(out.model_dump_json())
     assert structured["rows"] == [[int(BIG18), int(BIG38), FRAC38]]
@@ -76,19 +82,23 @@ def test_postgres_sum_of_bigints_is_exact():
 
 # -- comparisons: exact values exactly, tolerance for floats only -------------------------------------
 
-@pytest.mark.parametrize(("a", "b", "equal"), [
-    (2**53 + 1, 2**53, False),
-    (D("12345678901234567"), D("12345678901234568"), False),
-    (D(BIG38), D(BIG38) - 1, False),
-    (D("0.1234567890123456789"), D("0.1234567890123456788"), False),
-    (D(BIG38), int(BIG38), True),
-    (D("2.50"), D("2.5"), True),
-    (D("5.00"), 5, True),
-    (0.1 + 0.2, 0.3, True),        # floats are inexact: within the tolerance
-    (100.001, 100, True),
-    (D("0.3333"), 1 / 3, True),    # an exact value against an inexact one: tolerance
-    (100.5, 100, False),
-])
+
+@pytest.mark.parametrize(
+    ("a", "b", "equal"),
+    [
+        (2**53 + 1, 2**53, False),
+        (D("12345678901234567"), D("12345678901234568"), False),
+        (D(BIG38), D(BIG38) - 1, False),
+        (D("0.1234567890123456789"), D("0.1234567890123456788"), False),
+        (D(BIG38), int(BIG38), True),
+        (D("2.50"), D("2.5"), True),
+        (D("5.00"), 5, True),
+        (0.1 + 0.2, 0.3, True),  # floats are inexact: within the tolerance
+        (100.001, 100, True),
+        (D("0.3333"), 1 / 3, True),  # an exact value against an inexact one: tolerance
+        (100.5, 100, False),
+    ],
+)
 def test_compare_tables_is_exact_for_exact_values(a, b, equal):
     verdict = compare_tables(["x"], [(a,)], ["x"], [(b,)])
     assert verdict.equivalent is equal, verdict.reason
@@ -104,6 +114,7 @@ def test_compare_results_tells_adjacent_big_integers_apart(duck_ctx):
 
 
 # -- structured payload cap ---------------------------------------------------------------------------
+
 
 def test_structured_cap_setting_defaults_to_one_mebibyte():
     assert LimitsConfig().structured_kb == 1024
@@ -133,9 +144,12 @@ def test_bounded_structured_holds_for_a_two_megabyte_cell_under_a_small_cap(duck
 
 # -- huge cells are cut while fetching ----------------------------------------------------------------
 
+
 def test_fetch_loop_cuts_huge_cells_and_keeps_the_row():
-    rows, counted, more, reason = collect(iter([[(1, "x" * 5_000_000, b"\0" * 3_000_000)]]),
-                                          FetchLimits(max_rows=10, max_bytes=2_000_000, max_cell_bytes=100_000))
+    rows, counted, more, reason = collect(
+        iter([[(1, "x" * 5_000_000, b"\0" * 3_000_000)]]),
+        FetchLimits(max_rows=10, max_bytes=2_000_000, max_cell_bytes=100_000),
+    )
     assert counted == 1 and len(rows) == 1
     assert len(rows[0][1]) <= 100_000 and len(rows[0][2]) <= 100_000
     assert reason is not None and reason.cells == 2 and reason.rows is None  # both cells cut, no row dropped
@@ -170,11 +184,14 @@ def test_a_huge_duckdb_cell_is_cut_not_reported_as_zero_rows(duck_ctx):
 
 # -- engine memory ------------------------------------------------------------------------------------
 
+
 def test_duckdb_gets_memory_and_temp_limits_from_limits():
     assert LimitsConfig().engine_memory_mb == 2048
     src = open_source("duckdb://:memory:")
     try:
-        rows = src.execute("SELECT current_setting('memory_limit'), current_setting('max_temp_directory_size')").rows
+        rows = src.execute(
+            "SELECT current_setting('memory_limit'), current_setting('max_temp_directory_size')"
+        ).rows
         memory, temp = rows[0]
         assert memory.replace(" ", "").upper() in ("2.0GIB", "1.9GIB", "2048.0MIB", "2.0GB", "1.9GB")
         assert temp not in ("", None)
@@ -188,8 +205,12 @@ def test_postgres_fetches_through_a_server_side_cursor():
     try:
         ctx = ToolContext(sources=SourceRegistry([src]))
         ctx.limits.store_rows = 1000
-        out = run_query(ctx, "SELECT g, (SELECT count(*) FROM pg_cursors WHERE name <> '') AS cursors "
-                             "FROM generate_series(1, 200000) g", max_rows=20)
+        out = run_query(
+            ctx,
+            "SELECT g, (SELECT count(*) FROM pg_cursors WHERE name <> '') AS cursors "
+            "FROM generate_series(1, 200000) g",
+            max_rows=20,
+        )
         assert out.rows[0][1] >= 1
         assert out.total_rows == 1001 and out.total_is_lower_bound
     finally:

@@ -26,7 +26,9 @@ from flexsql.tools.values import distinct_values, find_values, profile_column
 
 
 @pytest.fixture(scope="module", params=["duckdb", "sqlite", "postgres", "snowflake"])
-def hostile(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ToolContext]:
+def hostile(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ToolContext]:
     with hostile_url(request.param, tmp_path_factory.mktemp(request.param)) as url:
         src = open_source(url, name="hostile")
         ctx = ToolContext(sources=SourceRegistry([src]))
@@ -79,7 +81,9 @@ def test_every_tool_on_every_column(hostile: ToolContext) -> None:
     outcome.call("find_join_path", lambda: find_join_path(ctx, [base[0].qualified, base[1].qualified]))
     # every entry list_tables prints is addressable, families included
     for entry in listing.tables:
-        outcome.call(f"describe_table {entry.name}", lambda e=entry: describe_table(ctx, e.name), must_answer=True)
+        outcome.call(
+            f"describe_table {entry.name}", lambda e=entry: describe_table(ctx, e.name), must_answer=True
+        )
     result_ids = []
     validated = False
     for table in catalog.tables:
@@ -88,12 +92,26 @@ def test_every_tool_on_every_column(hostile: ToolContext) -> None:
             outcome.call(f"sample_rows {name}", lambda n=name: sample_rows(ctx, n))
             continue
         outcome.call(f"describe_table {name}", lambda n=name: describe_table(ctx, n), must_answer=True)
-        sample = outcome.call(f"sample_rows {name}", lambda n=name: sample_rows(ctx, n, limit=3), must_answer=True)
+        sample = outcome.call(
+            f"sample_rows {name}", lambda n=name: sample_rows(ctx, n, limit=3), must_answer=True
+        )
         for col in table.columns:
             label = f"{name}.{col.name} ({col.type})"
-            outcome.call(f"profile_column {label}", lambda n=name, c=col.name: profile_column(ctx, n, c), must_answer=True)
-            outcome.call(f"distinct_values {label}", lambda n=name, c=col.name: distinct_values(ctx, n, c), must_answer=True)
-            outcome.call(f"sample_rows {label}", lambda n=name, c=col.name: sample_rows(ctx, n, columns=[c]), must_answer=True)
+            outcome.call(
+                f"profile_column {label}",
+                lambda n=name, c=col.name: profile_column(ctx, n, c),
+                must_answer=True,
+            )
+            outcome.call(
+                f"distinct_values {label}",
+                lambda n=name, c=col.name: distinct_values(ctx, n, c),
+                must_answer=True,
+            )
+            outcome.call(
+                f"sample_rows {label}",
+                lambda n=name, c=col.name: sample_rows(ctx, n, columns=[c]),
+                must_answer=True,
+            )
             sql = f"SELECT {quote_ident(col.name, src.dialect)} FROM {quote_table(table, src.dialect)}"
             out = outcome.call(f"run_query {label}", lambda s=sql: run_query(ctx, s), must_answer=True)
             if out is not None:
@@ -105,15 +123,19 @@ def test_every_tool_on_every_column(hostile: ToolContext) -> None:
                 validated = True
         if sample is not None:
             for value in {str(v)[:100] for row in sample.rows for v in row if v not in (None, "")}:
-                outcome.call(f"find_values {value!r} in {name}",
-                             lambda v=value, n=name: find_values(ctx, v, tables=[n]))
+                outcome.call(
+                    f"find_values {value!r} in {name}",
+                    lambda v=value, n=name: find_values(ctx, v, tables=[n]),
+                )
     outcome.call("find_values everywhere", lambda: find_values(ctx, "happy"))
     if len(result_ids) >= 2:
         outcome.call("compare_results", lambda: compare_results(ctx, result_ids[:2]))
     assert not outcome.failures, "\n".join(outcome.failures)
 
 
-@pytest.mark.parametrize("hostile", ["sqlite"], indirect=True)  # only SQLite keeps a view whose table was dropped
+@pytest.mark.parametrize(
+    "hostile", ["sqlite"], indirect=True
+)  # only SQLite keeps a view whose table was dropped
 def test_dangling_view_is_reported_not_fatal(hostile: ToolContext) -> None:
     listing = list_tables(hostile, limit=1000)
     names = [t.name.split(".", 1)[-1] for t in listing.tables]

@@ -28,8 +28,10 @@ def duck(tmp_path):
 
 
 def test_a_huge_list_cell_is_cut_to_its_first_elements_with_a_count(duck):
-    result = duck.execute(f"SELECT 7 AS id, list(range) AS xs FROM range({ELEMENTS})",
-                          limits=FetchLimits(max_cell_bytes=64 * 1024))
+    result = duck.execute(
+        f"SELECT 7 AS id, list(range) AS xs FROM range({ELEMENTS})",
+        limits=FetchLimits(max_cell_bytes=64 * 1024),
+    )
     (row,) = result.rows
     assert row[0] == 7
     cell = row[1]

@@ -19,10 +19,13 @@ async def test_huge_cells_and_many_rows_stay_under_the_cap_over_http(tmp_path):
     with http_server(url) as (endpoint, _proc):
         async with Client(endpoint) as client:
             big = await client.call_tool("run_query", {"sql": "SELECT repeat('x', 2000000) AS blob"})
-            many = await client.call_tool("run_query", {"sql": "SELECT i, repeat('y', 300) AS pad FROM range(20000) t(i)",
-                                                        "max_rows": 20000})
-            fetched = await client.call_tool("fetch_rows", {"result_id": many.structured_content["result_id"],
-                                                            "offset": 0, "limit": 20000})
+            many = await client.call_tool(
+                "run_query",
+                {"sql": "SELECT i, repeat('y', 300) AS pad FROM range(20000) t(i)", "max_rows": 20000},
+            )
+            fetched = await client.call_tool(
+                "fetch_rows", {"result_id": many.structured_content["result_id"], "offset": 0, "limit": 20000}
+            )
     for result in (big, many, fetched):
         assert not result.is_error, text_of(result)
         payload = json.dumps(result.structured_content)

@@ -25,14 +25,20 @@ from flexsql.server.plugin_cli import install_skills_command, mcp_config_command
 
 ROOT = Path(__file__).resolve().parent.parent
 SKILLS = sorted(p.parent.name for p in (ROOT / "skills").glob("*/SKILL.md"))
-DOCS = [*sorted((ROOT / "prompts").glob("*.md")), *sorted((ROOT / "skills").glob("*/SKILL.md")),
-        *sorted((ROOT / "commands").glob("*.md"))]
+DOCS = [
+    *sorted((ROOT / "prompts").glob("*.md")),
+    *sorted((ROOT / "skills").glob("*/SKILL.md")),
+    *sorted((ROOT / "commands").glob("*.md")),
+]
 
 # How prompts, skills and commands name tools: mcp__plugin_flexsql_flexsql__X (plugin install),
 # mcp__flexsql__X (`claude mcp add flexsql`), and `X(…)` in inline code. SQL in inline code is
 # written in upper case (`COUNT(*)`), so a lower-case call in backticks is always a tool.
-TOOL_FORMS = [re.compile(r"mcp__plugin_flexsql_flexsql__([a-z_]+)"), re.compile(r"mcp__flexsql__([a-z_]+)"),
-              re.compile(r"`([a-z][a-z0-9_]*)\(")]
+TOOL_FORMS = [
+    re.compile(r"mcp__plugin_flexsql_flexsql__([a-z_]+)"),
+    re.compile(r"mcp__flexsql__([a-z_]+)"),
+    re.compile(r"`([a-z][a-z0-9_]*)\("),
+]
 
 
 def tool_mentions(text: str) -> set[str]:
@@ -86,8 +92,10 @@ def test_every_tool_named_in_prompts_skills_and_commands_exists(doc: Path, serve
     mentioned = tool_mentions(doc.read_text(encoding="utf-8"))
     assert mentioned, f"{doc.name} names no tool; write tool calls as `tool_name(args)`"
     unknown = mentioned - server_tools
-    assert not unknown, (f"{doc.relative_to(ROOT)} names tools the server does not have: {sorted(unknown)}; "
-                         f"server tools: {sorted(server_tools)}")
+    assert not unknown, (
+        f"{doc.relative_to(ROOT)} names tools the server does not have: {sorted(unknown)}; "
+        f"server tools: {sorted(server_tools)}"
+    )
 
 
 @pytest.mark.parametrize("name", SKILLS)
@@ -119,10 +127,13 @@ def test_manifests_agree_with_each_other_and_the_package() -> None:
 def test_plugin_server_entry_runs_the_plugins_own_checkout() -> None:
     # flexsql is not on PyPI yet: `uvx flexsql serve` would fail for every user; the plugin builds itself
     servers = json.loads((ROOT / ".mcp.json").read_text())["mcpServers"]
-    assert servers == {"flexsql": {"command": "uvx", "args": ["--from", "${CLAUDE_PLUGIN_ROOT}", "flexsql", "serve"]}}
+    assert servers == {
+        "flexsql": {"command": "uvx", "args": ["--from", "${CLAUDE_PLUGIN_ROOT}", "flexsql", "serve"]}
+    }
 
 
 # -- flexsql install-skills --------------------------------------------------------------------
+
 
 def test_install_skills_project_then_rerun_then_refuse_then_force(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
@@ -144,7 +155,11 @@ def test_install_skills_project_then_rerun_then_refuse_then_force(tmp_path: Path
     solve.write_text(solve.read_text() + "\nmy own note\n")
     refused = runner.invoke(install_skills_command, [])
     assert refused.exit_code == 1
-    assert str(solve) in refused.output and "--force" in refused.output and "Nothing was written" in refused.output
+    assert (
+        str(solve) in refused.output
+        and "--force" in refused.output
+        and "Nothing was written" in refused.output
+    )
     assert solve.read_text().endswith("my own note\n")
 
     forced = runner.invoke(install_skills_command, ["--force"])
@@ -164,6 +179,7 @@ def test_install_skills_user_scope_with_another_server_name(tmp_path: Path, monk
 
 # -- flexsql mcp-config --------------------------------------------------------------------------
 
+
 def config_output(*args: str) -> str:
     result = CliRunner().invoke(mcp_config_command, list(args))
     assert result.exit_code == 0, result.output
@@ -172,23 +188,48 @@ def config_output(*args: str) -> str:
 
 def test_mcp_config_claude_line_puts_the_name_before_the_command(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    line = config_output("--client", "claude", "--db", "duckdb:///./shop.duckdb", "--launcher", "flexsql").strip()
-    assert shlex.split(line) == ["claude", "mcp", "add", "flexsql", "--", "flexsql", "serve",
-                                 "--db", f"duckdb://{tmp_path / 'shop.duckdb'}"]
+    line = config_output(
+        "--client", "claude", "--db", "duckdb:///./shop.duckdb", "--launcher", "flexsql"
+    ).strip()
+    assert shlex.split(line) == [
+        "claude",
+        "mcp",
+        "add",
+        "flexsql",
+        "--",
+        "flexsql",
+        "serve",
+        "--db",
+        f"duckdb://{tmp_path / 'shop.duckdb'}",
+    ]
     scoped = config_output("--client", "claude", "--scope", "user", "--launcher", "uvx", "--name", "db")
-    assert shlex.split(scoped) == ["claude", "mcp", "add", "--scope", "user", "db", "--", "uvx", "flexsql", "serve"]
+    assert shlex.split(scoped) == [
+        "claude",
+        "mcp",
+        "add",
+        "--scope",
+        "user",
+        "db",
+        "--",
+        "uvx",
+        "flexsql",
+        "serve",
+    ]
 
 
 def test_mcp_config_json_snippets_for_each_client() -> None:
     out = config_output("--launcher", "uvx", "--db", "pg=postgresql://me@localhost/shop")
     sections = out.strip().split("\n\n# ")
     assert len(sections) == 4
-    snippets = {s.split("\n", 1)[0].lstrip("# ").split(":")[0].split(" (")[0]: s.split("\n", 1)[1] for s in sections}
+    snippets = {
+        s.split("\n", 1)[0].lstrip("# ").split(":")[0].split(" (")[0]: s.split("\n", 1)[1] for s in sections
+    }
     argv = ["flexsql", "serve", "--db", "pg=postgresql://me@localhost/shop"]
     for client in ("Cursor", "Claude Desktop"):
         assert json.loads(snippets[client]) == {"mcpServers": {"flexsql": {"command": "uvx", "args": argv}}}
     assert json.loads(snippets["VS Code"]) == {
-        "servers": {"flexsql": {"type": "stdio", "command": "uvx", "args": argv}}}
+        "servers": {"flexsql": {"type": "stdio", "command": "uvx", "args": argv}}
+    }
     assert shlex.split(snippets["Claude Code"])[:5] == ["claude", "mcp", "add", "flexsql", "--"]
 
 
@@ -214,13 +255,22 @@ async def test_mcp_config_snippet_starts_a_working_server(tmp_path: Path) -> Non
 
 CLAUDE = shutil.which("claude")
 needs_claude = pytest.mark.skipif(
-    CLAUDE is None, reason="Claude Code CLI not on PATH (npm install -g @anthropic-ai/claude-code)")
+    CLAUDE is None, reason="Claude Code CLI not on PATH (npm install -g @anthropic-ai/claude-code)"
+)
 
 
-def claude(*args: str, home: Path, cwd: Path, path: str | None = None,
-           extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HOME": str(home), "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
-           "DISABLE_ERROR_REPORTING": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", **(extra or {})}
+def claude(
+    *args: str, home: Path, cwd: Path, path: str | None = None, extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        **(extra or {}),
+    }
     if path is not None:
         env["PATH"] = path
     return subprocess.run([CLAUDE, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=180)
@@ -243,8 +293,9 @@ def uv_environment(home: Path) -> dict[str, str]:
     """Where uv finds packages: this machine's pip configuration (index, extra indexes, find-links),
     passed through, and the invoking user's uv cache, so the clean HOME does not download every
     dependency again (and a warm cache works offline)."""
-    pip_config = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True,
-                                timeout=60).stdout
+    pip_config = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, timeout=60
+    ).stdout
     settings: dict[str, str] = {}
     for line in pip_config.splitlines():
         key, _, value = line.partition("=")
@@ -261,7 +312,11 @@ def uv_environment(home: Path) -> dict[str, str]:
     if links:
         env["UV_FIND_LINKS"] = links
     uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
-    cache = subprocess.run([uv, "cache", "dir"], capture_output=True, text=True, timeout=60).stdout.strip() if uv else ""
+    cache = (
+        subprocess.run([uv, "cache", "dir"], capture_output=True, text=True, timeout=60).stdout.strip()
+        if uv
+        else ""
+    )
     env["UV_CACHE_DIR"] = os.environ.get("UV_CACHE_DIR") or cache or str(home / ".cache" / "uv")
     env["UV_PYTHON"] = getattr(sys, "_base_executable", sys.executable)  # no managed Python download
     env["MCP_TIMEOUT"] = "180000"  # the first start builds the checkout (about 10 s, more on a cold cache)
@@ -278,8 +333,17 @@ def test_plugin_installs_from_the_marketplace_and_its_server_connects(tmp_path: 
         pytest.skip("uv is not installed (pip install -e '.[dev]' installs it)")
     # the marketplace is a checkout as a user clones it: tracked and new files, nothing ignored
     market = tmp_path / "market"
-    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                           capture_output=True, check=True, timeout=60).stdout.decode().split("\0")
+    files = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+            timeout=60,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for name in filter(None, files):
         if (ROOT / name).is_file():
             (market / name).parent.mkdir(parents=True, exist_ok=True)
@@ -329,6 +393,7 @@ def test_claude_mcp_add_with_the_printed_line_connects(tmp_path: Path) -> None:
 
 # -- the skills' worked examples quote the demo database -------------------------------------------
 
+
 def test_worked_examples_quote_the_demo_database_as_it_is() -> None:
     """The skills cite figures from the demo database; a change to its generator must update them."""
     import duckdb
@@ -343,35 +408,58 @@ def test_worked_examples_quote_the_demo_database_as_it_is() -> None:
     shipped_2024 = "o.status = 'S' AND o.ordered_at >= '2024-01-01' AND o.ordered_at < '2025-01-01'"
     net = "SUM(oi.quantity * oi.unit_price - oi.discount_amount)"
     figures = {
-        "flexsql-explore": [f"'{s}' {n:,}" for s, n in conn.execute(
-            "SELECT status, COUNT(*) FROM orders GROUP BY 1 ORDER BY 2 DESC").fetchall()],
+        "flexsql-explore": [
+            f"'{s}' {n:,}"
+            for s, n in conn.execute(
+                "SELECT status, COUNT(*) FROM orders GROUP BY 1 ORDER BY 2 DESC"
+            ).fetchall()
+        ],
         "flexsql-solve": [
-            "Boots {:,.2f}".format(*one(
-                f"SELECT {net} FROM orders o JOIN customer_addresses a ON a.address_id = o.ship_address_id "
-                f"JOIN order_items oi USING (order_id) JOIN products p USING (product_id) "
-                f"JOIN product_categories pc USING (category_id) WHERE {shipped_2024} "
-                f"AND LOWER(TRIM(a.country)) = 'france' AND pc.category_name = 'Boots'")),
-            "Boots {:,.2f}: it dropped".format(*one(
-                f"SELECT {net} FROM orders o JOIN customer_addresses a ON a.address_id = o.ship_address_id "
-                f"JOIN order_items oi USING (order_id) JOIN products p USING (product_id) "
-                f"JOIN product_categories pc USING (category_id) WHERE {shipped_2024} "
-                f"AND a.country = 'France' AND pc.category_name = 'Boots'")),
-            "dropped {:,} of the {:,} French addresses".format(*one(
-                "SELECT COUNT(*) FILTER (WHERE country <> 'France'), COUNT(*) FROM customer_addresses "
-                "WHERE LOWER(TRIM(country)) = 'france'")),
+            "Boots {:,.2f}".format(
+                *one(
+                    f"SELECT {net} FROM orders o JOIN customer_addresses a ON a.address_id = o.ship_address_id "
+                    f"JOIN order_items oi USING (order_id) JOIN products p USING (product_id) "
+                    f"JOIN product_categories pc USING (category_id) WHERE {shipped_2024} "
+                    f"AND LOWER(TRIM(a.country)) = 'france' AND pc.category_name = 'Boots'"
+                )
+            ),
+            "Boots {:,.2f}: it dropped".format(
+                *one(
+                    f"SELECT {net} FROM orders o JOIN customer_addresses a ON a.address_id = o.ship_address_id "
+                    f"JOIN order_items oi USING (order_id) JOIN products p USING (product_id) "
+                    f"JOIN product_categories pc USING (category_id) WHERE {shipped_2024} "
+                    f"AND a.country = 'France' AND pc.category_name = 'Boots'"
+                )
+            ),
+            "dropped {:,} of the {:,} French addresses".format(
+                *one(
+                    "SELECT COUNT(*) FILTER (WHERE country <> 'France'), COUNT(*) FROM customer_addresses "
+                    "WHERE LOWER(TRIM(country)) = 'france'"
+                )
+            ),
         ],
         "flexsql-verify": [
-            "{:,.2f}".format(*one(f"SELECT {net} FROM orders o JOIN order_items oi USING (order_id) "
-                                  f"JOIN payments pay USING (order_id) WHERE {shipped_2024}")),
-            "{:,.2f}".format(*one(f"SELECT {net} FROM orders o JOIN order_items oi USING (order_id) "
-                                  f"WHERE {shipped_2024}")),
-            "{:,} rows for {:,} orders".format(*one(
-                f"SELECT COUNT(*), COUNT(DISTINCT order_id) FROM orders o JOIN payments USING (order_id) "
-                f"WHERE {shipped_2024}")),
+            "{:,.2f}".format(
+                *one(
+                    f"SELECT {net} FROM orders o JOIN order_items oi USING (order_id) "
+                    f"JOIN payments pay USING (order_id) WHERE {shipped_2024}"
+                )
+            ),
+            "{:,.2f}".format(
+                *one(f"SELECT {net} FROM orders o JOIN order_items oi USING (order_id) WHERE {shipped_2024}")
+            ),
+            "{:,} rows for {:,} orders".format(
+                *one(
+                    f"SELECT COUNT(*), COUNT(DISTINCT order_id) FROM orders o JOIN payments USING (order_id) "
+                    f"WHERE {shipped_2024}"
+                )
+            ),
         ],
     }
     conn.close()
     for skill, quoted in figures.items():
         text = (ROOT / "skills" / skill / "SKILL.md").read_text(encoding="utf-8")
         for figure in quoted:
-            assert figure in text, f"{skill}: the demo database now gives {figure!r}; update the worked example"
+            assert figure in text, (
+                f"{skill}: the demo database now gives {figure!r}; update the worked example"
+            )

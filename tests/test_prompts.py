@@ -59,7 +59,7 @@ def test_every_argument_appears_when_given(name: str) -> None:
 
 
 def test_values_are_inserted_verbatim_never_rescanned() -> None:
-    program = 'SELECT \'{question}\' AS x, \'{"a": 1}\' AS j -- {#plan}{/plan} {{'
+    program = "SELECT '{question}' AS x, '{\"a\": 1}' AS j -- {#plan}{/plan} {{"
     text = prompts.render("repair", question="Q?", program=program, error="Binder Error: {plan}")
     assert program in text
     assert "Binder Error: {plan}" in text
@@ -87,15 +87,21 @@ def test_non_string_values_are_rendered_as_text() -> None:
     assert "Result:\n42" in text
 
 
-@pytest.mark.parametrize(("body", "args", "problem"), [
-    ("Q: {question} {typo}", "  question: required | q", "{typo} is not a declared argument"),
-    ("Q: {question} {notes}", "  question: required | q\n  notes: optional | n", "must sit inside"),
-    ("Q: {question}", "  question: required | q\n  notes: optional | n", "unused arguments: notes"),
-    ("Q: {question} {#question}x{/question}", "  question: required | q", "would always show"),
-    ("Q: {question} a { b", "  question: required | q", "unmatched brace"),
-    ("Q: {question}\n{#notes}{other}{/notes}",
-     "  question: required | q\n  notes: optional | n\n  other: optional | o", "inside the block of 'notes'"),
-])
+@pytest.mark.parametrize(
+    ("body", "args", "problem"),
+    [
+        ("Q: {question} {typo}", "  question: required | q", "{typo} is not a declared argument"),
+        ("Q: {question} {notes}", "  question: required | q\n  notes: optional | n", "must sit inside"),
+        ("Q: {question}", "  question: required | q\n  notes: optional | n", "unused arguments: notes"),
+        ("Q: {question} {#question}x{/question}", "  question: required | q", "would always show"),
+        ("Q: {question} a { b", "  question: required | q", "unmatched brace"),
+        (
+            "Q: {question}\n{#notes}{other}{/notes}",
+            "  question: required | q\n  notes: optional | n\n  other: optional | o",
+            "inside the block of 'notes'",
+        ),
+    ],
+)
 def test_template_mistakes_are_caught_when_loading(body: str, args: str, problem: str) -> None:
     raw = f"---\ndescription: d\narguments:\n{args}\n---\n{body}\n"
     with pytest.raises(ValueError, match=re.escape(problem)):
@@ -103,6 +109,7 @@ def test_template_mistakes_are_caught_when_loading(body: str, args: str, problem
 
 
 # -- over MCP ------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def server(tmp_path: Path):

@@ -29,7 +29,9 @@ def db(tmp_path: Path) -> str:
     path = tmp_path / "shop.duckdb"
     con = duckdb.connect(str(path))
     con.execute("CREATE TABLE orders (order_id INTEGER PRIMARY KEY, status VARCHAR, amount DECIMAL(10,2))")
-    con.execute("INSERT INTO orders SELECT i, CASE WHEN i % 3 = 0 THEN 'S' ELSE 'P' END, i * 1.5 FROM range(1, 101) t(i)")
+    con.execute(
+        "INSERT INTO orders SELECT i, CASE WHEN i % 3 = 0 THEN 'S' ELSE 'P' END, i * 1.5 FROM range(1, 101) t(i)"
+    )
     con.close()
     return f"duckdb:///{path}"
 
@@ -70,8 +72,10 @@ def test_the_whole_list_stays_lean() -> None:
 
 
 async def test_descriptions_follow_the_configured_limits(db: str) -> None:
-    settings = Settings(limits={"preview_rows": 7, "query_timeout_s": 12, "output_chars": 2500, "cell_chars": 50},
-                        sandbox={"timeout_s": 9})
+    settings = Settings(
+        limits={"preview_rows": 7, "query_timeout_s": 12, "output_chars": 2500, "cell_chars": 50},
+        sandbox={"timeout_s": 9},
+    )
     described = {t.name: t.description for t in await _listed(db, settings)}
     assert "default 7" in described["run_query"] and "12 s" in described["run_query"]
     assert "2,500 characters" in described["run_query"]
@@ -92,16 +96,19 @@ async def test_openai_tools_are_the_mcp_tools(db: str) -> None:
     assert [e["function"]["name"] for e in subset] == ["run_query", "describe_table"]
 
 
-@pytest.mark.parametrize(("tool", "arguments", "code"), [
-    ("describe_table", {"table": "nosuch"}, "not_found"),
-    ("sample_rows", {"table": "orders", "limit": 0}, "invalid_argument"),
-    ("describe_table", {}, "invalid_argument"),
-    ("run_query", {"sql": "DELETE FROM orders"}, "refused"),
-    ("run_query", {"sql": "SELECT nosuch FROM orders"}, "engine_error"),
-    ("run_query", {"sql": "SELECT count(*) FROM range(100000000000) a", "timeout_s": 0.5}, "timeout"),
-    ("fetch_rows", {"result_id": "r99"}, "not_found"),
-    ("ask", {"question": "How many orders?"}, "config"),
-])
+@pytest.mark.parametrize(
+    ("tool", "arguments", "code"),
+    [
+        ("describe_table", {"table": "nosuch"}, "not_found"),
+        ("sample_rows", {"table": "orders", "limit": 0}, "invalid_argument"),
+        ("describe_table", {}, "invalid_argument"),
+        ("run_query", {"sql": "DELETE FROM orders"}, "refused"),
+        ("run_query", {"sql": "SELECT nosuch FROM orders"}, "engine_error"),
+        ("run_query", {"sql": "SELECT count(*) FROM range(100000000000) a", "timeout_s": 0.5}, "timeout"),
+        ("fetch_rows", {"result_id": "r99"}, "not_found"),
+        ("ask", {"question": "How many orders?"}, "config"),
+    ],
+)
 async def test_error_results_carry_their_code(db: str, tool: str, arguments: dict, code: str) -> None:
     async with Client(_server(db)) as client:
         result = await client.call_tool(tool, arguments)
@@ -135,12 +142,29 @@ def test_arguments_are_checked_by_the_tool_model() -> None:
 
 def test_flexsql_call_validates_before_connecting(db: str) -> None:
     cli = [sys.executable, "-P", "-m", "flexsql.server.cli"]
-    bad = subprocess.run([*cli, "call", "describe_table", "tabel=orders", "--db", db], capture_output=True, text=True)
+    bad = subprocess.run(
+        [*cli, "call", "describe_table", "tabel=orders", "--db", db], capture_output=True, text=True
+    )
     assert bad.returncode == 2 and "unknown argument 'tabel'" in bad.stderr
-    ok = subprocess.run([*cli, "call", "find_values", "text=S", "--db", db, "--json"], capture_output=True, text=True)
+    ok = subprocess.run(
+        [*cli, "call", "find_values", "text=S", "--db", db, "--json"], capture_output=True, text=True
+    )
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["matches"][0]["column"] == "status"
-    listed = subprocess.run([*cli, "call", "sample_rows", "table=orders", "columns=order_id,status", "limit=2",
-                             "--db", db, "--json"], capture_output=True, text=True)
+    listed = subprocess.run(
+        [
+            *cli,
+            "call",
+            "sample_rows",
+            "table=orders",
+            "columns=order_id,status",
+            "limit=2",
+            "--db",
+            db,
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert listed.returncode == 0, listed.stderr
     assert json.loads(listed.stdout)["columns"] == ["order_id", "status"]

@@ -22,8 +22,9 @@ from flexsql.tools.python_tool import PythonResult, run_python, run_python_descr
 from flexsql.tools.sandbox import detect_isolation, get_sandbox, rows_from_table, table_from_rows
 from flexsql.tools.sources import FetchLimits, SourceRegistry, open_source
 
-TEST_SANDBOX = SandboxConfig(timeout_s=10, cpu_s=10, memory_mb=512, file_mb=32, max_processes=64,
-                             max_output_chars=2000)
+TEST_SANDBOX = SandboxConfig(
+    timeout_s=10, cpu_s=10, memory_mb=512, file_mb=32, max_processes=64, max_output_chars=2000
+)
 
 ORDER_LINES = """
 SELECT o.order_id, c.country, o.quantity, p.price, o.status
@@ -47,8 +48,14 @@ def ctx(duck) -> ToolContext:
 def put_query(ctx: ToolContext, sql: str):
     """What run_query does: run the query on the source and keep its rows as a result."""
     result = ctx.source().execute(sql, limits=FetchLimits(max_rows=100_000))
-    return ctx.results.put(columns=result.columns, types=result.types, rows=result.rows,
-                           total_rows=result.total_rows, sql=sql, source=ctx.source().name)
+    return ctx.results.put(
+        columns=result.columns,
+        types=result.types,
+        rows=result.rows,
+        total_rows=result.total_rows,
+        sql=sql,
+        source=ctx.source().name,
+    )
 
 
 def ok(result: PythonResult) -> PythonResult:
@@ -69,11 +76,14 @@ def test_pandas_computation_over_a_query_result_matches_sql(ctx):
     expected = ctx.source().execute(
         "SELECT c.country, sum(o.quantity * p.price) AS revenue FROM orders o "
         "JOIN customers c ON c.customer_id = o.customer_id JOIN products p ON p.product_id = o.product_id "
-        "WHERE o.status = 'S' GROUP BY c.country")
+        "WHERE o.status = 'S' GROUP BY c.country"
+    )
     stored = ctx.results.get(result.result_id)
     assert stored.origin == "python"
     assert stored.columns == ["country", "revenue"]
-    assert sorted((c, round(v, 6)) for c, v in stored.rows) == sorted((c, round(v, 6)) for c, v in expected.rows)
+    assert sorted((c, round(v, 6)) for c, v in stored.rows) == sorted(
+        (c, round(v, 6)) for c, v in expected.rows
+    )
     assert result.total_rows == 3 and len(result.rows) == 3
 
 
@@ -81,8 +91,11 @@ def test_results_arrive_as_dfs_and_df_only_when_there_is_one(ctx):
     customers = put_query(ctx, "SELECT * FROM customers")
     products = put_query(ctx, "SELECT * FROM products")
     c, p = customers.result_id, products.result_id
-    both = ok(run_python(ctx, f"sorted(dfs), len(dfs['{c}']), len(dfs['{p}']), 'df' in globals()",
-                         result_ids=[c, p]))
+    both = ok(
+        run_python(
+            ctx, f"sorted(dfs), len(dfs['{c}']), len(dfs['{p}']), 'df' in globals()", result_ids=[c, p]
+        )
+    )
     assert both.value_repr == repr((sorted([customers.result_id, products.result_id]), 5, 4, False))
     one = ok(run_python(ctx, "list(df.columns), df.shape", result_ids=[customers.result_id]))
     assert one.value_repr == "(['customer_id', 'name', 'country', 'segment'], (5, 4))"
@@ -90,11 +103,14 @@ def test_results_arrive_as_dfs_and_df_only_when_there_is_one(ctx):
 
 def test_returned_dataframe_becomes_a_result_like_a_query_result(ctx):
     orders = put_query(ctx, "SELECT order_id, quantity, order_date FROM orders")
-    result = ok(run_python(ctx, "df[df.quantity >= 2].sort_values('order_id')", result_ids=[orders.result_id]))
+    result = ok(
+        run_python(ctx, "df[df.quantity >= 2].sort_values('order_id')", result_ids=[orders.result_id])
+    )
     assert result.result_id is not None and result.result_id != orders.result_id
     stored = ctx.results.get(result.result_id)
-    expected = ctx.source().execute("SELECT order_id, quantity, order_date FROM orders WHERE quantity >= 2 "
-                                    "ORDER BY order_id")
+    expected = ctx.source().execute(
+        "SELECT order_id, quantity, order_date FROM orders WHERE quantity >= 2 ORDER BY order_id"
+    )
     assert stored.rows == expected.rows  # same Python values, dates included
     assert stored.columns == expected.columns
     assert stored.types == ["BIGINT", "BIGINT", "DATE"]  # pandas holds integers as int64
@@ -116,8 +132,10 @@ def test_series_and_labelled_index_become_columns(ctx):
 
 def test_duckdb_queries_the_dataframes_in_process(ctx):
     orders = put_query(ctx, "SELECT * FROM orders")
-    code = ("import duckdb\n"
-            "duckdb.sql(\"SELECT status, sum(quantity) AS q FROM df GROUP BY status ORDER BY status\").df()")
+    code = (
+        "import duckdb\n"
+        'duckdb.sql("SELECT status, sum(quantity) AS q FROM df GROUP BY status ORDER BY status").df()'
+    )
     result = ok(run_python(ctx, code, result_ids=[orders.result_id]))
     assert ctx.results.get(result.result_id).rows == [("C", 3), ("P", 4), ("S", 15)]
 
@@ -126,10 +144,19 @@ def test_values_of_every_common_type_survive_the_round_trip(ctx):
     rows = [
         (1, "a", 1.5, decimal.Decimal("12.30"), dt.date(2024, 1, 5), dt.datetime(2024, 1, 5, 10, 30), True),
         (None, None, None, None, None, None, None),
-        (-(2**40), "ünïcode ✓", float("inf"), decimal.Decimal("-0.01"), dt.date(1999, 12, 31),
-         dt.datetime(1999, 12, 31, 23, 59, 59, 123456), False),
+        (
+            -(2**40),
+            "ünïcode ✓",
+            float("inf"),
+            decimal.Decimal("-0.01"),
+            dt.date(1999, 12, 31),
+            dt.datetime(1999, 12, 31, 23, 59, 59, 123456),
+            False,
+        ),
     ]
-    stored = ctx.results.put(columns=["i", "s", "f", "d", "day", "ts", "b"], types=[], rows=rows, total_rows=3)
+    stored = ctx.results.put(
+        columns=["i", "s", "f", "d", "day", "ts", "b"], types=[], rows=rows, total_rows=3
+    )
     result = ok(run_python(ctx, "df", result_ids=[stored.result_id]))
     back = ctx.results.get(result.result_id)
     assert back.rows == rows
@@ -187,8 +214,13 @@ def test_flexsql_sql_uses_the_given_runner_and_reports_truncation(duck):
         seen.append(sql)
         return duck.execute(sql, limits=FetchLimits(max_rows=3, count_limit=100))
 
-    result = ok(run_python(ctx, "d = flexsql.sql('SELECT * FROM orders')\nlen(d), d.attrs['total_rows'], "
-                                "d.attrs['truncated']", sql_runner=capped))
+    result = ok(
+        run_python(
+            ctx,
+            "d = flexsql.sql('SELECT * FROM orders')\nlen(d), d.attrs['total_rows'], d.attrs['truncated']",
+            sql_runner=capped,
+        )
+    )
     assert seen == ["SELECT * FROM orders"]
     assert result.value_repr == "(3, 7, True)"
     assert "only the first 3 of 7 rows" in result.stderr
@@ -232,19 +264,29 @@ def test_last_expression_value_and_no_value(ctx):
 
 def test_asyncio_works_inside_the_sandbox(ctx):
     # asyncio needs a socketpair; the sandbox refuses new sockets but not socketpairs
-    assert ok(run_python(ctx, "import asyncio\nasync def f():\n    return 6 * 7\nasyncio.run(f())")).value_repr == "42"
+    assert (
+        ok(run_python(ctx, "import asyncio\nasync def f():\n    return 6 * 7\nasyncio.run(f())")).value_repr
+        == "42"
+    )
 
 
 def test_nothing_survives_from_one_call_to_the_next(ctx):
     ok(run_python(ctx, "import builtins\nbuiltins.leak = 1\nx = 1\nopen('note.txt', 'w').write('hi')"))
-    result = run_python(ctx, "import os\nimport builtins\n(os.path.exists('note.txt'), hasattr(builtins, 'leak'))")
+    result = run_python(
+        ctx, "import os\nimport builtins\n(os.path.exists('note.txt'), hasattr(builtins, 'leak'))"
+    )
     assert ok(result).value_repr == "(False, False)"
     assert run_python(ctx, "x").error_type == "NameError"
 
 
 def test_working_directory_is_private_and_removed(ctx):
-    result = ok(run_python(ctx, "import os, stat\nst = os.stat('.')\n"
-                                "os.getcwd(), oct(stat.S_IMODE(st.st_mode)), st.st_uid, os.getuid()"))
+    result = ok(
+        run_python(
+            ctx,
+            "import os, stat\nst = os.stat('.')\n"
+            "os.getcwd(), oct(stat.S_IMODE(st.st_mode)), st.st_uid, os.getuid()",
+        )
+    )
     cwd, mode, owner, uid = eval(result.value_repr)  # noqa: S307 - our own repr of plain values
     assert mode == "0o700" and owner == uid
     assert not os.path.exists(cwd)
@@ -256,8 +298,17 @@ def test_environment_is_empty(ctx, monkeypatch):
     monkeypatch.setenv("FLEXSQL_TEST_SECRET_TOKEN", "hunter2")
     result = ok(run_python(ctx, "import os\nsorted(os.environ)"))
     assert "FLEXSQL_TEST_SECRET_TOKEN" not in result.value_repr
-    assert eval(result.value_repr) == sorted(["HOME", "TMPDIR", "LANG", "LC_ALL", "OPENBLAS_NUM_THREADS",  # noqa: S307
-                                              "OMP_NUM_THREADS", "MKL_NUM_THREADS"])
+    assert eval(result.value_repr) == sorted(
+        [
+            "HOME",
+            "TMPDIR",
+            "LANG",
+            "LC_ALL",
+            "OPENBLAS_NUM_THREADS",  # noqa: S307
+            "OMP_NUM_THREADS",
+            "MKL_NUM_THREADS",
+        ]
+    )
 
 
 def test_disabled_sandbox_refuses(duck):
@@ -298,8 +349,11 @@ def test_template_reports_what_it_enforces():
 
 
 def test_concurrent_calls_are_isolated_from_each_other(ctx):
-    codes = [f"import os\nopen('mine.txt', 'w').write('{i}')\nimport time\ntime.sleep(0.3)\n"
-             f"sorted(os.listdir('.')), open('mine.txt').read()" for i in range(4)]
+    codes = [
+        f"import os\nopen('mine.txt', 'w').write('{i}')\nimport time\ntime.sleep(0.3)\n"
+        f"sorted(os.listdir('.')), open('mine.txt').read()"
+        for i in range(4)
+    ]
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(lambda code: run_python(ctx, code), codes))
     assert [ok(r).value_repr for r in results] == [f"(['mine.txt'], '{i}')" for i in range(4)]
@@ -312,7 +366,9 @@ def test_working_directories_of_dead_servers_are_removed(tmp_path):
 
     from flexsql.tools.sandbox import BASE_PREFIX, Sandbox
 
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
     orphan = Path(tempfile.mkdtemp(prefix=BASE_PREFIX))
     (orphan / "owner.pid").write_text(dead.stdout.strip())
     (orphan / "call-x").mkdir()

@@ -49,22 +49,75 @@ dc4802,1,6929.31,1.0000
 # (case, task, prediction CSV, official lite, official snow, strict)
 CASES = [
     ("identical", "t001", T001, 1, 1, 1),
-    ("rows shuffled", "t001", "a,b,c,d\ndc4802,1,6929.31,1.0\n0a0a92,1,13664.08,1.0\n763c8b,2,7274.88,1.5\n", 1, 1, 1),
-    ("columns reordered", "t001", "NUM_ORDERS,customer_unique_id,CUSTOMER_LIFESPAN_WEEKS,AVG_PAYMENT_PER_ORDER\n"
-     "1,0a0a92,1.0,13664.08\n2,763c8b,1.5,7274.88\n1,dc4802,1.0,6929.31\n", 1, 1, 1),
-    ("extra columns", "t001", "rank,id,n,avg,weeks,note\n1,0a0a92,1,13664.08,1,x\n2,763c8b,2,7274.88,1.5,y\n"
-     "3,dc4802,1,6929.31,1,z\n", 1, 1, 1),
-    ("renamed headers", "t001", "w,x,y,z\n0a0a92,1,13664.08,1\n763c8b,2,7274.88,1.5\ndc4802,1,6929.31,1\n", 1, 1, 1),
-    ("ints written as floats", "t001", "a,b,c,d\n0a0a92,1.0,13664.08,1\n763c8b,2.0,7274.88,1.5\n"
-     "dc4802,1.0,6929.31,1\n", 1, 1, 1),
+    (
+        "rows shuffled",
+        "t001",
+        "a,b,c,d\ndc4802,1,6929.31,1.0\n0a0a92,1,13664.08,1.0\n763c8b,2,7274.88,1.5\n",
+        1,
+        1,
+        1,
+    ),
+    (
+        "columns reordered",
+        "t001",
+        "NUM_ORDERS,customer_unique_id,CUSTOMER_LIFESPAN_WEEKS,AVG_PAYMENT_PER_ORDER\n"
+        "1,0a0a92,1.0,13664.08\n2,763c8b,1.5,7274.88\n1,dc4802,1.0,6929.31\n",
+        1,
+        1,
+        1,
+    ),
+    (
+        "extra columns",
+        "t001",
+        "rank,id,n,avg,weeks,note\n1,0a0a92,1,13664.08,1,x\n2,763c8b,2,7274.88,1.5,y\n"
+        "3,dc4802,1,6929.31,1,z\n",
+        1,
+        1,
+        1,
+    ),
+    (
+        "renamed headers",
+        "t001",
+        "w,x,y,z\n0a0a92,1,13664.08,1\n763c8b,2,7274.88,1.5\ndc4802,1,6929.31,1\n",
+        1,
+        1,
+        1,
+    ),
+    (
+        "ints written as floats",
+        "t001",
+        "a,b,c,d\n0a0a92,1.0,13664.08,1\n763c8b,2.0,7274.88,1.5\ndc4802,1.0,6929.31,1\n",
+        1,
+        1,
+        1,
+    ),
     ("one value changed", "t001", T001.replace("7274.88", "7274.98"), 0, 0, 0),
-    ("float noise below 0.01", "t001", T001.replace("13664.08", "13664.085").replace("1.5000", "1.5049"), 1, 1, 1),
+    (
+        "float noise below 0.01",
+        "t001",
+        T001.replace("13664.08", "13664.085").replace("1.5000", "1.5049"),
+        1,
+        1,
+        1,
+    ),
     ("float noise above 0.01", "t001", T001.replace("6929.31", "6929.33"), 0, 0, 0),
-    ("rows scrambled across columns", "t001", "a,b,c,d\n0a0a92,2,13664.08,1.0\n763c8b,1,7274.88,1.5\n"
-     "dc4802,1,6929.31,1.0\n", 1, 1, 0),
+    (
+        "rows scrambled across columns",
+        "t001",
+        "a,b,c,d\n0a0a92,2,13664.08,1.0\n763c8b,1,7274.88,1.5\ndc4802,1,6929.31,1.0\n",
+        1,
+        1,
+        0,
+    ),
     ("a duplicate row added", "t001", T001 + "dc4802,1,6929.31,1.0000\n", 0, 0, 0),
-    ("a row duplicated in place of another", "t001", "a,b,c,d\n0a0a92,1,13664.08,1\n0a0a92,1,13664.08,1\n"
-     "dc4802,1,6929.31,1\n", 0, 0, 0),
+    (
+        "a row duplicated in place of another",
+        "t001",
+        "a,b,c,d\n0a0a92,1,13664.08,1\n0a0a92,1,13664.08,1\ndc4802,1,6929.31,1\n",
+        0,
+        0,
+        0,
+    ),
     ("text case changed", "t001", T001.replace("0a0a92", "0A0A92"), 0, 0, 0),
     ("a gold column missing", "t001", "a,b,d\n0a0a92,1,1\n763c8b,2,1.5\ndc4802,1,1\n", 0, 0, 0),
     ("NULL where gold has a value", "t001", T001.replace("6929.31", ""), 0, 0, 0),
@@ -76,13 +129,40 @@ CASES = [
     ("right value, two rows", "t002", "x\n4340.1019\n4340.1019\n", 0, 0, 0),
     # one variant (_a), flat condition_cols [0, 1]: lite checks all columns (0 is falsy), snow column 0,
     # strict columns 0 and 1
-    ("[0, 1]: columns 0 and 1 only", "t003", "bowler,match\nP Parameswaran,501252\nP Awana,734052\n"
-     "RS Bopara,419144\n", 0, 1, 1),
-    ("[0, 1]: columns 0 and 2 only", "t003", "bowler,runs\nP Parameswaran,37\nP Awana,33\nRS Bopara,33\n", 0, 1, 0),
-    ("[0, 1]: everything", "t003", "bowler_name,match_id,runs_in_over\nRS Bopara,419144,33\n"
-     "P Parameswaran,501252,37\nP Awana,734052,33\n", 1, 1, 1),
-    ("[0, 1]: a name misspelled", "t003", "bowler_name,match_id,runs_in_over\nRS Bopara,419144,33\n"
-     "P Parameswaran,501252,37\nP Awanna,734052,33\n", 0, 0, 0),
+    (
+        "[0, 1]: columns 0 and 1 only",
+        "t003",
+        "bowler,match\nP Parameswaran,501252\nP Awana,734052\nRS Bopara,419144\n",
+        0,
+        1,
+        1,
+    ),
+    (
+        "[0, 1]: columns 0 and 2 only",
+        "t003",
+        "bowler,runs\nP Parameswaran,37\nP Awana,33\nRS Bopara,33\n",
+        0,
+        1,
+        0,
+    ),
+    (
+        "[0, 1]: everything",
+        "t003",
+        "bowler_name,match_id,runs_in_over\nRS Bopara,419144,33\n"
+        "P Parameswaran,501252,37\nP Awana,734052,33\n",
+        1,
+        1,
+        1,
+    ),
+    (
+        "[0, 1]: a name misspelled",
+        "t003",
+        "bowler_name,match_id,runs_in_over\nRS Bopara,419144,33\n"
+        "P Parameswaran,501252,37\nP Awanna,734052,33\n",
+        0,
+        0,
+        0,
+    ),
     # one variant, flat [2, 3]: the official code checks only column 2; strict checks 2 and 3
     ("[2, 3]: column 2 only", "t004", "points\n1\n0\n0\n", 1, 1, 0),
     ("[2, 3]: columns 2 and 3, rows shuffled", "t004", "pts,pos\n0,9\n1,10\n0,10\n", 1, 1, 1),
@@ -90,18 +170,49 @@ CASES = [
     # two variants, flat [0, 2]: both variants use columns 0 and 2
     ("flat list, variant b", "t005", "id,chg\n28,2.55\n130,-0.95\n", 1, 1, 1),
     ("flat list, variant a", "t005", "id,chg\n130,-0.0095\n28,0.0255\n", 1, 1, 1),
-    ("flat list, share column missing", "t005", "id,name\n28,English Willow Cricket Bat\n130,Pro Maple Youth Bat\n",
-     0, 0, 0),
+    (
+        "flat list, share column missing",
+        "t005",
+        "id,name\n28,English Willow Cricket Bat\n130,Pro Maple Youth Bat\n",
+        0,
+        0,
+        0,
+    ),
     # three variants, two condition lists [[0], [1]]: the official code fails variant c
     ("fewer lists than variants, variant a", "t006", "name\nA.L. Vijay\nSion Sono\n", 1, 1, 1),
-    ("fewer lists than variants, variant c", "t006", "director,movie_count,avg_rating\nA. L. Vijay,5,5.42\n"
-     "Sion Sono,4,6.03\n", 0, 0, 1),
+    (
+        "fewer lists than variants, variant c",
+        "t006",
+        "director,movie_count,avg_rating\nA. L. Vijay,5,5.42\nSion Sono,4,6.03\n",
+        0,
+        0,
+        1,
+    ),
     # NULLs
-    ("NULLs kept", "t007", "region,year,total_sales,returns\nEast,2019,100.5,\nWest,2019,80.25,3\nEast,2020,,0\n", 1, 1, 1),
-    ("NULL written as 0", "t007", "region,year,total_sales,returns\nEast,2019,100.5,0\nWest,2019,80.25,3\n"
-     "East,2020,0,0\n", 1, 1, 0),
-    ("NULL and 0 swapped between rows", "t007", "region,year,total_sales,returns\nEast,2019,100.5,0\n"
-     "West,2019,80.25,3\nEast,2020,,\n", 1, 1, 0),
+    (
+        "NULLs kept",
+        "t007",
+        "region,year,total_sales,returns\nEast,2019,100.5,\nWest,2019,80.25,3\nEast,2020,,0\n",
+        1,
+        1,
+        1,
+    ),
+    (
+        "NULL written as 0",
+        "t007",
+        "region,year,total_sales,returns\nEast,2019,100.5,0\nWest,2019,80.25,3\nEast,2020,0,0\n",
+        1,
+        1,
+        0,
+    ),
+    (
+        "NULL and 0 swapped between rows",
+        "t007",
+        "region,year,total_sales,returns\nEast,2019,100.5,0\nWest,2019,80.25,3\nEast,2020,,\n",
+        1,
+        1,
+        0,
+    ),
     # empty-ish condition_cols: None, [[]], [None] all mean every column
     ("None: a column missing", "t008", "name\nWilliams\nToro Rosso\nMinardi\n", 0, 0, 0),
     ("None: columns swapped", "t008", "n,c\n6,Williams\n5,Toro Rosso\n3,Minardi\n", 1, 1, 1),
@@ -111,21 +222,51 @@ CASES = [
     ("[None]: columns swapped", "t010", "n,c\n6,Williams\n5,Toro Rosso\n3,Minardi\n", 1, 1, 1),
     # ignore_order false
     ("ordered: same order", "t011", "rank,city,orders\n1,Sao Paulo,120\n2,Rio,80\n3,Curitiba,31\n", 1, 1, 1),
-    ("ordered: rows shuffled", "t011", "rank,city,orders\n2,Rio,80\n1,Sao Paulo,120\n3,Curitiba,31\n", 0, 0, 0),
-    ("ordered: columns moved", "t011", "orders,rank,city\n120,1,Sao Paulo\n80,2,Rio\n31,3,Curitiba\n", 1, 1, 1),
+    (
+        "ordered: rows shuffled",
+        "t011",
+        "rank,city,orders\n2,Rio,80\n1,Sao Paulo,120\n3,Curitiba,31\n",
+        0,
+        0,
+        0,
+    ),
+    (
+        "ordered: columns moved",
+        "t011",
+        "orders,rank,city\n120,1,Sao Paulo\n80,2,Rio\n31,3,Curitiba\n",
+        1,
+        1,
+        1,
+    ),
     # two identical gold columns: the official rule lets one predicted column serve both
     ("one column for two gold columns", "t012", "month,revenue\n1,10\n2,20\n3,35.5\n", 1, 1, 0),
     ("both columns given", "t012", "m,r,r2\n3,35.5,35.5\n1,10,10\n2,20,20\n", 1, 1, 1),
     # long floats rounded within 0.01, booleans as 1/0
-    ("rounded floats, bools as 1/0", "t013", "seg,avg,active\nChampions,301.07,1\nHibernating,289.21,0\n"
-     "Loyal Customers,241.04,1\n", 1, 1, 1),
-    ("bools as words", "t013", "seg,avg,active\nChampions,301.07,yes\nHibernating,289.21,no\n"
-     "Loyal Customers,241.04,yes\n", 0, 0, 0),
+    (
+        "rounded floats, bools as 1/0",
+        "t013",
+        "seg,avg,active\nChampions,301.07,1\nHibernating,289.21,0\nLoyal Customers,241.04,1\n",
+        1,
+        1,
+        1,
+    ),
+    (
+        "bools as words",
+        "t013",
+        "seg,avg,active\nChampions,301.07,yes\nHibernating,289.21,no\nLoyal Customers,241.04,yes\n",
+        0,
+        0,
+        0,
+    ),
 ]
 
 
-@pytest.mark.parametrize(("case", "task", "prediction", "lite", "snow", "strict"), CASES, ids=[c[0] for c in CASES])
-def test_verdicts(gold: GoldStore, case: str, task: str, prediction: str, lite: int, snow: int, strict: int) -> None:
+@pytest.mark.parametrize(
+    ("case", "task", "prediction", "lite", "snow", "strict"), CASES, ids=[c[0] for c in CASES]
+)
+def test_verdicts(
+    gold: GoldStore, case: str, task: str, prediction: str, lite: int, snow: int, strict: int
+) -> None:
     assert verdicts(gold, task, prediction) == (lite, snow, strict)
 
 
@@ -142,7 +283,9 @@ def test_reasons_name_what_failed(gold: GoldStore) -> None:
     changed = reason(T001.replace("7274.88", "7274.98"))
     assert "column 2 of gold ('AVG_PAYMENT_PER_ORDER') not matched" in changed
     assert "7274.88 vs 7274.98" in changed
-    scrambled = reason("a,b,c,d\n0a0a92,2,13664.08,1.0\n763c8b,1,7274.88,1.5\ndc4802,1,6929.31,1.0\n", strict=True)
+    scrambled = reason(
+        "a,b,c,d\n0a0a92,2,13664.08,1.0\n763c8b,1,7274.88,1.5\ndc4802,1,6929.31,1.0\n", strict=True
+    )
     assert "rows pair the values differently" in scrambled and "only in gold" in scrambled
 
 
@@ -161,18 +304,21 @@ def test_gold_files_plain_or_sorted_variants(gold: GoldStore) -> None:
     assert gold.config("t011").ignore_order is False
 
 
-@pytest.mark.parametrize(("cc", "n", "flavor", "expected"), [
-    (None, 2, "lite", [None, None]),
-    ([], 1, "lite", [None]),
-    ([[]], 2, "snow", [None, None]),
-    ([None], 1, "snow", [None]),
-    ([0, 1], 1, "lite", [None]),  # only the first integer, and 0 is falsy in lite
-    ([0, 1], 1, "snow", [[0]]),
-    ([3, 1], 1, "lite", [[3]]),
-    ([0, 2], 2, "lite", [[0, 2], [0, 2]]),  # several variants: the flat list for each
-    ([[1], [0, 2]], 2, "lite", [[1], [0, 2]]),
-    ([[1], []], 2, "lite", [[1], None]),
-])
+@pytest.mark.parametrize(
+    ("cc", "n", "flavor", "expected"),
+    [
+        (None, 2, "lite", [None, None]),
+        ([], 1, "lite", [None]),
+        ([[]], 2, "snow", [None, None]),
+        ([None], 1, "snow", [None]),
+        ([0, 1], 1, "lite", [None]),  # only the first integer, and 0 is falsy in lite
+        ([0, 1], 1, "snow", [[0]]),
+        ([3, 1], 1, "lite", [[3]]),
+        ([0, 2], 2, "lite", [[0, 2], [0, 2]]),  # several variants: the flat list for each
+        ([[1], [0, 2]], 2, "lite", [[1], [0, 2]]),
+        ([[1], []], 2, "lite", [[1], None]),
+    ],
+)
 def test_official_condition_expansion(cc, n, flavor, expected) -> None:
     choices = expand_official(cc, n, flavor)
     assert [c.columns for c in choices] == expected
@@ -218,6 +364,7 @@ def test_ex_needs_every_column_and_no_extra() -> None:
 
 
 # -- the table-equivalence core ------------------------------------------------------------------
+
 
 def test_columns_permuted_and_extra_columns() -> None:
     a = (["id", "name"], [(1, "x"), (2, "y")])
@@ -271,14 +418,21 @@ def test_one_predicted_column_cannot_serve_two() -> None:
 def test_many_identical_columns_stay_fast() -> None:
     rows_a = [tuple([i] * 12) for i in range(300)]
     rows_b = [tuple([i] * 12 + [i % 2]) for i in range(300)]
-    eq = compare_tables([f"c{i}" for i in range(12)], rows_a, [f"d{i}" for i in range(13)], rows_b,
-                        allow_extra_columns=True)
+    eq = compare_tables(
+        [f"c{i}" for i in range(12)], rows_a, [f"d{i}" for i in range(13)], rows_b, allow_extra_columns=True
+    )
     assert eq.equivalent
 
 
 def test_unmatched_column_names_the_closest() -> None:
-    eq = compare_tables(["id", "total"], [(1, 10.5), (2, 20.0)], ["id", "sum"], [(1, 10.5), (2, 20.7)],
-                        a_label="gold", b_label="predicted")
+    eq = compare_tables(
+        ["id", "total"],
+        [(1, 10.5), (2, 20.0)],
+        ["id", "sum"],
+        [(1, 10.5), (2, 20.7)],
+        a_label="gold",
+        b_label="predicted",
+    )
     assert eq.unmatched_columns == [1]
     assert "column 1 of gold ('total') matches no predicted column" in eq.reason
     assert "closest: column 1 'sum'" in eq.reason and "20.0 vs 20.7" in eq.reason

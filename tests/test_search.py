@@ -15,10 +15,45 @@ from flexsql.tools.sources import SourceRegistry, open_source
 from flexsql.tools.values import build_value_index
 
 SCHEMAS = ["sales", "hr", "inventory", "music", "sports", "finance"]
-FILLER_A = ["audit", "batch", "buffer", "cache", "event", "feed", "job", "ledger", "log", "metric", "queue",
-            "snapshot", "staging", "task", "vendor", "widget", "region", "channel", "device", "session"]
-FILLER_B = ["entries", "history", "runs", "items", "stats", "links", "flags", "notes", "versions", "archive",
-            "backlog", "errors", "quotas", "tokens", "windows"]
+FILLER_A = [
+    "audit",
+    "batch",
+    "buffer",
+    "cache",
+    "event",
+    "feed",
+    "job",
+    "ledger",
+    "log",
+    "metric",
+    "queue",
+    "snapshot",
+    "staging",
+    "task",
+    "vendor",
+    "widget",
+    "region",
+    "channel",
+    "device",
+    "session",
+]
+FILLER_B = [
+    "entries",
+    "history",
+    "runs",
+    "items",
+    "stats",
+    "links",
+    "flags",
+    "notes",
+    "versions",
+    "archive",
+    "backlog",
+    "errors",
+    "quotas",
+    "tokens",
+    "windows",
+]
 
 TARGETS = """
 CREATE TABLE hr.employees (emp_id INTEGER PRIMARY KEY, first_name VARCHAR, last_name VARCHAR, salary DOUBLE,
@@ -58,10 +93,18 @@ def catalog_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     rng.shuffle(names)
     for i, name in enumerate(names[:289]):
         schema = SCHEMAS[i % len(SCHEMAS)]
-        cols = ["id INTEGER", "created_at TIMESTAMP", f"{name.split('_')[0]}_code VARCHAR", "amount DOUBLE",
-                "note VARCHAR", f"{rng.choice(FILLER_A)}_ref INTEGER"]
+        cols = [
+            "id INTEGER",
+            "created_at TIMESTAMP",
+            f"{name.split('_')[0]}_code VARCHAR",
+            "amount DOUBLE",
+            "note VARCHAR",
+            f"{rng.choice(FILLER_A)}_ref INTEGER",
+        ]
         statements.append(f"CREATE TABLE {schema}.{name} ({', '.join(cols)})")
-    statements.append("CREATE TABLE finance.ledger_entries (entry_id INTEGER, account_no VARCHAR, debit DOUBLE)")
+    statements.append(
+        "CREATE TABLE finance.ledger_entries (entry_id INTEGER, account_no VARCHAR, debit DOUBLE)"
+    )
     statements += [s for s in TARGETS.split(";\n") if s.strip()]
     conn.execute("BEGIN")
     for statement in statements:
@@ -86,26 +129,33 @@ def _names(result) -> list[str]:
 
 # -- words ------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("name", "words"), [
-    ("StuID", ["stu", "id"]),
-    ("orderDate2", ["order", "date", "2"]),
-    ("HTTPServerURL", ["http", "server", "url"]),
-    ("customer_first_name", ["customer", "first", "name"]),
-    ("Song_release_year", ["song", "release", "year"]),
-    ("Émission", ["emission"]),
-])
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("StuID", ["stu", "id"]),
+        ("orderDate2", ["order", "date", "2"]),
+        ("HTTPServerURL", ["http", "server", "url"]),
+        ("customer_first_name", ["customer", "first", "name"]),
+        ("Song_release_year", ["song", "release", "year"]),
+        ("Émission", ["emission"]),
+    ],
+)
 def test_identifier_splitting(name: str, words: list[str]) -> None:
     assert vi.split_identifier(name) == words
 
 
-@pytest.mark.parametrize(("name", "means"), [
-    ("unitQty", "unit quantity"),
-    ("custAddr", "customer address"),
-    ("dept_no", "department number"),
-    ("Fname", "first name"),
-    ("hire_dt", "hire date"),
-    ("FirstName", "first names"),
-])
+@pytest.mark.parametrize(
+    ("name", "means"),
+    [
+        ("unitQty", "unit quantity"),
+        ("custAddr", "customer address"),
+        ("dept_no", "department number"),
+        ("Fname", "first name"),
+        ("hire_dt", "hire date"),
+        ("FirstName", "first names"),
+    ],
+)
 def test_abbreviations_and_stems_match_plain_words(name: str, means: str) -> None:
     assert [t.term for t in identifier_terms(name)] == [t.term for t in text_terms(means)]
 
@@ -117,21 +167,33 @@ def test_glued_words_split_against_the_catalog_vocabulary() -> None:
     assert [t.term for t in identifier_terms("firstname")] == ["firstnam"]  # nothing to split against
 
 
-@pytest.mark.parametrize(("a", "b"), [("singers", "singer"), ("located", "location"), ("countries", "country"),
-                                      ("departments", "department"), ("running", "run")])
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("singers", "singer"),
+        ("located", "location"),
+        ("countries", "country"),
+        ("departments", "department"),
+        ("running", "run"),
+    ],
+)
 def test_stemming_conflates_forms(a: str, b: str) -> None:
     assert stem(a) == stem(b)
 
 
 # -- ranking on a large catalog --------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("query", "first", "because"), [
-    ("employee salary by department", "hr.employees", "salary"),
-    ("stock item quantity", "inventory.stockItems", "quantity"),
-    ("customer address", "sales.customers", "address"),
-    ("general ledger postings", "finance.ledger_entries", "comment mentions"),
-    ("concert themes", "music.concert", "concert"),
-])
+
+@pytest.mark.parametrize(
+    ("query", "first", "because"),
+    [
+        ("employee salary by department", "hr.employees", "salary"),
+        ("stock item quantity", "inventory.stockItems", "quantity"),
+        ("customer address", "sales.customers", "address"),
+        ("general ledger postings", "finance.ledger_entries", "comment mentions"),
+        ("concert themes", "music.concert", "concert"),
+    ],
+)
 def test_right_table_first_with_reason(big: ToolContext, query: str, first: str, because: str) -> None:
     result = search_schema(big, query, limit=5)
     assert _names(result)[0] == first
@@ -208,6 +270,7 @@ def test_bad_arguments_are_clear_errors(shop) -> None:
 
 
 # -- every engine -----------------------------------------------------------------------------------------
+
 
 def test_search_on_every_engine(shop) -> None:
     ctx = ToolContext(sources=SourceRegistry([shop]))

@@ -19,7 +19,8 @@ def ctx(tmp_path) -> ToolContext:
     path = tmp_path / "racing.duckdb"
     conn = duckdb.connect(str(path))
     for stmt in [
-        "CREATE SCHEMA f1", "CREATE SCHEMA weather",
+        "CREATE SCHEMA f1",
+        "CREATE SCHEMA weather",
         "CREATE TABLE f1.races (race_id BIGINT, name VARCHAR, year BIGINT, circuit VARCHAR)",
         "CREATE TABLE f1.drivers (driver_id BIGINT, forename VARCHAR, surname VARCHAR)",
         "CREATE TABLE f1.pit_stops (race_id BIGINT, driver_id BIGINT, stop BIGINT, lap BIGINT, duration DOUBLE)",
@@ -47,7 +48,10 @@ def test_key_entity_reads_common_spellings() -> None:
 def test_hub_table_the_question_never_names_is_found_through_its_key(ctx: ToolContext) -> None:
     result = search_schema(ctx, "pit stop duration and lap position on each lap", limit=5)
     names = [t.table for t in result.tables]
-    assert names[:2] == ["f1.pit_stops", "f1.lap_positions"] or names[:2] == ["f1.lap_positions", "f1.pit_stops"]
+    assert names[:2] == ["f1.pit_stops", "f1.lap_positions"] or names[:2] == [
+        "f1.lap_positions",
+        "f1.pit_stops",
+    ]
     assert "f1.races" in names  # no word of the question names it: only the race_id columns link it
     races = next(t for t in result.tables if t.table == "f1.races")
     assert any("by race_id (inferred from the name)" in why for why in races.why), races.why

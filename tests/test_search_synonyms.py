@@ -18,13 +18,24 @@ from flexsql.tools.sources import SourceRegistry, open_source
 # name -> (lemmas, [(pointer symbol, target name)], gloss); pointers are written both ways as WordNet does
 NOUNS: dict[str, tuple[list[str], list[tuple[str, str]], str]] = {
     "drug": (["drug"], [("~", "medicine")], "a substance used as a medicine"),
-    "medicine": (["medicine", "medication", "medicament", "medicinal_drug"], [("@", "drug")],
-                 "something that treats or prevents or alleviates the symptoms of disease"),
+    "medicine": (
+        ["medicine", "medication", "medicament", "medicinal_drug"],
+        [("@", "drug")],
+        "something that treats or prevents or alleviates the symptoms of disease",
+    ),
     "person": (["person", "individual", "someone"], [("~", "participant"), ("~", "worker")], "a human being"),
     "participant": (["participant"], [("@", "person")], "someone who takes part in an activity"),
-    "worker": (["worker"], [("@", "person"), ("~", "employee")], "a person who works at a specific occupation"),
+    "worker": (
+        ["worker"],
+        [("@", "person"), ("~", "employee")],
+        "a person who works at a specific occupation",
+    ),
     "employee": (["employee"], [("@", "worker")], "a worker who is hired to perform a job"),
-    "student": (["student", "pupil", "educatee"], [], "a learner who is enrolled in an educational institution"),
+    "student": (
+        ["student", "pupil", "educatee"],
+        [],
+        "a learner who is enrolled in an educational institution",
+    ),
     "eye_pupil": (["pupil"], [], "the contractile aperture in the center of the iris of the eye"),
     "movie": (["movie", "film", "motion_picture"], [], "a form of entertainment"),
     "mouse": (["mouse"], [], "any of numerous small rodents"),
@@ -33,12 +44,26 @@ VERBS: dict[str, tuple[list[str], list[tuple[str, str]], str]] = {
     "ship": (["ship", "forward", "send"], [], "transport commercially"),
 }
 # lemma -> its synsets, most frequent sense first
-NOUN_SENSES = {"drug": ["drug"], "medicine": ["medicine"], "medication": ["medicine"], "medicament": ["medicine"],
-               "medicinal_drug": ["medicine"], "person": ["person"], "individual": ["person"],
-               "someone": ["person"], "participant": ["participant"], "worker": ["worker"],
-               "employee": ["employee"], "student": ["student"], "pupil": ["student", "eye_pupil"],
-               "educatee": ["student"], "movie": ["movie"], "film": ["movie"], "motion_picture": ["movie"],
-               "mouse": ["mouse"]}
+NOUN_SENSES = {
+    "drug": ["drug"],
+    "medicine": ["medicine"],
+    "medication": ["medicine"],
+    "medicament": ["medicine"],
+    "medicinal_drug": ["medicine"],
+    "person": ["person"],
+    "individual": ["person"],
+    "someone": ["person"],
+    "participant": ["participant"],
+    "worker": ["worker"],
+    "employee": ["employee"],
+    "student": ["student"],
+    "pupil": ["student", "eye_pupil"],
+    "educatee": ["student"],
+    "movie": ["movie"],
+    "film": ["movie"],
+    "motion_picture": ["movie"],
+    "mouse": ["mouse"],
+}
 VERB_SENSES = {"ship": ["ship"], "forward": ["ship"], "send": ["ship"]}
 LICENCE = "  1 This software and database is being provided to you, the LICENSEE, by Princeton University\n"
 
@@ -50,20 +75,28 @@ def _write_pos(folder: Path, pos: str, synsets: dict, senses: dict[str, list[str
         lemmas, pointers, gloss = synsets[name]
         words = " ".join(f"{w} 0" for w in lemmas)
         ptrs = " ".join(f"{sym} {offsets[target]:08d} {letter} 0000" for sym, target in pointers)
-        return (f"{offsets[name]:08d} 03 {letter} {len(lemmas):02x} {words} {len(pointers):03d}"
-                + (f" {ptrs}" if ptrs else "") + f" | {gloss}  \n")
+        return (
+            f"{offsets[name]:08d} 03 {letter} {len(lemmas):02x} {words} {len(pointers):03d}"
+            + (f" {ptrs}" if ptrs else "")
+            + f" | {gloss}  \n"
+        )
 
     dummy = dict.fromkeys(synsets, 0)
     offsets, at = {}, len(LICENCE.encode())
     for name in synsets:
         offsets[name] = at
         at += len(line(name, dummy).encode())
-    (folder / f"data.{pos}").write_text(LICENCE + "".join(line(n, offsets) for n in synsets), encoding="utf-8")
+    (folder / f"data.{pos}").write_text(
+        LICENCE + "".join(line(n, offsets) for n in synsets), encoding="utf-8"
+    )
     rows = []
     for lemma in sorted(senses):
         targets = senses[lemma]
-        rows.append(f"{lemma} {letter} {len(targets)} 0 {len(targets)} 0 "
-                    + " ".join(f"{offsets[t]:08d}" for t in targets) + "  \n")
+        rows.append(
+            f"{lemma} {letter} {len(targets)} 0 {len(targets)} 0 "
+            + " ".join(f"{offsets[t]:08d}" for t in targets)
+            + "  \n"
+        )
     (folder / f"index.{pos}").write_text(LICENCE + "".join(rows), encoding="utf-8")
 
 
@@ -180,8 +213,9 @@ def test_verb_senses_are_not_used(use_wordnet: Path, clinic: ToolContext) -> Non
     assert all("'forward' ~" not in w for t in result.tables for w in t.why)
 
 
-def test_without_wordnet_nothing_is_expanded(clinic: ToolContext, monkeypatch: pytest.MonkeyPatch,
-                                             wordnet_files: Path) -> None:
+def test_without_wordnet_nothing_is_expanded(
+    clinic: ToolContext, monkeypatch: pytest.MonkeyPatch, wordnet_files: Path
+) -> None:
     monkeypatch.setenv(syn.ENV, "off")
     assert syn.wordnet_dir() is None and syn.wordnet() is None
     result = search_schema(clinic, "How many medications did each participant take?", limit=3)
@@ -190,8 +224,9 @@ def test_without_wordnet_nothing_is_expanded(clinic: ToolContext, monkeypatch: p
     assert syn.wordnet_dir() is None
 
 
-def test_unreadable_files_mean_no_synonyms_not_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                        clinic: ToolContext) -> None:
+def test_unreadable_files_mean_no_synonyms_not_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clinic: ToolContext
+) -> None:
     folder = tmp_path / "broken"
     folder.mkdir()
     (folder / "data.noun").write_text("00000000 03 n zz not-hex 0 000 | broken\n", encoding="utf-8")
@@ -202,8 +237,9 @@ def test_unreadable_files_mean_no_synonyms_not_an_error(tmp_path: Path, monkeypa
     assert search_schema(clinic, "medications", limit=3).tables is not None
 
 
-def test_first_use_builds_in_the_background(wordnet_files: Path, tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_first_use_builds_in_the_background(
+    wordnet_files: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(syn.ENV, str(wordnet_files))
     monkeypatch.setenv("FLEXSQL_CACHE_DIR", str(tmp_path / "fresh-cache"))
     first = syn.wordnet()  # answers at once: None until the index is there
@@ -216,9 +252,11 @@ def test_first_use_builds_in_the_background(wordnet_files: Path, tmp_path: Path,
 REAL = syn.DEBIAN_DIR
 
 
-@pytest.mark.skipif(not (REAL / "data.noun").is_file(),
-                    reason=f"WordNet database files are not installed at {REAL} (Debian/Ubuntu: "
-                           "apt-get install wordnet-base; .ci/run installs it)")
+@pytest.mark.skipif(
+    not (REAL / "data.noun").is_file(),
+    reason=f"WordNet database files are not installed at {REAL} (Debian/Ubuntu: "
+    "apt-get install wordnet-base; .ci/run installs it)",
+)
 def test_real_wordnet_relates_medication_to_drug(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(syn.ENV, str(REAL))
     monkeypatch.setenv("FLEXSQL_CACHE_DIR", os.environ.get("FLEXSQL_CACHE_DIR", str(tmp_path)))

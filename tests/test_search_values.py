@@ -16,7 +16,8 @@ def ctx(tmp_path) -> ToolContext:
     path = tmp_path / "many.duckdb"
     conn = duckdb.connect(str(path))
     for stmt in [
-        "CREATE SCHEMA shop", "CREATE SCHEMA concert_singer",
+        "CREATE SCHEMA shop",
+        "CREATE SCHEMA concert_singer",
         "CREATE TABLE shop.customers (name VARCHAR, country VARCHAR)",
         "CREATE TABLE shop.suppliers (company VARCHAR, country VARCHAR)",
         "CREATE TABLE shop.warehouses (city VARCHAR, country VARCHAR)",

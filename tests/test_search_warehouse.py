@@ -12,7 +12,9 @@ from flexsql.tools.sources import SourceRegistry, open_source
 from flexsql.tools.values import find_values
 
 FILLER_SCHEMAS = [f"dataset_{i:02d}" for i in range(12)]
-EVENT_COLS = "event_date VARCHAR, event_name VARCHAR, user_pseudo_id VARCHAR, platform VARCHAR, geo_country VARCHAR"
+EVENT_COLS = (
+    "event_date VARCHAR, event_name VARCHAR, user_pseudo_id VARCHAR, platform VARCHAR, geo_country VARCHAR"
+)
 
 
 @pytest.fixture(scope="module")
@@ -21,8 +23,13 @@ def warehouse_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 
     path = tmp_path_factory.mktemp("wh") / "warehouse_like.duckdb"
     conn = duckdb.connect(str(path))
-    stmts = ["CREATE SCHEMA analytics", "CREATE SCHEMA census", "CREATE SCHEMA clinical", "CREATE SCHEMA crm",
-             "CREATE SCHEMA survey"]
+    stmts = [
+        "CREATE SCHEMA analytics",
+        "CREATE SCHEMA census",
+        "CREATE SCHEMA clinical",
+        "CREATE SCHEMA crm",
+        "CREATE SCHEMA survey",
+    ]
     # 31 daily shards of app events
     for day in range(1, 32):
         stmts.append(f"CREATE TABLE analytics.events_202101{day:02d} ({EVENT_COLS})")
@@ -30,26 +37,36 @@ def warehouse_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     # survey vintages by year and span, and data releases
     for year in range(2015, 2021):
         for span in (1, 5):
-            stmts.append(f"CREATE TABLE census.state_{year}_{span}yr (geo_id VARCHAR, total_pop DOUBLE, "
-                         "median_income DOUBLE, households DOUBLE)")
+            stmts.append(
+                f"CREATE TABLE census.state_{year}_{span}yr (geo_id VARCHAR, total_pop DOUBLE, "
+                "median_income DOUBLE, households DOUBLE)"
+            )
     for r in (24, 30, 35):
-        stmts.append(f"CREATE TABLE clinical.clinical_gdc_r{r} (case_id VARCHAR, primary_diagnosis VARCHAR, "
-                     "vital_status VARCHAR, days_to_death DOUBLE)")
+        stmts.append(
+            f"CREATE TABLE clinical.clinical_gdc_r{r} (case_id VARCHAR, primary_diagnosis VARCHAR, "
+            "vital_status VARCHAR, days_to_death DOUBLE)"
+        )
     for yy in (14, 15, 16):
-        stmts.append(f"CREATE TABLE survey.indiv{yy} (respondent_id VARCHAR, occupation VARCHAR, wage DOUBLE)")
+        stmts.append(
+            f"CREATE TABLE survey.indiv{yy} (respondent_id VARCHAR, occupation VARCHAR, wage DOUBLE)"
+        )
     # same shape, different columns: not a family
     stmts.append("CREATE TABLE crm.report_1 (a VARCHAR, b VARCHAR, c VARCHAR)")
     stmts.append("CREATE TABLE crm.report_2 (x DOUBLE, y DOUBLE, z DOUBLE)")
     stmts.append("CREATE TABLE crm.customers (customer_id VARCHAR, customer_name VARCHAR, country VARCHAR)")
     stmts.append("CREATE TABLE crm.suppliers (supplier_id VARCHAR, company VARCHAR, country VARCHAR)")
-    stmts.append("CREATE TABLE crm.orders (order_id VARCHAR, customer_id VARCHAR, ship_country VARCHAR, amount DOUBLE)")
+    stmts.append(
+        "CREATE TABLE crm.orders (order_id VARCHAR, customer_id VARCHAR, ship_country VARCHAR, amount DOUBLE)"
+    )
     stmts.append("INSERT INTO crm.customers VALUES ('c1', 'Acme', 'France'), ('c2', 'Globex', 'Spain')")
     stmts.append("INSERT INTO crm.suppliers VALUES ('s1', 'Bolt', 'France'), ('s2', 'Nut', 'France')")
     stmts.append("INSERT INTO crm.orders VALUES ('o1', 'c1', 'France', 10), ('o2', 'c2', 'Spain', 5)")
     for i, schema in enumerate(FILLER_SCHEMAS):
         stmts.append(f"CREATE SCHEMA {schema}")
         for j in range(8):
-            stmts.append(f"CREATE TABLE {schema}.table_{chr(97 + j)}{chr(97 + i)} (k VARCHAR, v DOUBLE, note VARCHAR)")
+            stmts.append(
+                f"CREATE TABLE {schema}.table_{chr(97 + j)}{chr(97 + i)} (k VARCHAR, v DOUBLE, note VARCHAR)"
+            )
     conn.execute("BEGIN")
     for s in stmts:
         conn.execute(s)
@@ -90,11 +107,14 @@ def test_a_family_takes_one_slot_and_names_its_range(wh: ToolContext) -> None:
     assert "(family analytics.events_*: 31 tables events_20210101 … events_20210131)" in result.to_text()
 
 
-@pytest.mark.parametrize(("question", "shard"), [
-    ("How many app events happened on January 18, 2021?", "analytics.events_20210118"),
-    ("events of 2021-01-07 per platform", "analytics.events_20210107"),
-    ("users active on 18 January 2021", "analytics.events_20210118"),  # no word matches: the date alone
-])
+@pytest.mark.parametrize(
+    ("question", "shard"),
+    [
+        ("How many app events happened on January 18, 2021?", "analytics.events_20210118"),
+        ("events of 2021-01-07 per platform", "analytics.events_20210107"),
+        ("users active on 18 January 2021", "analytics.events_20210118"),  # no word matches: the date alone
+    ],
+)
 def test_question_dates_pick_the_shard(wh: ToolContext, question: str, shard: str) -> None:
     top = search_schema(wh, question, limit=5).tables[0]
     assert top.table == shard
@@ -125,8 +145,11 @@ def test_distinct_concepts_fill_the_result(wh: ToolContext) -> None:
 
 def test_find_values_schema_and_context(wh: ToolContext) -> None:
     bare = find_values(wh, "France")
-    assert {(m.table, m.column) for m in bare.matches} == {("crm.customers", "country"), ("crm.suppliers", "country"),
-                                                          ("crm.orders", "ship_country")}
+    assert {(m.table, m.column) for m in bare.matches} == {
+        ("crm.customers", "country"),
+        ("crm.suppliers", "country"),
+        ("crm.orders", "ship_country"),
+    }
     # the context names the supplier side: that column comes first, and the result says why
     ctx_hit = find_values(wh, "France", context="Which suppliers are based in France?").matches[0]
     assert (ctx_hit.table, ctx_hit.column) == ("crm.suppliers", "country")
@@ -143,11 +166,23 @@ def test_find_values_schema_and_context(wh: ToolContext) -> None:
 
 # -- tables with the same columns ------------------------------------------------------------------
 
-POST_COLS = ("id BIGINT, title VARCHAR, body VARCHAR, tags VARCHAR, view_count BIGINT, score BIGINT, "
-             "owner_user_id BIGINT, creation_date TIMESTAMP, answer_count BIGINT")
-POST_TABLES = ("posts_questions", "posts_answers", "posts_tag_wiki", "posts_tag_wiki_excerpt",
-               "posts_orphaned_tag_wiki", "posts_moderator_nomination", "posts_privilege_wiki",
-               "posts_wiki_placeholder", "stackoverflow_posts", "posts_tag_synonyms", "posts_questions_archive")
+POST_COLS = (
+    "id BIGINT, title VARCHAR, body VARCHAR, tags VARCHAR, view_count BIGINT, score BIGINT, "
+    "owner_user_id BIGINT, creation_date TIMESTAMP, answer_count BIGINT"
+)
+POST_TABLES = (
+    "posts_questions",
+    "posts_answers",
+    "posts_tag_wiki",
+    "posts_tag_wiki_excerpt",
+    "posts_orphaned_tag_wiki",
+    "posts_moderator_nomination",
+    "posts_privilege_wiki",
+    "posts_wiki_placeholder",
+    "stackoverflow_posts",
+    "posts_tag_synonyms",
+    "posts_questions_archive",
+)
 
 
 @pytest.fixture(scope="module")
@@ -159,9 +194,13 @@ def forum_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     conn = duckdb.connect(str(path))
     for name in POST_TABLES:
         conn.execute(f"CREATE TABLE {name} ({POST_COLS})")
-    conn.execute("CREATE TABLE tags (id BIGINT, tag_name VARCHAR, count BIGINT, excerpt_post_id BIGINT, "
-                 "wiki_post_id BIGINT)")
-    conn.execute("CREATE TABLE users (id BIGINT, display_name VARCHAR, reputation BIGINT, creation_date TIMESTAMP)")
+    conn.execute(
+        "CREATE TABLE tags (id BIGINT, tag_name VARCHAR, count BIGINT, excerpt_post_id BIGINT, "
+        "wiki_post_id BIGINT)"
+    )
+    conn.execute(
+        "CREATE TABLE users (id BIGINT, display_name VARCHAR, reputation BIGINT, creation_date TIMESTAMP)"
+    )
     conn.close()
     return f"duckdb:///{path}"
 
@@ -186,16 +225,35 @@ def test_copies_of_one_column_list_do_not_crowd_out_the_table_the_question_names
     names = _names(result)
     assert names[0] == "main.posts_questions"
     assert "main.tags" in names[:10]
-    twin = next(t for t in result.tables if t.table != "main.posts_questions" and t.table.startswith("main.posts"))
+    twin = next(
+        t for t in result.tables if t.table != "main.posts_questions" and t.table.startswith("main.posts")
+    )
     assert any(w.startswith("same columns as ") for w in twin.why)
     # positive control: scored without the twin decay, the eleven post tables fill the list
     crowded = _names(_forum_search(forum_url, question, twin_decay=1.0))
     assert "main.tags" not in crowded[:10]
 
 
-RESULT_COLS = ["result_id", "race_id", "driver_id", "constructor_id", "number", "grid", "position", "position_text",
-               "position_order", "points", "laps", "time", "milliseconds", "fastest_lap", "fastest_lap_time",
-               "fastest_lap_speed", "status_id", "rank"]
+RESULT_COLS = [
+    "result_id",
+    "race_id",
+    "driver_id",
+    "constructor_id",
+    "number",
+    "grid",
+    "position",
+    "position_text",
+    "position_order",
+    "points",
+    "laps",
+    "time",
+    "milliseconds",
+    "fastest_lap",
+    "fastest_lap_time",
+    "fastest_lap_speed",
+    "status_id",
+    "rank",
+]
 
 
 def test_of_two_twins_the_one_whose_name_adds_no_unasked_word_comes_first(tmp_path) -> None:

@@ -15,8 +15,20 @@ from mcp_support import http_server, stdio_params, text_of
 pytestmark = pytest.mark.anyio
 
 EXPECTED_TOOLS = {
-    "list_sources", "list_schemas", "list_tables", "describe_table", "search_schema", "find_join_path", "sample_rows",
-    "profile_column", "distinct_values", "find_values", "run_query", "fetch_rows", "validate_sql", "compare_results",
+    "list_sources",
+    "list_schemas",
+    "list_tables",
+    "describe_table",
+    "search_schema",
+    "find_join_path",
+    "sample_rows",
+    "profile_column",
+    "distinct_values",
+    "find_values",
+    "run_query",
+    "fetch_rows",
+    "validate_sql",
+    "compare_results",
     "run_python",
 }
 
@@ -62,7 +74,9 @@ async def exercise_every_tool(client: Client, engine: str) -> None:
     r = await call(client, "sample_rows", table="customers", where="country = 'France'", limit=5)
     assert r.structured_content["total_rows"] == 2
 
-    r = await call(client, "run_query", sql="SELECT order_id, quantity FROM orders ORDER BY order_id", max_rows=3)
+    r = await call(
+        client, "run_query", sql="SELECT order_id, quantity FROM orders ORDER BY order_id", max_rows=3
+    )
     first = r.structured_content
     assert first["total_rows"] == 7 and first["row_count"] == 3 and first["truncated"]
     assert "fetch_rows" in text_of(r)
@@ -71,7 +85,9 @@ async def exercise_every_tool(client: Client, engine: str) -> None:
     assert [row[0] for row in r.structured_content["rows"]] == [103, 104, 105, 106]
 
     r = await call(client, "run_query", sql="SELECT quantity, order_id FROM orders")
-    r2 = await call(client, "compare_results", result_ids=[first["result_id"], r.structured_content["result_id"]])
+    r2 = await call(
+        client, "compare_results", result_ids=[first["result_id"], r.structured_content["result_id"]]
+    )
     assert r2.structured_content["equivalent"] is True
 
     r = await call(client, "validate_sql", sql="SELECT quantty FROM orders")
@@ -87,8 +103,12 @@ async def exercise_every_tool(client: Client, engine: str) -> None:
     r = await call(client, "search_schema", query="which products are in the lighting category")
     assert "products" in text_of(r).lower()
     r = await call(client, "run_query", sql="SELECT status FROM orders")
-    r = await call(client, "run_python", code="df.iloc[:, 0].value_counts().to_dict()",
-                   result_ids=[r.structured_content["result_id"]])
+    r = await call(
+        client,
+        "run_python",
+        code="df.iloc[:, 0].value_counts().to_dict()",
+        result_ids=[r.structured_content["result_id"]],
+    )
     assert r.structured_content["ok"] and "{'S': 5, 'P': 1, 'C': 1}" in text_of(r), text_of(r)
 
 
@@ -139,8 +159,10 @@ async def test_cancelling_a_call_cancels_its_query(shop, engine):
     from flexsql.server.app import build_server
     from flexsql.tools.sources import SourceRegistry
 
-    long_sql = {"duckdb": "SELECT count(*) FROM range(1000000000000)",
-                "postgres": "SELECT count(*) FROM generate_series(1, 100000000000)"}[engine]
+    long_sql = {
+        "duckdb": "SELECT count(*) FROM range(1000000000000)",
+        "postgres": "SELECT count(*) FROM generate_series(1, 100000000000)",
+    }[engine]
     server = build_server(Settings(), SourceRegistry([shop]))
     async with Client(server) as client:
         started = time.monotonic()
@@ -159,11 +181,17 @@ async def test_http_requires_token_when_configured(tmp_path):
     token = "t0ken-" + "x" * 24
     with http_server(url, token=token) as (endpoint, _proc):
         async with httpx2.AsyncClient() as http:
-            denied = await http.post(endpoint, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-                                     headers={"Accept": "application/json, text/event-stream"})
+            denied = await http.post(
+                endpoint,
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                headers={"Accept": "application/json, text/event-stream"},
+            )
             assert denied.status_code == 401
-            wrong = await http.post(endpoint, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-                                    headers={"Authorization": "Bearer nope", "Accept": "application/json, text/event-stream"})
+            wrong = await http.post(
+                endpoint,
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                headers={"Authorization": "Bearer nope", "Accept": "application/json, text/event-stream"},
+            )
             assert wrong.status_code == 401
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
             async with Client(streamable_http_client(endpoint, http_client=http)) as client:
@@ -180,8 +208,11 @@ async def test_http_without_token_on_loopback_and_dns_rebinding_refused(tmp_path
             tools = await client.list_tools()
             assert "run_query" in {t.name for t in tools.tools}
         async with httpx2.AsyncClient() as http:
-            rebound = await http.post(endpoint, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-                                      headers={"Host": "evil.example:80", "Accept": "application/json, text/event-stream"})
+            rebound = await http.post(
+                endpoint,
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                headers={"Host": "evil.example:80", "Accept": "application/json, text/event-stream"},
+            )
             assert rebound.status_code in (400, 403, 421)
 
 
@@ -193,8 +224,13 @@ def test_http_on_public_address_without_token_is_refused(tmp_path):
     from mcp_support import server_env
 
     url = make_duckdb(tmp_path)
-    proc = subprocess.run([sys.executable, "-m", "flexsql.server", "serve", "--http", "--host", "0.0.0.0", "--db", url],
-                          capture_output=True, text=True, timeout=60, env=server_env())
+    proc = subprocess.run(
+        [sys.executable, "-m", "flexsql.server", "serve", "--http", "--host", "0.0.0.0", "--db", url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=server_env(),
+    )
     assert proc.returncode == 2
     assert "--auth-token" in proc.stderr and "FLEXSQL_AUTH_TOKEN" in proc.stderr
 

@@ -21,16 +21,23 @@ async def test_pandas_over_a_query_result_and_back_to_compare_results(duck_url):
     async with Client(stdio_params(duck_url)) as client:
         q = await client.call_tool("run_query", {"sql": "SELECT customer_id, quantity FROM orders"})
         rid = q.structured_content["result_id"]
-        py = await client.call_tool("run_python", {
-            "code": "out = df.groupby('customer_id', as_index=False)['quantity'].sum()\nprint('groups', len(out))\nout",
-            "result_ids": [rid]})
+        py = await client.call_tool(
+            "run_python",
+            {
+                "code": "out = df.groupby('customer_id', as_index=False)['quantity'].sum()\nprint('groups', len(out))\nout",
+                "result_ids": [rid],
+            },
+        )
         assert not py.is_error, text_of(py)
         assert "groups 5" in py.structured_content["stdout"]
         new_id = py.structured_content["result_id"]
         assert new_id and new_id != rid
-        sql = await client.call_tool("run_query", {
-            "sql": "SELECT sum(quantity) AS q, customer_id FROM orders GROUP BY customer_id"})
-        same = await client.call_tool("compare_results", {"result_ids": [new_id, sql.structured_content["result_id"]]})
+        sql = await client.call_tool(
+            "run_query", {"sql": "SELECT sum(quantity) AS q, customer_id FROM orders GROUP BY customer_id"}
+        )
+        same = await client.call_tool(
+            "compare_results", {"result_ids": [new_id, sql.structured_content["result_id"]]}
+        )
         assert same.structured_content["equivalent"] is True, text_of(same)
         rows = await client.call_tool("fetch_rows", {"result_id": new_id, "offset": 0, "limit": 10})
         assert sorted(r[1] for r in rows.structured_content["rows"]) == [1, 1, 3, 3, 14]
@@ -38,7 +45,9 @@ async def test_pandas_over_a_query_result_and_back_to_compare_results(duck_url):
 
 async def test_flexsql_sql_inside_the_sandbox_reads_and_is_refused_for_writes(duck_url):
     async with Client(stdio_params(duck_url)) as client:
-        ok = await client.call_tool("run_python", {"code": "t = flexsql.sql('SELECT count(*) AS n FROM orders')\nint(t['n'][0])"})
+        ok = await client.call_tool(
+            "run_python", {"code": "t = flexsql.sql('SELECT count(*) AS n FROM orders')\nint(t['n'][0])"}
+        )
         assert not ok.is_error and "7" in text_of(ok)
         refused = await client.call_tool("run_python", {"code": "flexsql.sql('DELETE FROM orders')"})
         text = text_of(refused)

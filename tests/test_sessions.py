@@ -47,8 +47,9 @@ async def test_legacy_http_sessions_with_colliding_result_ids_see_only_their_own
             results: dict[str, str] = {}
 
             async def run(name: str, client: Client, rid: str) -> None:
-                out = await client.call_tool("run_python", {"code": "df['who'][0] + '|' + str(int(df['n'][0]))",
-                                                            "result_ids": [rid]})
+                out = await client.call_tool(
+                    "run_python", {"code": "df['who'][0] + '|' + str(int(df['n'][0]))", "result_ids": [rid]}
+                )
                 results[name] = text_of(out)
 
             async with anyio.create_task_group() as tg:
@@ -132,7 +133,9 @@ def test_join_inference_follows_a_catalog_refresh(tmp_path):
     before = find_join_path(ctx, ["orders", "customers"])
     assert before.connected
     conn = sqlite3.connect(url.removeprefix("sqlite:///"))
-    conn.execute("CREATE TABLE refunds (refund_id INTEGER PRIMARY KEY, order_id INTEGER REFERENCES orders(order_id))")
+    conn.execute(
+        "CREATE TABLE refunds (refund_id INTEGER PRIMARY KEY, order_id INTEGER REFERENCES orders(order_id))"
+    )
     conn.commit()
     conn.close()
     ctx.source().catalog(refresh=True)

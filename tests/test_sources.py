@@ -98,7 +98,9 @@ def test_repr_and_errors_hide_password(tmp_path):
 
 
 def _write_from_another_process(path: str) -> subprocess.CompletedProcess[str]:
-    code = f"import duckdb; c = duckdb.connect({path!r}); c.execute('CREATE TABLE added (a INTEGER)'); c.close()"
+    code = (
+        f"import duckdb; c = duckdb.connect({path!r}); c.execute('CREATE TABLE added (a INTEGER)'); c.close()"
+    )
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
 
 
@@ -128,15 +130,18 @@ def test_duckdb_releases_its_file_lock_when_idle(tmp_path, monkeypatch):
     source.close()
 
 
-@pytest.mark.parametrize("url, path", [
-    ("duckdb:///abs/shop.duckdb", "/abs/shop.duckdb"),
-    ("duckdb:////abs/shop.duckdb", "/abs/shop.duckdb"),
-    ("sqlite:///./rel/shop.sqlite", "./rel/shop.sqlite"),
-    ("duckdb://rel.duckdb", "rel.duckdb"),
-    ("duckdb:///C:/data/shop.duckdb", "C:/data/shop.duckdb"),
-    ("duckdb://:memory:", ":memory:"),
-    ("sqlite:///my%20data/x.sqlite", "/my data/x.sqlite"),
-])
+@pytest.mark.parametrize(
+    "url, path",
+    [
+        ("duckdb:///abs/shop.duckdb", "/abs/shop.duckdb"),
+        ("duckdb:////abs/shop.duckdb", "/abs/shop.duckdb"),
+        ("sqlite:///./rel/shop.sqlite", "./rel/shop.sqlite"),
+        ("duckdb://rel.duckdb", "rel.duckdb"),
+        ("duckdb:///C:/data/shop.duckdb", "C:/data/shop.duckdb"),
+        ("duckdb://:memory:", ":memory:"),
+        ("sqlite:///my%20data/x.sqlite", "/my data/x.sqlite"),
+    ],
+)
 def test_file_urls_map_to_paths(url, path):
     from flexsql.tools.sources.urls import file_path_of
 

@@ -21,19 +21,24 @@ def wide(tmp_path: Path):  # type: ignore[no-untyped-def]
     con = duckdb.connect(str(path))
     cols = ", ".join(f"measurement_column_number_{i} VARCHAR" for i in range(400))
     con.execute(f"CREATE TABLE wide ({cols})")
-    con.execute(f"INSERT INTO wide SELECT {', '.join(repr(f'value {i} ' * 3) for i in range(400))} FROM range(30)")
+    con.execute(
+        f"INSERT INTO wide SELECT {', '.join(repr(f'value {i} ' * 3) for i in range(400))} FROM range(30)"
+    )
     con.close()
     source = open_source(f"duckdb:///{path}", name="wide")
     yield ToolContext(sources=SourceRegistry([source]))
     source.close()
 
 
-@pytest.mark.parametrize(("tool", "arguments"), [
-    ("describe_table", {"table": "wide"}),
-    ("sample_rows", {"table": "wide", "limit": 30}),
-    ("run_query", {"sql": "SELECT * FROM wide", "max_rows": 30}),
-    ("search_schema", {"query": "measurement column number", "limit": 100}),
-])
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("describe_table", {"table": "wide"}),
+        ("sample_rows", {"table": "wide", "limit": 30}),
+        ("run_query", {"sql": "SELECT * FROM wide", "max_rows": 30}),
+        ("search_schema", {"query": "measurement column number", "limit": 100}),
+    ],
+)
 def test_text_stays_under_the_cap(wide: ToolContext, tool: str, arguments: dict) -> None:
     for cap in (4000, 1500):
         settings = Settings(limits={"output_chars": cap})

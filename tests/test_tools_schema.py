@@ -20,7 +20,9 @@ def warehouse(tmp_path):
     con = duckdb.connect(str(path))
     con.execute("CREATE SCHEMA analytics")
     for day in range(1, 32):
-        con.execute(f"CREATE TABLE analytics.ga_sessions_202401{day:02d} (visit_id INTEGER, page VARCHAR, hits INTEGER)")
+        con.execute(
+            f"CREATE TABLE analytics.ga_sessions_202401{day:02d} (visit_id INTEGER, page VARCHAR, hits INTEGER)"
+        )
     con.execute("CREATE TABLE analytics.ga_sessions_summary (visit_id INTEGER, note VARCHAR)")
     con.execute("CREATE TABLE customer (id INTEGER PRIMARY KEY, name VARCHAR)")
     con.execute("COMMENT ON TABLE customer IS 'registered buyers'")
@@ -55,7 +57,10 @@ def test_list_tables_pages_with_cursor(warehouse):
 
 
 def test_list_tables_pattern_and_bad_schema(warehouse):
-    assert [t.name for t in catalog.list_tables(warehouse, pattern="invoice*").tables] == ["main.invoice", "main.invoice_line"]
+    assert [t.name for t in catalog.list_tables(warehouse, pattern="invoice*").tables] == [
+        "main.invoice",
+        "main.invoice_line",
+    ]
     with pytest.raises(InvalidArgument, match="schemas: "):
         catalog.list_tables(warehouse, schema="nope")
 
@@ -148,6 +153,8 @@ def test_validate_sql_hints_single_quotes(warehouse):
 
 
 def test_validate_sql_accepts_good_sql_without_running_it(warehouse):
-    result = validate.validate_sql(warehouse, "SELECT c.name, sum(i.total) FROM customer c JOIN invoice i "
-                                              "ON i.customer_id = c.id GROUP BY 1")
+    result = validate.validate_sql(
+        warehouse,
+        "SELECT c.name, sum(i.total) FROM customer c JOIN invoice i ON i.customer_id = c.id GROUP BY 1",
+    )
     assert result.valid and "engine EXPLAIN" in result.checked_by

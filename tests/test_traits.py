@@ -37,8 +37,8 @@ RENDERED = [
     ("duckdb", "like", "ILIKE"),
     ("duckdb", "regex", "regexp_matches(x, 'a+')"),
     ("duckdb", "prefix", "substr(CAST(x AS VARCHAR), 1, 5)"),
-    ("duckdb", "sample table", 't TABLESAMPLE SYSTEM (1.5 PERCENT)'),
-    ("duckdb", "sample view", 't TABLESAMPLE SYSTEM (1.5 PERCENT)'),
+    ("duckdb", "sample table", "t TABLESAMPLE SYSTEM (1.5 PERCENT)"),
+    ("duckdb", "sample view", "t TABLESAMPLE SYSTEM (1.5 PERCENT)"),
     ("duckdb", "sample_from", '"shop"."main"."orders" TABLESAMPLE SYSTEM (1.5 PERCENT) | ~1.5% block sample'),
     ("duckdb", "fold", None),
     ("duckdb", "quote", '"Or""der"'),
@@ -54,7 +54,11 @@ RENDERED = [
     ("sqlite", "prefix", "CASE WHEN typeof(x) IN ('text', 'blob') THEN substr(x, 1, 5) ELSE x END"),
     ("sqlite", "sample table", None),
     ("sqlite", "sample view", None),
-    ("sqlite", "sample_from", '(SELECT "status" FROM "orders" LIMIT 1000000) AS sampled | first 1,000,000 rows'),
+    (
+        "sqlite",
+        "sample_from",
+        '(SELECT "status" FROM "orders" LIMIT 1000000) AS sampled | first 1,000,000 rows',
+    ),
     ("sqlite", "fold", None),
     ("sqlite", "quote", '"Or""der"'),
     ("sqlite", "table name", '"orders"'),
@@ -153,14 +157,21 @@ def test_every_engine_module_provides_complete_traits(module_name: str) -> None:
     assert traits.url_schemes and all(s == s.lower() and "://" not in s for s in traits.url_schemes)
     assert traits.unquoted_case in ("lower", "upper", "insensitive")
     assert traits.scan_above_rows > 0 and traits.explain_prefix.endswith(" ")
-    for name, fields in (("sample_table", {"table", "pct"}), ("sample_view", {"table", "pct"}),
-                         ("approx_distinct", {"expr"}), ("regex_match", {"expr", "pattern"})):
+    for name, fields in (
+        ("sample_table", {"table", "pct"}),
+        ("sample_view", {"table", "pct"}),
+        ("approx_distinct", {"expr"}),
+        ("regex_match", {"expr", "pattern"}),
+    ):
         template = getattr(traits, name)
         if template is not None:
             assert set(re.findall(r"{(\w+)}", template)) == fields, f"{module_name}: {name} = {template!r}"
     # its Source subclass carries these traits, and every URL scheme opens that subclass
-    classes = [c for c in vars(module).values()
-               if isinstance(c, type) and issubclass(c, Source) and c.__module__ == module_name]
+    classes = [
+        c
+        for c in vars(module).values()
+        if isinstance(c, type) and issubclass(c, Source) and c.__module__ == module_name
+    ]
     assert len(classes) == 1, f"{module_name} defines {len(classes)} Source subclasses"
     cls = classes[0]
     assert cls.traits is traits and cls.dialect == traits.dialect and source_class(traits) is cls
@@ -171,7 +182,9 @@ def test_every_engine_module_provides_complete_traits(module_name: str) -> None:
 
 
 def test_unknown_engines_are_explained() -> None:
-    with pytest.raises(ConfigError, match="no engine has dialect 'mysql'; known: duckdb, postgres, snowflake, sqlite"):
+    with pytest.raises(
+        ConfigError, match="no engine has dialect 'mysql'; known: duckdb, postgres, snowflake, sqlite"
+    ):
         traits_for("mysql")
     assert traits_for_url("mysql://u@h/db") is None
 
@@ -181,7 +194,9 @@ def test_model_instructions_carry_each_engines_notes(tmp_path: Path) -> None:
     from flexsql.server.app import build_server
     from flexsql.tools.sources import SourceRegistry
 
-    sources = SourceRegistry([open_source("duckdb://:memory:"), open_source(f"sqlite:///{tmp_path / 'a.sqlite'}")])
+    sources = SourceRegistry(
+        [open_source("duckdb://:memory:"), open_source(f"sqlite:///{tmp_path / 'a.sqlite'}")]
+    )
     text = build_server(Settings(), sources).instructions
     assert traits_for("duckdb").notes in text and traits_for("sqlite").notes in text
     assert traits_for("postgres").notes not in text  # only the engines configured
@@ -190,13 +205,23 @@ def test_model_instructions_carry_each_engines_notes(tmp_path: Path) -> None:
 def test_no_engine_branches_left_in_the_tools() -> None:
     """Engine-specific SQL lives in the traits: these modules test no dialect by name."""
     branch = re.compile(r"""dialect\s*(==|!=|in\s*[(\[{])|["'](duckdb|sqlite|postgres|snowflake)["']""")
-    for rel in ("tools/sql_build.py", "tools/values.py", "tools/value_index.py", "tools/validate.py",
-                "evals/harness.py"):
-        hits = [line.strip() for line in (ROOT / rel).read_text(encoding="utf-8").splitlines() if branch.search(line)]
+    for rel in (
+        "tools/sql_build.py",
+        "tools/values.py",
+        "tools/value_index.py",
+        "tools/validate.py",
+        "evals/harness.py",
+    ):
+        hits = [
+            line.strip()
+            for line in (ROOT / rel).read_text(encoding="utf-8").splitlines()
+            if branch.search(line)
+        ]
         assert not hits, f"{rel} branches on an engine by name (use source.traits): {hits}"
 
 
 # -- the rendered SQL runs on the real engines ------------------------------------------------------
+
 
 def test_traits_sql_runs_on_the_engine(shop: Source, engine: str) -> None:
     t = shop.traits
@@ -208,7 +233,8 @@ def test_traits_sql_runs_on_the_engine(shop: Source, engine: str) -> None:
     row = shop.execute(
         f"SELECT {t.distinct_count(country, approximate=True)}, {t.average(cid)}, min({t.prefix(name, 5)}), "
         f"count(CASE WHEN {name} {t.like_operator} {quote_literal('%MARTIN%', t.dialect)} THEN 1 END), "
-        f"max({t.as_text(cid)}) FROM {quote_table(customers, t.dialect)}").rows[0]
+        f"max({t.as_text(cid)}) FROM {quote_table(customers, t.dialect)}"
+    ).rows[0]
     assert (int(row[0]), float(row[1]), row[2], int(row[3]), row[4]) == (3, 3.0, "Alice", 1, "5")
     if t.regex_match is not None:
         cond = t.regex(name, quote_literal("W[a-z]$", t.dialect))

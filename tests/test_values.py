@@ -26,6 +26,7 @@ def _where(match) -> tuple[str, str]:
 
 # -- find_values ----------------------------------------------------------------------------------------
 
+
 def test_find_values_case_insensitive(ctx: ToolContext) -> None:
     result = find_values(ctx, "france")
     top = result.matches[0]
@@ -74,8 +75,10 @@ def test_find_values_scoped_to_tables(ctx: ToolContext) -> None:
 @pytest.mark.parametrize("engine", ["duckdb"])
 @pytest.mark.parametrize("bad", [0, 101, -3, "5", 2.5, True])
 def test_bad_limits_are_clear_errors(ctx: ToolContext, bad) -> None:
-    for call in (lambda: find_values(ctx, "France", limit=bad),
-                 lambda: distinct_values(ctx, "customers", "country", limit=bad)):
+    for call in (
+        lambda: find_values(ctx, "France", limit=bad),
+        lambda: distinct_values(ctx, "customers", "country", limit=bad),
+    ):
         with pytest.raises(InvalidArgument, match="limit"):
             call()
 
@@ -174,7 +177,12 @@ def test_index_skips_id_like_and_free_text_and_checks_them_live(wide_duckdb: str
         assert stats.columns_skipped["id-like"] == 2  # unique codes, and a column named like an id
         assert "free text" in stats.to_text()
         status = find_values(ctx, "waiting on customer").matches[0]
-        assert (status.column, status.value, status.count, status.via) == ("status", "Waiting on customer", 10000, "index")
+        assert (status.column, status.value, status.count, status.via) == (
+            "status",
+            "Waiting on customer",
+            10000,
+            "index",
+        )
         code = find_values(ctx, "tck-000042")
         assert [(m.column, m.value, m.via) for m in code.matches] == [("ticket_code", "TCK-000042", "live")]
         assert "checked" in code.to_text() and "live" in code.to_text()
@@ -186,18 +194,25 @@ def test_index_skips_id_like_and_free_text_and_checks_them_live(wide_duckdb: str
 
 # -- distinct_values ------------------------------------------------------------------------------------
 
+
 def test_distinct_values_by_frequency(ctx: ToolContext) -> None:
     result = distinct_values(ctx, "customers", "country")
     assert (result.values[0].value, result.values[0].count) == ("France", 2)
-    assert {(v.value, v.count) for v in result.values} == {("France", 2), ("Germany", 1), ("united states", 1),
-                                                           (None, 1)}
+    assert {(v.value, v.count) for v in result.values} == {
+        ("France", 2),
+        ("Germany", 1),
+        ("united states", 1),
+        (None, 1),
+    }
     assert result.distinct_total == 4 and not result.truncated and not result.sampled
     assert "France | 2" in result.to_text()
 
 
 def test_distinct_values_contains_is_case_insensitive_and_literal(ctx: ToolContext) -> None:
-    assert {v.value for v in distinct_values(ctx, "customers", "country", contains="AN").values} == {"France",
-                                                                                                     "Germany"}
+    assert {v.value for v in distinct_values(ctx, "customers", "country", contains="AN").values} == {
+        "France",
+        "Germany",
+    }
     assert distinct_values(ctx, "customers", "name", contains="%").values == []
     assert distinct_values(ctx, "customers", "name", contains="_").values == []
     limited = distinct_values(ctx, "customers", "name", limit=2)
@@ -206,6 +221,7 @@ def test_distinct_values_contains_is_case_insensitive_and_literal(ctx: ToolConte
 
 
 # -- profile_column -------------------------------------------------------------------------------------
+
 
 def test_profile_text_column(ctx: ToolContext) -> None:
     p = profile_column(ctx, "customers", "country")
@@ -229,7 +245,9 @@ def test_profile_numeric_and_date_columns(ctx: ToolContext) -> None:
     assert s.patterns[0].pattern == "A" and s.patterns[0].count == 7
 
 
-def test_big_tables_are_sampled_and_say_so(ctx: ToolContext, monkeypatch: pytest.MonkeyPatch, engine: str) -> None:
+def test_big_tables_are_sampled_and_say_so(
+    ctx: ToolContext, monkeypatch: pytest.MonkeyPatch, engine: str
+) -> None:
     for dialect in vi.SAMPLE_ABOVE:
         monkeypatch.setitem(vi.SAMPLE_ABOVE, dialect, 0)
     table = ctx.source().catalog().resolve("orders")
@@ -244,7 +262,7 @@ def test_big_tables_are_sampled_and_say_so(ctx: ToolContext, monkeypatch: pytest
 
 def test_user_text_never_writes(ctx: ToolContext, shop_url: str, engine: str) -> None:
     before = content_checksum(engine, shop_url)
-    payloads = ["'; DROP TABLE customers; --", "x'); DELETE FROM orders; --", "\" OR 1=1 --", "%' OR '1'='1"]
+    payloads = ["'; DROP TABLE customers; --", "x'); DELETE FROM orders; --", '" OR 1=1 --', "%' OR '1'='1"]
     for payload in payloads:
         assert distinct_values(ctx, "customers", "name", contains=payload).values == []
         find_values(ctx, payload, tables=["customers", "orders"])  # explicit tables: live checks run too
@@ -259,8 +277,12 @@ def test_user_text_never_writes(ctx: ToolContext, shop_url: str, engine: str) ->
 def test_value_patterns_and_kinds() -> None:
     from flexsql.tools.values import looks_like, shape, value_patterns
 
-    assert [(shape(v)) for v in ("AB-1234", "x9", "Alice Martin", "2024-01-05")] == \
-        ["AA-9999", "a9", "Aa+ Aa+", "9999-99-99"]
+    assert [(shape(v)) for v in ("AB-1234", "x9", "Alice Martin", "2024-01-05")] == [
+        "AA-9999",
+        "a9",
+        "Aa+ Aa+",
+        "9999-99-99",
+    ]
     pats = value_patterns([("AB-1234", 5), ("CD-0001", 2), ("free form text here", 1)])
     assert (pats[0].pattern, pats[0].count, pats[0].example) == ("AA-9999", 7, "AB-1234")
     kinds = looks_like([("2024-01-05", 3), ("12.5", 3), ('{"a": 1}', 3), ("plain", 1)])
@@ -284,9 +306,11 @@ def test_index_samples_big_tables_and_marks_them(ctx: ToolContext, monkeypatch: 
 def test_profile_and_distinct_on_booleans_json_and_arrays(shop, shop_url: str, engine: str) -> None:
     """min/max and GROUP BY do not exist for every type (PostgreSQL has no min(boolean) and cannot
     group json): such columns are profiled through their text."""
-    ddl = ["CREATE TABLE flags (ok BOOLEAN, meta JSON, tags INTEGER[])",
-           "INSERT INTO flags VALUES (true, '{\"a\": 1}', ARRAY[1, 2]), (false, '{\"a\": 2}', ARRAY[3]), "
-           "(true, '{\"a\": 1}', ARRAY[1, 2]), (NULL, NULL, NULL)"]
+    ddl = [
+        "CREATE TABLE flags (ok BOOLEAN, meta JSON, tags INTEGER[])",
+        "INSERT INTO flags VALUES (true, '{\"a\": 1}', ARRAY[1, 2]), (false, '{\"a\": 2}', ARRAY[3]), "
+        "(true, '{\"a\": 1}', ARRAY[1, 2]), (NULL, NULL, NULL)",
+    ]
     shop.close()
     if engine == "duckdb":
         import duckdb

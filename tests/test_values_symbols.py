@@ -13,10 +13,18 @@ from flexsql.tools.value_index import normalize
 from flexsql.tools.values import find_values
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("🎉🎉", "🎉 🎉"), ("party 🎉 time", "party 🎉 time"), ("Côte d'Ivoire", "cote d ivoire"),
-    ("$100", "100"), ("foo_bar-baz", "foo bar baz"), ("北京 市", "北京 市"), ("ÉCOLE", "ecole"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("🎉🎉", "🎉 🎉"),
+        ("party 🎉 time", "party 🎉 time"),
+        ("Côte d'Ivoire", "cote d ivoire"),
+        ("$100", "100"),
+        ("foo_bar-baz", "foo bar baz"),
+        ("北京 市", "北京 市"),
+        ("ÉCOLE", "ecole"),
+    ],
+)
 def test_normalize(text: str, expected: str) -> None:
     assert normalize(text) == expected
 

@@ -53,6 +53,9 @@ async def test_a_wildcard_bind_advertises_a_url_it_answers_on(tmp_path) -> None:
             assert all(urlsplit(s).netloc == advertised.netloc for s in body["authorization_servers"])
 
             # and the advertised name passes the server's own DNS-rebinding check
-            answer = await http.post(endpoint, json=LIST_TOOLS,
-                                     headers={"Host": advertised.netloc, "Authorization": f"Bearer {TOKEN}", **MCP_ACCEPT})
+            answer = await http.post(
+                endpoint,
+                json=LIST_TOOLS,
+                headers={"Host": advertised.netloc, "Authorization": f"Bearer {TOKEN}", **MCP_ACCEPT},
+            )
             assert answer.status_code not in (403, 421), answer.text

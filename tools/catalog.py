@@ -29,13 +29,20 @@ class SourceList(BaseModel):
     sources: list[SourceEntry]
 
     def to_text(self) -> str:
-        lines = [f"{s.name} ({s.dialect}) {s.url}" + (f" — {s.description}" if s.description else "") for s in self.sources]
+        lines = [
+            f"{s.name} ({s.dialect}) {s.url}" + (f" — {s.description}" if s.description else "")
+            for s in self.sources
+        ]
         return "\n".join(lines) or "no sources configured"
 
 
 def list_sources(ctx: ToolContext) -> SourceList:
-    return SourceList(sources=[SourceEntry(name=s.name, dialect=s.dialect, url=s.display_url, description=s.description)
-                               for s in ctx.sources])
+    return SourceList(
+        sources=[
+            SourceEntry(name=s.name, dialect=s.dialect, url=s.display_url, description=s.description)
+            for s in ctx.sources
+        ]
+    )
 
 
 # -- list_schemas ---------------------------------------------------------------------------------
@@ -50,7 +57,10 @@ class SchemaList(BaseModel):
     schemas: list[SchemaEntry]
 
     def to_text(self) -> str:
-        return "\n".join(f"{s.schema_name}: {s.tables} tables, {s.views} views" for s in self.schemas) or "no schemas"
+        return (
+            "\n".join(f"{s.schema_name}: {s.tables} tables, {s.views} views" for s in self.schemas)
+            or "no schemas"
+        )
 
 
 def list_schemas(ctx: ToolContext, source: str | None = None) -> SchemaList:
@@ -60,7 +70,10 @@ def list_schemas(ctx: ToolContext, source: str | None = None) -> SchemaList:
         key = ".".join(p for p in (table.database, table.schema_name) if p)
         entry = counts.setdefault(key, [0, 0])
         entry[1 if table.kind == "view" else 0] += 1
-    return SchemaList(source=src.name, schemas=[SchemaEntry(schema_name=k, tables=v[0], views=v[1]) for k, v in counts.items()])
+    return SchemaList(
+        source=src.name,
+        schemas=[SchemaEntry(schema_name=k, tables=v[0], views=v[1]) for k, v in counts.items()],
+    )
 
 
 # -- list_tables ----------------------------------------------------------------------------------
@@ -100,7 +113,9 @@ class TableList(BaseModel):
             lines.append(" ".join(parts))
         shown = len(self.tables)
         if self.next_cursor:
-            lines.append(f"truncated: true — {shown} of {self.total} entries shown; next: cursor={self.next_cursor}")
+            lines.append(
+                f"truncated: true — {shown} of {self.total} entries shown; next: cursor={self.next_cursor}"
+            )
         elif not lines:
             lines.append("no tables match")
         return "\n".join(lines)
@@ -130,43 +145,79 @@ def _families(tables: list[TableInfo]) -> list[tuple[str, list[TableInfo]]]:
     return entries
 
 
-def list_tables(ctx: ToolContext, schema: str | None = None, pattern: str | None = None, limit: int = 50,
-                cursor: str | None = None, source: str | None = None) -> TableList:
+def list_tables(
+    ctx: ToolContext,
+    schema: str | None = None,
+    pattern: str | None = None,
+    limit: int = 50,
+    cursor: str | None = None,
+    source: str | None = None,
+) -> TableList:
     check_limit("limit", limit, 1, 1000)
     offset = 0
     if cursor:
         if not re.fullmatch(r"o\d{1,9}", cursor.strip()):
-            raise InvalidArgument(f"cursor {cursor!r} is not one this tool returned; omit it to start from the first page")
+            raise InvalidArgument(
+                f"cursor {cursor!r} is not one this tool returned; omit it to start from the first page"
+            )
         offset = int(cursor.strip()[1:])
     src = ctx.source(source)
     catalog = src.catalog()
     tables = catalog.tables
     if schema:
         wanted = schema.lower()
-        tables = [t for t in tables if wanted in (t.schema_name.lower(), f"{t.database}.{t.schema_name}".lower())]
+        tables = [
+            t for t in tables if wanted in (t.schema_name.lower(), f"{t.database}.{t.schema_name}".lower())
+        ]
         if not tables:
-            raise InvalidArgument(f"schema {schema!r} has no tables; schemas: {', '.join(catalog.schemas()[:20])}")
+            raise InvalidArgument(
+                f"schema {schema!r} has no tables; schemas: {', '.join(catalog.schemas()[:20])}"
+            )
     if pattern:
         glob = pattern.lower().replace("%", "*")
         if "*" not in glob and "?" not in glob:
             glob = f"*{glob}*"
-        tables = [t for t in tables if fnmatch.fnmatchcase(t.qualified.lower(), glob) or fnmatch.fnmatchcase(t.name.lower(), glob)]
+        tables = [
+            t
+            for t in tables
+            if fnmatch.fnmatchcase(t.qualified.lower(), glob) or fnmatch.fnmatchcase(t.name.lower(), glob)
+        ]
     entries = _families(tables)
-    page = entries[offset: offset + limit]
+    page = entries[offset : offset + limit]
     items: list[TableEntry] = []
     for name, members in page:
         first = members[0]
         if len(members) == 1:
-            items.append(TableEntry(name=name, kind=first.kind, columns=len(first.columns), row_estimate=first.row_estimate,
-                                    comment=first.comment))
+            items.append(
+                TableEntry(
+                    name=name,
+                    kind=first.kind,
+                    columns=len(first.columns),
+                    row_estimate=first.row_estimate,
+                    comment=first.comment,
+                )
+            )
         else:
             estimates = [m.row_estimate for m in members if m.row_estimate is not None]
-            items.append(TableEntry(name=name, kind="family", columns=len(first.columns),
-                                    row_estimate=sum(estimates) if estimates else None, comment=first.comment,
-                                    family_size=len(members), family_range=f"{members[0].name} … {members[-1].name}"))
+            items.append(
+                TableEntry(
+                    name=name,
+                    kind="family",
+                    columns=len(first.columns),
+                    row_estimate=sum(estimates) if estimates else None,
+                    comment=first.comment,
+                    family_size=len(members),
+                    family_range=f"{members[0].name} … {members[-1].name}",
+                )
+            )
     more = offset + limit < len(entries)
-    return TableList(source=src.name, tables=items, total=len(entries), next_cursor=f"o{offset + limit}" if more else None,
-                     truncated=more)
+    return TableList(
+        source=src.name,
+        tables=items,
+        total=len(entries),
+        next_cursor=f"o{offset + limit}" if more else None,
+        truncated=more,
+    )
 
 
 # -- describe_table -------------------------------------------------------------------------------
@@ -218,15 +269,19 @@ class TableDescription(BaseModel):
                 line += " e.g. " + ", ".join(c.examples)
             lines.append(line)
         if self.truncated:
-            lines.append(f"truncated: true — {len(self.columns)} of {self.total_columns} columns shown; "
-                         "search_schema finds the others")
+            lines.append(
+                f"truncated: true — {len(self.columns)} of {self.total_columns} columns shown; "
+                "search_schema finds the others"
+            )
         return "\n".join(lines)
 
 
 MAX_DESCRIBE_COLUMNS = 300
 
 
-def example_values(ctx: ToolContext, table: TableInfo, source_name: str, per_column: int = 3) -> dict[str, list[str]]:
+def example_values(
+    ctx: ToolContext, table: TableInfo, source_name: str, per_column: int = 3
+) -> dict[str, list[str]]:
     """A few distinct non-NULL values per column from the first rows (cached per table)."""
     src = ctx.source(source_name)
     # kept with the catalog object, so a refresh (a new catalog) never serves the old examples
@@ -237,8 +292,11 @@ def example_values(ctx: ToolContext, table: TableInfo, source_name: str, per_col
     columns = table.columns[:MAX_DESCRIBE_COLUMNS]
     examples: dict[str, list[str]] = {c.name: [] for c in columns}
     try:
-        result = src.execute(f"SELECT * FROM {quote_table(table, src.dialect)} LIMIT 50",
-                             timeout_s=min(ctx.limits.query_timeout_s, 10.0), limits=FetchLimits(max_rows=50, count_limit=50))
+        result = src.execute(
+            f"SELECT * FROM {quote_table(table, src.dialect)} LIMIT 50",
+            timeout_s=min(ctx.limits.query_timeout_s, 10.0),
+            limits=FetchLimits(max_rows=50, count_limit=50),
+        )
     except Exception:  # examples are a nicety: a slow or odd table still gets described
         cache[key] = examples
         return examples
@@ -287,15 +345,37 @@ def describe_table(ctx: ToolContext, table: str, source: str | None = None) -> T
     family = None
     m = _SHARD.match(info.name)
     if m:
-        siblings = [t for t in catalog.tables if t.schema_name == info.schema_name and t.name.startswith(m.group("stem"))
-                    and _SHARD.match(t.name)]
+        siblings = [
+            t
+            for t in catalog.tables
+            if t.schema_name == info.schema_name
+            and t.name.startswith(m.group("stem"))
+            and _SHARD.match(t.name)
+        ]
         if len(siblings) >= 3:
             family = f"{m.group('stem')}* ({len(siblings)} tables)"
     if member:  # described through its family: say which shard this is
         family = f"{table.strip()} ({member[1]} tables, same columns; this is its first shard {info.name})"
-    columns = [ColumnDescription(name=c.name, type=c.type, nullable=c.nullable, primary_key=c.primary_key,
-                                 references=fk_by_col.get(c.name), comment=c.comment, examples=examples.get(c.name, []))
-               for c in info.columns[:MAX_DESCRIBE_COLUMNS]]
-    return TableDescription(source=src.name, table=info.qualified, kind=info.kind, comment=info.comment,
-                            row_estimate=info.row_estimate, columns=columns, total_columns=len(info.columns),
-                            truncated=len(info.columns) > MAX_DESCRIBE_COLUMNS, family=family)
+    columns = [
+        ColumnDescription(
+            name=c.name,
+            type=c.type,
+            nullable=c.nullable,
+            primary_key=c.primary_key,
+            references=fk_by_col.get(c.name),
+            comment=c.comment,
+            examples=examples.get(c.name, []),
+        )
+        for c in info.columns[:MAX_DESCRIBE_COLUMNS]
+    ]
+    return TableDescription(
+        source=src.name,
+        table=info.qualified,
+        kind=info.kind,
+        comment=info.comment,
+        row_estimate=info.row_estimate,
+        columns=columns,
+        total_columns=len(info.columns),
+        truncated=len(info.columns) > MAX_DESCRIBE_COLUMNS,
+        family=family,
+    )

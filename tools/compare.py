@@ -32,18 +32,22 @@ class Comparison(BaseModel):
 
 def compare_results(ctx: ToolContext, result_ids: list[str]) -> Comparison:
     if not isinstance(result_ids, list) or len(result_ids) < 2:
-        raise InvalidArgument("result_ids must list at least two result ids, e.g. [\"r1\", \"r2\"]")
+        raise InvalidArgument('result_ids must list at least two result ids, e.g. ["r1", "r2"]')
     if len(result_ids) > 10:
         raise InvalidArgument(f"{len(result_ids)} result ids given: compare at most 10 at a time")
     ids = list(dict.fromkeys(r.strip() for r in result_ids))
     stored = {rid: ctx.results.get(rid) for rid in ids}
     for rid, result in stored.items():
         if result.truncated:
-            raise InvalidArgument(f"{rid} keeps only {len(result.rows)} of {result.total_rows}+ rows, so it cannot be "
-                                  "compared in full; narrow the query (aggregate or filter) and compare again")
+            raise InvalidArgument(
+                f"{rid} keeps only {len(result.rows)} of {result.total_rows}+ rows, so it cannot be "
+                "compared in full; narrow the query (aggregate or filter) and compare again"
+            )
         if result.cells_cut:
-            raise InvalidArgument(f"{rid} has {result.cells_cut} value(s) kept only in part (over the store's cell "
-                                  "cap), so it cannot be compared in full; compare their md5() or length() instead")
+            raise InvalidArgument(
+                f"{rid} has {result.cells_cut} value(s) kept only in part (over the store's cell "
+                "cap), so it cannot be compared in full; compare their md5() or length() instead"
+            )
     groups: list[list[str]] = []
     differences: list[PairDifference] = []
     for rid in ids:
@@ -51,10 +55,12 @@ def compare_results(ctx: ToolContext, result_ids: list[str]) -> Comparison:
         for group in groups:
             head = stored[group[0]]
             cur = stored[rid]
-            verdict = compare_tables(head.columns, head.rows, cur.columns, cur.rows,
-                                     ordered=head.ordered and cur.ordered)
-            differences.append(PairDifference(left=group[0], right=rid, equivalent=verdict.equivalent,
-                                              reason=verdict.reason))
+            verdict = compare_tables(
+                head.columns, head.rows, cur.columns, cur.rows, ordered=head.ordered and cur.ordered
+            )
+            differences.append(
+                PairDifference(left=group[0], right=rid, equivalent=verdict.equivalent, reason=verdict.reason)
+            )
             if verdict.equivalent:
                 group.append(rid)
                 placed = True

@@ -24,6 +24,7 @@ def _rows(n: int) -> str:
 
 # -- catalog -------------------------------------------------------------------------------------
 
+
 class NoArgs(ToolArgs):
     pass
 
@@ -59,6 +60,7 @@ class JoinArgs(ToolArgs):
 
 # -- queries -------------------------------------------------------------------------------------
 
+
 class SampleArgs(ToolArgs):
     table: str
     columns: Annotated[list[str] | None, Field(description="default all")] = None
@@ -87,6 +89,7 @@ class SqlArgs(ToolArgs):
 
 # -- analysis ------------------------------------------------------------------------------------
 
+
 class SearchArgs(ToolArgs):
     query: Annotated[str, Field(description="question or keywords")]
     limit: Annotated[int, Field(description="1-100")] = 10
@@ -106,8 +109,9 @@ class FindValuesArgs(ToolArgs):
 def _find_values(ctx, a: FindValuesArgs, env: ToolEnv):  # type: ignore[no-untyped-def]
     if a.refresh:
         values.build_value_index(ctx, a.source, progress=env.progress, refresh=True)
-    return values.find_values(ctx, a.text, a.tables, a.limit, a.source, progress=env.progress, schema=a.schema_,
-                              context=a.context)
+    return values.find_values(
+        ctx, a.text, a.tables, a.limit, a.source, progress=env.progress, schema=a.schema_, context=a.context
+    )
 
 
 class DistinctArgs(ToolArgs):
@@ -136,10 +140,12 @@ class PythonArgs(ToolArgs):
 
 def _python_description(s: Settings) -> str:
     sb = s.sandbox
-    text = (f"Sandboxed Python for logic awkward in SQL: result_ids arrive as DataFrames dfs['r1'] (df when one); "
-            f"flexsql.sql(\"SELECT …\") queries. The last expression is returned (a DataFrame becomes a "
-            f"result_id). {sb.timeout_s:g} s, {sb.memory_mb:,} MB, output ≤ {sb.max_output_chars:,} characters. "
-            "Example: code=\"df.groupby('country').size()\".")
+    text = (
+        f"Sandboxed Python for logic awkward in SQL: result_ids arrive as DataFrames dfs['r1'] (df when one); "
+        f'flexsql.sql("SELECT …") queries. The last expression is returned (a DataFrame becomes a '
+        f"result_id). {sb.timeout_s:g} s, {sb.memory_mb:,} MB, output ≤ {sb.max_output_chars:,} characters. "
+        "Example: code=\"df.groupby('country').size()\"."
+    )
     warnings = python_tool.sandbox_warnings()
     return text + ("".join(f" Warning: {w}" for w in warnings))
 
@@ -176,69 +182,175 @@ def _agent_declarations() -> list[ToolSpec]:
     except ImportError:  # the agent package is being built; the server still serves the other tools
         return []
     return [
-        ToolSpec("select_result", SelectArgs, Selection, _select_result,
-                 lambda s: "Pick the best of candidate results for one question by execution evidence, and say "
-                           "why. Example: result_ids=[\"r1\",\"r2\"]."),
-        ToolSpec("ask", AskArgs, Answer, _ask, is_async=True, agent_tool=False,
-                 describe=lambda s: f"Answer a question with the FlexSQL agent ({s.agent.plans} plans, repair, "
-                                    "selection by execution): status, SQL, result, candidates. Needs [model] or "
-                                    "client sampling."),
+        ToolSpec(
+            "select_result",
+            SelectArgs,
+            Selection,
+            _select_result,
+            lambda s: (
+                "Pick the best of candidate results for one question by execution evidence, and say "
+                'why. Example: result_ids=["r1","r2"].'
+            ),
+        ),
+        ToolSpec(
+            "ask",
+            AskArgs,
+            Answer,
+            _ask,
+            is_async=True,
+            agent_tool=False,
+            describe=lambda s: (
+                f"Answer a question with the FlexSQL agent ({s.agent.plans} plans, repair, "
+                "selection by execution): status, SQL, result, candidates. Needs [model] or "
+                "client sampling."
+            ),
+        ),
     ]
 
 
 DECLARATIONS: list[ToolSpec] = [
-    ToolSpec("list_sources", NoArgs, catalog.SourceList, lambda c, a, e: catalog.list_sources(c),
-             lambda s: "The configured databases: name, SQL dialect, URL, description."),
-    ToolSpec("list_schemas", SchemaArgs, catalog.SchemaList, lambda c, a, e: catalog.list_schemas(c, a.source),
-             lambda s: "Schemas of a source with their table and view counts."),
-    ToolSpec("list_tables", ListTablesArgs, catalog.TableList, _list_tables,
-             lambda s: "Tables and views with row estimates and comments, 50 per page; sharded families "
-                       "(EVENTS_2024…) are one entry. Example: pattern=\"order*\"."),
-    ToolSpec("describe_table", TableArgs, catalog.TableDescription,
-             lambda c, a, e: catalog.describe_table(c, a.table, a.source),
-             lambda s: "One table's columns: type, nullability, keys, comment, 3 example values each; row "
-                       "estimate. Example: table=\"sales.orders\"."),
-    ToolSpec("find_join_path", JoinArgs, joins.JoinPath, lambda c, a, e: joins.find_join_path(c, a.tables, a.source),
-             lambda s: "Join conditions connecting tables: declared foreign keys first, inferred ones marked. "
-                       "Example: tables=[\"orders\",\"customers\"]."),
-    ToolSpec("sample_rows", SampleArgs, query.QueryOutput,
-             lambda c, a, e: query.sample_rows(c, a.table, a.columns, a.where, a.limit, a.source),
-             lambda s: f"A few rows of a table; cells cut at {s.limits.cell_chars} characters. "
-                       "Example: table=\"orders\", where=\"status = 'S'\"."),
-    ToolSpec("run_query", QueryArgs, query.QueryOutput,
-             lambda c, a, e: query.run_query(c, a.sql, a.max_rows, a.timeout_s, a.source),
-             lambda s: f"Run one read-only SQL statement: the first max_rows rows (default "
-                       f"{s.limits.preview_rows}), the total count and a result_id for the other tools. Text ≤ "
-                       f"{s.limits.output_chars:,} characters; cancelled after {s.limits.query_timeout_s:g} s. "
-                       "Example: sql=\"SELECT count(*) FROM orders\"."),
-    ToolSpec("fetch_rows", FetchArgs, query.QueryOutput,
-             lambda c, a, e: query.fetch_rows(c, a.result_id, a.offset, a.limit),
-             lambda s: "More rows of an earlier result, without running it again. Example: result_id=\"r1\", "
-                       "offset=20."),
-    ToolSpec("validate_sql", SqlArgs, validate.Validation, lambda c, a, e: validate.validate_sql(c, a.sql, a.source),
-             lambda s: "Check SQL without running it: syntax, the read-only guard, names (did-you-mean), the "
-                       "engine's EXPLAIN."),
-    ToolSpec("search_schema", SearchArgs, search.SchemaSearchResult,
-             lambda c, a, e: search.search_schema(c, a.query, a.limit, a.source),
-             lambda s: "Rank tables and columns for a question or keywords; each hit says why it matched. "
-                       "Example: query=\"revenue per country\"."),
-    ToolSpec("find_values", FindValuesArgs, values.FindValuesResult, _find_values,
-             lambda s: "Which table.column holds values like text (exact, case-insensitive, fuzzy) and their "
-                       "stored spelling: ground codes, names, IDs. Example: text=\"Frnace\"."),
-    ToolSpec("distinct_values", DistinctArgs, values.DistinctValuesResult,
-             lambda c, a, e: values.distinct_values(c, a.table, a.column, a.contains, a.limit, a.source),
-             lambda s: "A column's values by frequency with counts; big tables sampled (said so). Example: "
-                       "table=\"orders\", column=\"status\"."),
-    ToolSpec("profile_column", ColumnArgs, values.ColumnProfile,
-             lambda c, a, e: values.profile_column(c, a.table, a.column, a.source),
-             lambda s: "A column's type, NULL fraction, distinct count, min/max, top values and value patterns; "
-                       "big tables sampled (said so)."),
-    ToolSpec("compare_results", ResultIdsArgs, compare.Comparison,
-             lambda c, a, e: compare.compare_results(c, a.result_ids),
-             lambda s: "Whether 2-10 results are equivalent (row order ignored unless ordered, columns matched "
-                       "by content) and how they differ."),
-    ToolSpec("run_python", PythonArgs, python_tool.PythonResult,
-             lambda c, a, e: python_tool.run_python(c, a.code, a.result_ids, a.timeout_s),
-             _python_description, needs_python=True),
+    ToolSpec(
+        "list_sources",
+        NoArgs,
+        catalog.SourceList,
+        lambda c, a, e: catalog.list_sources(c),
+        lambda s: "The configured databases: name, SQL dialect, URL, description.",
+    ),
+    ToolSpec(
+        "list_schemas",
+        SchemaArgs,
+        catalog.SchemaList,
+        lambda c, a, e: catalog.list_schemas(c, a.source),
+        lambda s: "Schemas of a source with their table and view counts.",
+    ),
+    ToolSpec(
+        "list_tables",
+        ListTablesArgs,
+        catalog.TableList,
+        _list_tables,
+        lambda s: (
+            "Tables and views with row estimates and comments, 50 per page; sharded families "
+            '(EVENTS_2024…) are one entry. Example: pattern="order*".'
+        ),
+    ),
+    ToolSpec(
+        "describe_table",
+        TableArgs,
+        catalog.TableDescription,
+        lambda c, a, e: catalog.describe_table(c, a.table, a.source),
+        lambda s: (
+            "One table's columns: type, nullability, keys, comment, 3 example values each; row "
+            'estimate. Example: table="sales.orders".'
+        ),
+    ),
+    ToolSpec(
+        "find_join_path",
+        JoinArgs,
+        joins.JoinPath,
+        lambda c, a, e: joins.find_join_path(c, a.tables, a.source),
+        lambda s: (
+            "Join conditions connecting tables: declared foreign keys first, inferred ones marked. "
+            'Example: tables=["orders","customers"].'
+        ),
+    ),
+    ToolSpec(
+        "sample_rows",
+        SampleArgs,
+        query.QueryOutput,
+        lambda c, a, e: query.sample_rows(c, a.table, a.columns, a.where, a.limit, a.source),
+        lambda s: (
+            f"A few rows of a table; cells cut at {s.limits.cell_chars} characters. "
+            'Example: table="orders", where="status = \'S\'".'
+        ),
+    ),
+    ToolSpec(
+        "run_query",
+        QueryArgs,
+        query.QueryOutput,
+        lambda c, a, e: query.run_query(c, a.sql, a.max_rows, a.timeout_s, a.source),
+        lambda s: (
+            f"Run one read-only SQL statement: the first max_rows rows (default "
+            f"{s.limits.preview_rows}), the total count and a result_id for the other tools. Text ≤ "
+            f"{s.limits.output_chars:,} characters; cancelled after {s.limits.query_timeout_s:g} s. "
+            'Example: sql="SELECT count(*) FROM orders".'
+        ),
+    ),
+    ToolSpec(
+        "fetch_rows",
+        FetchArgs,
+        query.QueryOutput,
+        lambda c, a, e: query.fetch_rows(c, a.result_id, a.offset, a.limit),
+        lambda s: (
+            'More rows of an earlier result, without running it again. Example: result_id="r1", offset=20.'
+        ),
+    ),
+    ToolSpec(
+        "validate_sql",
+        SqlArgs,
+        validate.Validation,
+        lambda c, a, e: validate.validate_sql(c, a.sql, a.source),
+        lambda s: (
+            "Check SQL without running it: syntax, the read-only guard, names (did-you-mean), the "
+            "engine's EXPLAIN."
+        ),
+    ),
+    ToolSpec(
+        "search_schema",
+        SearchArgs,
+        search.SchemaSearchResult,
+        lambda c, a, e: search.search_schema(c, a.query, a.limit, a.source),
+        lambda s: (
+            "Rank tables and columns for a question or keywords; each hit says why it matched. "
+            'Example: query="revenue per country".'
+        ),
+    ),
+    ToolSpec(
+        "find_values",
+        FindValuesArgs,
+        values.FindValuesResult,
+        _find_values,
+        lambda s: (
+            "Which table.column holds values like text (exact, case-insensitive, fuzzy) and their "
+            'stored spelling: ground codes, names, IDs. Example: text="Frnace".'
+        ),
+    ),
+    ToolSpec(
+        "distinct_values",
+        DistinctArgs,
+        values.DistinctValuesResult,
+        lambda c, a, e: values.distinct_values(c, a.table, a.column, a.contains, a.limit, a.source),
+        lambda s: (
+            "A column's values by frequency with counts; big tables sampled (said so). Example: "
+            'table="orders", column="status".'
+        ),
+    ),
+    ToolSpec(
+        "profile_column",
+        ColumnArgs,
+        values.ColumnProfile,
+        lambda c, a, e: values.profile_column(c, a.table, a.column, a.source),
+        lambda s: (
+            "A column's type, NULL fraction, distinct count, min/max, top values and value patterns; "
+            "big tables sampled (said so)."
+        ),
+    ),
+    ToolSpec(
+        "compare_results",
+        ResultIdsArgs,
+        compare.Comparison,
+        lambda c, a, e: compare.compare_results(c, a.result_ids),
+        lambda s: (
+            "Whether 2-10 results are equivalent (row order ignored unless ordered, columns matched "
+            "by content) and how they differ."
+        ),
+    ),
+    ToolSpec(
+        "run_python",
+        PythonArgs,
+        python_tool.PythonResult,
+        lambda c, a, e: python_tool.run_python(c, a.code, a.result_ids, a.timeout_s),
+        _python_description,
+        needs_python=True,
+    ),
     *_agent_declarations(),
 ]

@@ -59,8 +59,10 @@ class Equivalence(BaseModel):
 
     def to_text(self) -> str:
         head = "equivalent" if self.equivalent else "not equivalent"
-        lines = [f"{head}: {self.reason}",
-                 f"rows: {self.a_rows} vs {self.b_rows}; columns: {self.a_columns} vs {self.b_columns}"]
+        lines = [
+            f"{head}: {self.reason}",
+            f"rows: {self.a_rows} vs {self.b_rows}; columns: {self.a_columns} vs {self.b_columns}",
+        ]
         if self.column_mapping:
             pairs = ", ".join(f"{a}->{b}" for a, b in sorted(self.column_mapping.items()))
             lines.append(f"column mapping (A->B): {pairs}")
@@ -69,6 +71,7 @@ class Equivalence(BaseModel):
 
 
 # -- values ----------------------------------------------------------------------------------------
+
 
 def normalize_value(value: Any, null_equals_zero: bool = False) -> Any:
     """The comparable form of one cell (see the module docstring)."""
@@ -194,6 +197,7 @@ class _Cmp:
 
 # -- the comparison --------------------------------------------------------------------------------
 
+
 def compare_tables(
     a_columns: Sequence[str],
     a_rows: Sequence[Sequence[Any]],
@@ -222,12 +226,20 @@ def compare_tables(
     cmp = _Cmp(tolerance, rel_tolerance)
 
     if len(a) != len(b):
-        return Equivalence(equivalent=False, kind="row_count",
-                           reason=f"row count {len(a)} vs {len(b)} ({a_label} vs {b_label})", **base)
+        return Equivalence(
+            equivalent=False,
+            kind="row_count",
+            reason=f"row count {len(a)} vs {len(b)} ({a_label} vs {b_label})",
+            **base,
+        )
     if nb < na or (nb != na and not allow_extra_columns):
         what = "column count" if not allow_extra_columns else f"{b_label} has fewer columns:"
-        return Equivalence(equivalent=False, kind="column_count",
-                           reason=f"{what} {na} vs {nb} ({a_label} vs {b_label})", **base)
+        return Equivalence(
+            equivalent=False,
+            kind="column_count",
+            reason=f"{what} {na} vs {nb} ({a_label} vs {b_label})",
+            **base,
+        )
 
     a_cols = [[r[i] for r in a] for i in range(na)]
     b_cols = [[r[j] for r in b] for j in range(nb)]
@@ -240,18 +252,23 @@ def compare_tables(
 
     candidates: list[list[int]] = []
     for i in range(na):
-        found = [j for j in range(nb)
-                 if a_profiles[i] == b_profiles[j] and cmp.first_difference(a_vecs[i], b_vecs[j]) is None]
+        found = [
+            j
+            for j in range(nb)
+            if a_profiles[i] == b_profiles[j] and cmp.first_difference(a_vecs[i], b_vecs[j]) is None
+        ]
         candidates.append(found)
     unmatched = [i for i, c in enumerate(candidates) if not c]
     if unmatched:
         i = unmatched[0]
-        reason = (f"column {i} of {a_label} ({a_columns[i]!r}) matches no {b_label} column"
-                  + _closest(i, a_vecs, b_vecs, b_columns, cmp))
+        reason = f"column {i} of {a_label} ({a_columns[i]!r}) matches no {b_label} column" + _closest(
+            i, a_vecs, b_vecs, b_columns, cmp
+        )
         if len(unmatched) > 1:
             reason += f"; {len(unmatched) - 1} more {a_label} column(s) unmatched: {unmatched[1:8]}"
-        return Equivalence(equivalent=False, kind="column_values", reason=reason, unmatched_columns=unmatched,
-                           **base)
+        return Equivalence(
+            equivalent=False, kind="column_values", reason=reason, unmatched_columns=unmatched, **base
+        )
 
     # B columns with identical contents lead to identical row checks: try one of each kind.
     kind_of: dict[int, int] = {}
@@ -300,20 +317,34 @@ def compare_tables(
             notes.append("columns in a different order")
         if extra:
             notes.append(f"{len(extra)} extra {b_label} column(s) ignored")
-        reason = "same rows" + (" in the same order" if ordered else "") + (f" ({'; '.join(notes)})" if notes else "")
-        return Equivalence(equivalent=True, reason=reason, column_mapping=mapping, extra_columns=extra, **base)
+        reason = (
+            "same rows"
+            + (" in the same order" if ordered else "")
+            + (f" ({'; '.join(notes)})" if notes else "")
+        )
+        return Equivalence(
+            equivalent=True, reason=reason, column_mapping=mapping, extra_columns=extra, **base
+        )
     if first_failure is None:
         # Each A column has candidates, but some B column would have to stand for two A columns.
         shown = "; ".join(f"{i}->{candidates[i][:4]}" for i in order[:6])
-        reason = (f"no one-to-one column assignment: several {a_label} columns match only the same "
-                  f"{b_label} column(s) (candidates {shown})")
+        reason = (
+            f"no one-to-one column assignment: several {a_label} columns match only the same "
+            f"{b_label} column(s) (candidates {shown})"
+        )
         return Equivalence(equivalent=False, kind="no_assignment", reason=reason, **base)
     mapping_tried, why, samples = first_failure
     if tried >= MAX_ASSIGNMENTS:
         why += f" (checked {tried} column assignments)"
     kind = "order" if why.startswith("same rows in a different order") else "rows"
-    return Equivalence(equivalent=False, kind=kind, reason=why, column_mapping=mapping_tried,
-                       sample_differences=samples, **base)
+    return Equivalence(
+        equivalent=False,
+        kind=kind,
+        reason=why,
+        column_mapping=mapping_tried,
+        sample_differences=samples,
+        **base,
+    )
 
 
 def _profile(vec: Sequence[Any]) -> tuple[int, int, int]:
@@ -331,22 +362,37 @@ def _hashable(col: Sequence[Any]) -> tuple:
     return tuple((type(v).__name__ if not _is_number(v) else "n", v) for v in col)
 
 
-def _closest(i: int, a_vecs: list[list[Any]], b_vecs: list[list[Any]], b_columns: Sequence[str],
-             cmp: _Cmp) -> str:
+def _closest(
+    i: int, a_vecs: list[list[Any]], b_vecs: list[list[Any]], b_columns: Sequence[str], cmp: _Cmp
+) -> str:
     if not b_vecs or not a_vecs[i]:
         return ""
     # a column of the same kind (numbers vs text) is the closer one, whatever the value differences
     shape = _profile(a_vecs[i])
-    best = min(range(len(b_vecs)), key=lambda j: (sum(abs(x - y) for x, y in zip(shape, _profile(b_vecs[j]), strict=True)),
-                                                 cmp.count_differences(a_vecs[i], b_vecs[j])))
+    best = min(
+        range(len(b_vecs)),
+        key=lambda j: (
+            sum(abs(x - y) for x, y in zip(shape, _profile(b_vecs[j]), strict=True)),
+            cmp.count_differences(a_vecs[i], b_vecs[j]),
+        ),
+    )
     diffs = cmp.count_differences(a_vecs[i], b_vecs[best])
     k = cmp.first_difference(a_vecs[i], b_vecs[best])
     example = "" if k is None else f", e.g. {show_value(a_vecs[i][k])} vs {show_value(b_vecs[best][k])}"
-    return f" (closest: column {best} {b_columns[best]!r}, {diffs} of {len(a_vecs[i])} values differ{example})"
+    return (
+        f" (closest: column {best} {b_columns[best]!r}, {diffs} of {len(a_vecs[i])} values differ{example})"
+    )
 
 
-def _rows_match(a: list[list[Any]], b: list[list[Any]], mapping: dict[int, int], cmp: _Cmp, ordered: bool,
-                a_label: str, b_label: str) -> tuple[bool, str, list[str]]:
+def _rows_match(
+    a: list[list[Any]],
+    b: list[list[Any]],
+    mapping: dict[int, int],
+    cmp: _Cmp,
+    ordered: bool,
+    a_label: str,
+    b_label: str,
+) -> tuple[bool, str, list[str]]:
     cols = [mapping[i] for i in range(len(mapping))]
     projected = [tuple(r[j] for j in cols) for r in b]
     ta = [tuple(r) for r in a]
@@ -354,22 +400,29 @@ def _rows_match(a: list[list[Any]], b: list[list[Any]], mapping: dict[int, int],
         for k, (ra, rb) in enumerate(zip(ta, projected, strict=True)):
             if not cmp.rows(ra, rb):
                 same_multiset, _ = _multiset_match(ta, projected, cmp)
-                why = (f"same rows in a different order: row {k} differs" if same_multiset
-                       else f"rows differ from row {k} on")
+                why = (
+                    f"same rows in a different order: row {k} differs"
+                    if same_multiset
+                    else f"rows differ from row {k} on"
+                )
                 return False, why, [f"row {k}: {a_label} {show_row(ra)} vs {b_label} {show_row(rb)}"]
         return True, "", []
     ok, leftovers = _multiset_match(ta, projected, cmp)
     if ok:
         return True, "", []
     only_a, only_b = leftovers
-    why = (f"every column matches on its own, but rows pair the values differently: {len(only_a)} {a_label} "
-           f"row(s) have no equal {b_label} row")
+    why = (
+        f"every column matches on its own, but rows pair the values differently: {len(only_a)} {a_label} "
+        f"row(s) have no equal {b_label} row"
+    )
     samples = [f"only in {a_label}: {show_row(r)}" for r in only_a[:SAMPLES]]
     samples += [f"only in {b_label}: {show_row(r)}" for r in only_b[:SAMPLES]]
     return False, why, samples
 
 
-def _multiset_match(ta: list[tuple], tb: list[tuple], cmp: _Cmp) -> tuple[bool, tuple[list[tuple], list[tuple]]]:
+def _multiset_match(
+    ta: list[tuple], tb: list[tuple], cmp: _Cmp
+) -> tuple[bool, tuple[list[tuple], list[tuple]]]:
     """Rows as multisets: exact matches first, then the rest paired under the numeric tolerance."""
     ca, cb = Counter(ta), Counter(tb)
     common = ca & cb
@@ -401,8 +454,10 @@ def _pair_close(ga: list[tuple], gb: list[tuple], cmp: _Cmp) -> tuple[list[tuple
         return [], []
     if len(ga) > MAX_FUZZY_GROUP or len(gb) > MAX_FUZZY_GROUP:
         # too many to pair exhaustively: report what the sorted pairing could not match
-        return ([x for x, y in zip(sa, sb, strict=False) if not cmp.rows(x, y)] + sa[len(sb):],
-                [y for x, y in zip(sa, sb, strict=False) if not cmp.rows(x, y)] + sb[len(sa):])
+        return (
+            [x for x, y in zip(sa, sb, strict=False) if not cmp.rows(x, y)] + sa[len(sb) :],
+            [y for x, y in zip(sa, sb, strict=False) if not cmp.rows(x, y)] + sb[len(sa) :],
+        )
     # maximum bipartite matching (augmenting paths) on "close" pairs
     adj = [[j for j, y in enumerate(gb) if cmp.rows(x, y)] for x in ga]
     match_b: dict[int, int] = {}
@@ -420,5 +475,7 @@ def _pair_close(ga: list[tuple], gb: list[tuple], cmp: _Cmp) -> tuple[list[tuple
     for i in range(len(ga)):
         augment(i, set())
     matched_a = set(match_b.values())
-    return ([x for i, x in enumerate(ga) if i not in matched_a],
-            [y for j, y in enumerate(gb) if j not in match_b])
+    return (
+        [x for i, x in enumerate(ga) if i not in matched_a],
+        [y for j, y in enumerate(gb) if j not in match_b],
+    )

@@ -108,61 +108,190 @@ _CHANGES_STATE = "it changes server, session or sequence state"
 _OTHER_DB = "it reaches another database or server"
 
 _DENIED_FUNCTIONS: dict[str, str] = {
-    **dict.fromkeys((
-        "load_extension", "readfile", "writefile", "edit", "fsdir", "zipfile", "fts3_tokenizer",
-        "read_csv", "read_csv_auto", "csv_scan", "sniff_csv", "read_parquet", "parquet_scan", "read_json",
-        "read_json_auto", "read_json_objects", "read_json_objects_auto", "read_ndjson", "read_ndjson_auto",
-        "read_ndjson_objects", "read_text", "read_blob", "glob", "read_xlsx", "st_read", "from_csv_auto",
-        "read_file", "getenv", "duckdb_secrets", "which_secret", "load_aws_credentials",
-        "lo_import", "lo_export", "pg_stat_file", "pg_current_logfile_contents",
-        "get_presigned_url", "build_scoped_file_url", "build_stage_file_url", "get_stage_location", "infer_schema",
-        "validate", "to_file",
-    ), _READS_FILES),
-    **dict.fromkeys((
-        "query", "query_table", "query_to_xml", "query_to_xml_and_xmlschema", "query_to_xmlschema",
-        "cursor_to_xml", "cursor_to_xmlschema", "json_execute_serialized_sql", "ts_stat", "ts_rewrite",
-        "crosstab", "crosstab2", "crosstab3", "crosstab4", "connectby", "xpath_table",
-    ), _RUNS_SQL),
-    **dict.fromkeys((
-        "nextval", "setval", "lastval", "set_config", "txid_current", "pg_current_xact_id",
-        "pg_terminate_backend", "pg_cancel_backend", "pg_reload_conf", "pg_rotate_logfile", "pg_switch_wal",
-        "pg_promote", "pg_notify", "pg_logical_emit_message", "pg_import_system_collations", "pg_nextoid",
-        "pg_backup_start", "pg_backup_stop", "pg_start_backup", "pg_stop_backup", "pg_truncate_visibility_map",
-        "loread", "lowrite", "external_function",
-    ), _CHANGES_STATE),
-    **dict.fromkeys(("postgres_scan", "postgres_attach", "postgres_query", "postgres_execute", "mysql_query",
-                     "mysql_execute", "sqlite_scan", "sqlite_attach"), _OTHER_DB),
+    **dict.fromkeys(
+        (
+            "load_extension",
+            "readfile",
+            "writefile",
+            "edit",
+            "fsdir",
+            "zipfile",
+            "fts3_tokenizer",
+            "read_csv",
+            "read_csv_auto",
+            "csv_scan",
+            "sniff_csv",
+            "read_parquet",
+            "parquet_scan",
+            "read_json",
+            "read_json_auto",
+            "read_json_objects",
+            "read_json_objects_auto",
+            "read_ndjson",
+            "read_ndjson_auto",
+            "read_ndjson_objects",
+            "read_text",
+            "read_blob",
+            "glob",
+            "read_xlsx",
+            "st_read",
+            "from_csv_auto",
+            "read_file",
+            "getenv",
+            "duckdb_secrets",
+            "which_secret",
+            "load_aws_credentials",
+            "lo_import",
+            "lo_export",
+            "pg_stat_file",
+            "pg_current_logfile_contents",
+            "get_presigned_url",
+            "build_scoped_file_url",
+            "build_stage_file_url",
+            "get_stage_location",
+            "infer_schema",
+            "validate",
+            "to_file",
+        ),
+        _READS_FILES,
+    ),
+    **dict.fromkeys(
+        (
+            "query",
+            "query_table",
+            "query_to_xml",
+            "query_to_xml_and_xmlschema",
+            "query_to_xmlschema",
+            "cursor_to_xml",
+            "cursor_to_xmlschema",
+            "json_execute_serialized_sql",
+            "ts_stat",
+            "ts_rewrite",
+            "crosstab",
+            "crosstab2",
+            "crosstab3",
+            "crosstab4",
+            "connectby",
+            "xpath_table",
+        ),
+        _RUNS_SQL,
+    ),
+    **dict.fromkeys(
+        (
+            "nextval",
+            "setval",
+            "lastval",
+            "set_config",
+            "txid_current",
+            "pg_current_xact_id",
+            "pg_terminate_backend",
+            "pg_cancel_backend",
+            "pg_reload_conf",
+            "pg_rotate_logfile",
+            "pg_switch_wal",
+            "pg_promote",
+            "pg_notify",
+            "pg_logical_emit_message",
+            "pg_import_system_collations",
+            "pg_nextoid",
+            "pg_backup_start",
+            "pg_backup_stop",
+            "pg_start_backup",
+            "pg_stop_backup",
+            "pg_truncate_visibility_map",
+            "loread",
+            "lowrite",
+            "external_function",
+        ),
+        _CHANGES_STATE,
+    ),
+    **dict.fromkeys(
+        (
+            "postgres_scan",
+            "postgres_attach",
+            "postgres_query",
+            "postgres_execute",
+            "mysql_query",
+            "mysql_execute",
+            "sqlite_scan",
+            "sqlite_attach",
+        ),
+        _OTHER_DB,
+    ),
 }
 _DENIED_PREFIXES: tuple[tuple[str, str], ...] = (
-    ("pg_read_", _READS_FILES), ("pg_ls_", _READS_FILES), ("pg_file_", _READS_FILES), ("lo_", _READS_FILES),
-    ("read_json", _READS_FILES), ("read_csv", _READS_FILES), ("read_ndjson", _READS_FILES),
-    ("read_parquet", _READS_FILES), ("parquet_", _READS_FILES), ("iceberg_", _READS_FILES), ("delta_", _READS_FILES),
-    ("dblink", _OTHER_DB), ("postgres_", _OTHER_DB), ("mysql_", _OTHER_DB), ("sqlite_", _OTHER_DB),
-    ("system$", _CHANGES_STATE), ("pg_advisory", _CHANGES_STATE), ("pg_try_advisory", _CHANGES_STATE),
-    ("pg_replication_", _CHANGES_STATE), ("pg_create_", _CHANGES_STATE), ("pg_drop_", _CHANGES_STATE),
-    ("pg_copy_", _CHANGES_STATE), ("pg_log_", _CHANGES_STATE), ("pg_logical_", _CHANGES_STATE),
-    ("pg_stat_reset", _CHANGES_STATE), ("pg_stat_statements_reset", _CHANGES_STATE),
-    ("pg_wal_replay_", _CHANGES_STATE), ("binary_upgrade_", _CHANGES_STATE),
+    ("pg_read_", _READS_FILES),
+    ("pg_ls_", _READS_FILES),
+    ("pg_file_", _READS_FILES),
+    ("lo_", _READS_FILES),
+    ("read_json", _READS_FILES),
+    ("read_csv", _READS_FILES),
+    ("read_ndjson", _READS_FILES),
+    ("read_parquet", _READS_FILES),
+    ("parquet_", _READS_FILES),
+    ("iceberg_", _READS_FILES),
+    ("delta_", _READS_FILES),
+    ("dblink", _OTHER_DB),
+    ("postgres_", _OTHER_DB),
+    ("mysql_", _OTHER_DB),
+    ("sqlite_", _OTHER_DB),
+    ("system$", _CHANGES_STATE),
+    ("pg_advisory", _CHANGES_STATE),
+    ("pg_try_advisory", _CHANGES_STATE),
+    ("pg_replication_", _CHANGES_STATE),
+    ("pg_create_", _CHANGES_STATE),
+    ("pg_drop_", _CHANGES_STATE),
+    ("pg_copy_", _CHANGES_STATE),
+    ("pg_log_", _CHANGES_STATE),
+    ("pg_logical_", _CHANGES_STATE),
+    ("pg_stat_reset", _CHANGES_STATE),
+    ("pg_stat_statements_reset", _CHANGES_STATE),
+    ("pg_wal_replay_", _CHANGES_STATE),
+    ("binary_upgrade_", _CHANGES_STATE),
 )
 # Built-ins that share a denied prefix but only read metadata.
-_ALLOWED_FUNCTIONS = {"sqlite_version", "sqlite_source_id", "sqlite_compileoption_used", "sqlite_compileoption_get",
-                      "pg_create_time", "postgres_version"}
+_ALLOWED_FUNCTIONS = {
+    "sqlite_version",
+    "sqlite_source_id",
+    "sqlite_compileoption_used",
+    "sqlite_compileoption_get",
+    "pg_create_time",
+    "postgres_version",
+}
 # Names that are harmless on one engine: SQLite's glob() matches a pattern against a string.
 _DIALECT_ALLOWED_FUNCTIONS: dict[str, set[str]] = {"sqlite": {"glob"}, "postgres": {"glob"}}
 
-_FILE_LIKE = re.compile(r"[/\\]|\.(csv|tsv|parquet|json|jsonl|ndjson|txt|xlsx|gz|zst|db|duckdb|sqlite\d?)$"
-                        r"|^(https?|s3|gs|az|hf|file)://", re.IGNORECASE)
+_FILE_LIKE = re.compile(
+    r"[/\\]|\.(csv|tsv|parquet|json|jsonl|ndjson|txt|xlsx|gz|zst|db|duckdb|sqlite\d?)$"
+    r"|^(https?|s3|gs|az|hf|file)://",
+    re.IGNORECASE,
+)
 _UNICODE_ESCAPE = re.compile(r"\bu&['\"]", re.IGNORECASE)
 _LEADING_NOISE = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|//[^\n]*(?:\n|$)|/\*.*?\*/|\()*", re.DOTALL)
 _FIRST_WORD = re.compile(r"[A-Za-z_]+")
 # Statements that start like a read; a parse failure on anything else is refused by its keyword.
-_READ_STARTS = {"SELECT", "WITH", "VALUES", "FROM", "EXPLAIN", "SHOW", "DESCRIBE", "DESC", "SUMMARIZE", "PIVOT",
-                "UNPIVOT", "TABLE"}
+_READ_STARTS = {
+    "SELECT",
+    "WITH",
+    "VALUES",
+    "FROM",
+    "EXPLAIN",
+    "SHOW",
+    "DESCRIBE",
+    "DESC",
+    "SUMMARIZE",
+    "PIVOT",
+    "UNPIVOT",
+    "TABLE",
+}
 # A plain `SHOW name` (PostgreSQL, DuckDB): shows a setting or lists tables, never changes anything.
-_SIMPLE_SHOW = re.compile(r"^\s*(ALL|TABLES|ALL\s+TABLES|DATABASES|[A-Za-z_][\w$]*(\.[A-Za-z_][\w$]*)*)\s*;?\s*$",
-                          re.IGNORECASE)
-_EXPLAIN_OPTIONS = re.compile(r"^\s*(\((?P<opts>[^)]*)\)|(?P<words>((VERBOSE|COSTS|FORMAT\s+\w+|QUERY\s+PLAN|USING\s+\w+)\s+)*))",
-                              re.IGNORECASE)
+_SIMPLE_SHOW = re.compile(
+    r"^\s*(ALL|TABLES|ALL\s+TABLES|DATABASES|[A-Za-z_][\w$]*(\.[A-Za-z_][\w$]*)*)\s*;?\s*$", re.IGNORECASE
+)
+_EXPLAIN_OPTIONS = re.compile(
+    r"^\s*(\((?P<opts>[^)]*)\)|(?P<words>((VERBOSE|COSTS|FORMAT\s+\w+|QUERY\s+PLAN|USING\s+\w+)\s+)*))",
+    re.IGNORECASE,
+)
 
 
 def refuse(what: str, why: str = READ_ONLY_HINT) -> RefusedError:
@@ -192,8 +321,17 @@ def is_denied_function(name: str, dialect: str | None = None) -> bool:
 # pg_read_all_data, which superuser connections drop to, can read them all; pg_roles, pg_user and
 # pg_stats are the masked views an agent may use instead.
 _PG_CREDENTIAL_CATALOGS = {
-    "pg_authid", "pg_shadow", "pg_user_mapping", "pg_user_mappings", "pg_subscription", "pg_statistic",
-    "pg_statistic_ext_data", "pg_largeobject", "pg_db_role_setting", "pg_hba_file_rules", "pg_ident_file_mappings",
+    "pg_authid",
+    "pg_shadow",
+    "pg_user_mapping",
+    "pg_user_mappings",
+    "pg_subscription",
+    "pg_statistic",
+    "pg_statistic_ext_data",
+    "pg_largeobject",
+    "pg_db_role_setting",
+    "pg_hba_file_rules",
+    "pg_ident_file_mappings",
     "pg_file_settings",
 }
 _PG_MASKED_VIEWS = "read pg_roles, pg_user or pg_stats instead, which mask these values"
@@ -209,7 +347,9 @@ def _check_credential_catalogs(tokens: list[Token], dialect: str) -> None:
             continue
         name = tok.text.strip('"').lower()
         if name in _PG_CREDENTIAL_CATALOGS:
-            raise refuse(f"the catalog {name}", f"it holds credentials or raw column values; {_PG_MASKED_VIEWS}")
+            raise refuse(
+                f"the catalog {name}", f"it holds credentials or raw column values; {_PG_MASKED_VIEWS}"
+            )
 
 
 def _first_word(sql: str) -> str:
@@ -220,7 +360,7 @@ def _first_word(sql: str) -> str:
         return ""
     word = match.group(0).upper()
     if word in ("FORCE", "START"):
-        second = _FIRST_WORD.match(text[match.end():].lstrip())
+        second = _FIRST_WORD.match(text[match.end() :].lstrip())
         if second:
             word += " " + second.group(0).upper()
     return word
@@ -229,11 +369,16 @@ def _first_word(sql: str) -> str:
 def _check_tokens(tokens: list[Token], sql: str, dialect: str) -> None:
     """Checks on the token stream, independent of how the parser builds its tree."""
     if _UNICODE_ESCAPE.search(sql):
-        raise refuse('a Unicode-escaped name or string (U&"…")', "they can spell a refused name; write names plainly")
+        raise refuse(
+            'a Unicode-escaped name or string (U&"…")', "they can spell a refused name; write names plainly"
+        )
     for i, tok in enumerate(tokens):
         prev = tokens[i - 1] if i else None
-        if prev is not None and tok.token_type == TokenType.L_PAREN \
-                and prev.token_type not in (TokenType.STRING, TokenType.NUMBER):
+        if (
+            prev is not None
+            and tok.token_type == TokenType.L_PAREN
+            and prev.token_type not in (TokenType.STRING, TokenType.NUMBER)
+        ):
             name = prev.text.strip('"`[]').lower()
             why = denied_function_reason(name, dialect)
             if why:
@@ -242,8 +387,13 @@ def _check_tokens(tokens: list[Token], sql: str, dialect: str) -> None:
             continue
         if prev is not None and prev.token_type == TokenType.DOT and tok.text.lower() == "nextval":
             raise refuse("sequence NEXTVAL", "it advances a sequence")
-        if tok.token_type == TokenType.STRING and prev is not None and prev.token_type == TokenType.L_PAREN and i > 1 \
-                and tokens[i - 2].text.lower() == "identifier":
+        if (
+            tok.token_type == TokenType.STRING
+            and prev is not None
+            and prev.token_type == TokenType.L_PAREN
+            and i > 1
+            and tokens[i - 2].text.lower() == "identifier"
+        ):
             # IDENTIFIER('name') names an object in a string, out of the parse tree's sight.
             target = tok.text.strip()
             if target.startswith("@") or target.lower().endswith("nextval"):
@@ -251,10 +401,54 @@ def _check_tokens(tokens: list[Token], sql: str, dialect: str) -> None:
 
 
 _TABLE_INTRODUCERS = {"FROM", "JOIN", "PIVOT", "UNPIVOT", "SUMMARIZE", "DESCRIBE", "DESC", "SHOW"}
-_CLAUSES = {"SELECT", "FROM", "JOIN", "WHERE", "GROUP", "HAVING", "ORDER", "QUALIFY", "LIMIT", "OFFSET", "UNION",
-            "ON", "USING", "WINDOW", "VALUES", "INTERSECT", "EXCEPT", "MINUS"}
-_NOT_CALLS = {"FROM", "JOIN", "IN", "EXISTS", "AS", "ON", "USING", "VALUES", "SELECT", "LATERAL", "WITH", "UNION", "ALL",
-              "ANY", "SOME", "WHERE", "AND", "OR", "NOT", "TABLE", "INTO", "OVER", "BY", "THEN", "ELSE", "WHEN"}
+_CLAUSES = {
+    "SELECT",
+    "FROM",
+    "JOIN",
+    "WHERE",
+    "GROUP",
+    "HAVING",
+    "ORDER",
+    "QUALIFY",
+    "LIMIT",
+    "OFFSET",
+    "UNION",
+    "ON",
+    "USING",
+    "WINDOW",
+    "VALUES",
+    "INTERSECT",
+    "EXCEPT",
+    "MINUS",
+}
+_NOT_CALLS = {
+    "FROM",
+    "JOIN",
+    "IN",
+    "EXISTS",
+    "AS",
+    "ON",
+    "USING",
+    "VALUES",
+    "SELECT",
+    "LATERAL",
+    "WITH",
+    "UNION",
+    "ALL",
+    "ANY",
+    "SOME",
+    "WHERE",
+    "AND",
+    "OR",
+    "NOT",
+    "TABLE",
+    "INTO",
+    "OVER",
+    "BY",
+    "THEN",
+    "ELSE",
+    "WHEN",
+}
 _SUBQUERY_STARTS = (TokenType.SELECT, TokenType.WITH, TokenType.FROM, TokenType.VALUES)
 
 
@@ -271,8 +465,11 @@ def _string_read_as_table(tokens: list[Token]) -> str | None:
             depth += 1
             nxt = tokens[i + 1] if i + 1 < len(tokens) else None
             prev_word = prev.text.upper() if prev is not None and prev.token_type != TokenType.STRING else ""
-            call[depth] = bool(prev_word[:1].isalpha() or prev_word[:1] == "_") and prev_word not in _NOT_CALLS \
+            call[depth] = (
+                bool(prev_word[:1].isalpha() or prev_word[:1] == "_")
+                and prev_word not in _NOT_CALLS
                 and not (nxt is not None and nxt.token_type in _SUBQUERY_STARTS)
+            )
             clause[depth] = ""
         elif kind == TokenType.R_PAREN:
             depth = max(depth - 1, 0)
@@ -332,10 +529,20 @@ def _check_tree(tree: exp.Expression, dialect: str) -> None:
             if isinstance(target, exp.Var) and str(target.this).startswith("@"):
                 raise refuse(f"reading stage {target.this}", "stages are files outside the database")
             if isinstance(target, exp.Identifier) and target.quoted and _FILE_LIKE.search(target.this):
-                raise refuse(f"reading the file {target.this!r} as a table", "files outside the database are off limits")
+                raise refuse(
+                    f"reading the file {target.this!r} as a table",
+                    "files outside the database are off limits",
+                )
             if isinstance(target, exp.Literal) and target.is_string:
-                raise refuse(f"reading {target.this!r} as a table", "files outside the database are off limits")
-        if isinstance(node, exp.Column) and dialect == "snowflake" and node.name.lower() == "nextval" and node.table:
+                raise refuse(
+                    f"reading {target.this!r} as a table", "files outside the database are off limits"
+                )
+        if (
+            isinstance(node, exp.Column)
+            and dialect == "snowflake"
+            and node.name.lower() == "nextval"
+            and node.table
+        ):
             raise refuse("sequence NEXTVAL", "it advances a sequence")
 
 
@@ -348,7 +555,7 @@ def _check_explain(body: str, dialect: str) -> None:
     body = _strip_leading_comments(body)
     m = _EXPLAIN_OPTIONS.match(body)
     options = (m.group("opts") or m.group("words") or "") if m else ""
-    rest = _strip_leading_comments(body[m.end():] if m else body)
+    rest = _strip_leading_comments(body[m.end() :] if m else body)
     if re.search(r"\banaly[sz]e\b", options, re.IGNORECASE) or re.match(r"analy[sz]e\b", rest, re.IGNORECASE):
         raise refuse("EXPLAIN ANALYZE", "it executes the statement")
     check_sql(rest, dialect)
@@ -367,8 +574,11 @@ def _check(sql: str, dialect: str) -> str:
     tokens = sqlglot.tokenize(sql, read=dialect)
     _check_tokens(tokens, sql, dialect)
     _check_credential_catalogs(tokens, dialect)
-    statements = [s for s in sqlglot.parse(sql, read=dialect)
-                  if s is not None and not isinstance(s, getattr(exp, "Semicolon", ()))]
+    statements = [
+        s
+        for s in sqlglot.parse(sql, read=dialect)
+        if s is not None and not isinstance(s, getattr(exp, "Semicolon", ()))
+    ]
     if not statements:
         raise RefusedError("refused: the SQL text has no statement — send one SELECT statement")
     if len(statements) > 1:
@@ -376,17 +586,22 @@ def _check(sql: str, dialect: str) -> str:
     tree = statements[0]
     if isinstance(tree, exp.Command):
         keyword = str(tree.this).upper()
-        body = tree.expression.this if isinstance(tree.expression, exp.Literal) else str(tree.expression or "")
+        body = (
+            tree.expression.this if isinstance(tree.expression, exp.Literal) else str(tree.expression or "")
+        )
         if keyword == "EXPLAIN":
             _check_explain(body, dialect)
         elif keyword == "SHOW" and dialect in ("postgres", "duckdb") and _SIMPLE_SHOW.match(body):
             pass
         elif keyword == "SHOW":  # the statement is allowed in general: say which form is not
             forms = "SHOW TABLES, SHOW <table>, SHOW ALL TABLES" if dialect == "duckdb" else "SHOW <setting>"
-            raise refuse(f"SHOW {body.strip()[:60]}".strip(),
-                         f"only the catalog forms of SHOW run here ({forms}); a quoted name or path is "
-                         "refused because DuckDB reads it as a file — query the table with SELECT instead"
-                         if dialect == "duckdb" else f"only the catalog forms of SHOW run here ({forms})")
+            raise refuse(
+                f"SHOW {body.strip()[:60]}".strip(),
+                f"only the catalog forms of SHOW run here ({forms}); a quoted name or path is "
+                "refused because DuckDB reads it as a file — query the table with SELECT instead"
+                if dialect == "duckdb"
+                else f"only the catalog forms of SHOW run here ({forms})",
+            )
         else:
             raise refuse(_statement_label(tree, sql), f"{READ_ONLY_HINT}; {_ONLY_READS}")
     elif isinstance(tree, _ALLOWED_ROOTS + _DIALECT_ROOTS.get(dialect, ())):
@@ -410,8 +625,10 @@ def check_sql(sql: str, dialect: str) -> str:
     if "\x00" in sql:
         raise RefusedError("refused: the SQL text contains a NUL byte — remove it")
     if len(sql) > MAX_SQL_CHARS:
-        raise RefusedError(f"refused: the SQL text has {len(sql):,} characters, over the {MAX_SQL_CHARS:,} the guard "
-                           "checks — send a shorter statement")
+        raise RefusedError(
+            f"refused: the SQL text has {len(sql):,} characters, over the {MAX_SQL_CHARS:,} the guard "
+            "checks — send a shorter statement"
+        )
     outer = getattr(_GUARDING, "active", False)  # EXPLAIN checks its target re-entrantly
     _GUARDING.active = True
     try:
@@ -423,8 +640,12 @@ def check_sql(sql: str, dialect: str) -> str:
         if keyword and keyword not in _READ_STARTS:
             raise refuse(keyword, f"{READ_ONLY_HINT}; {_ONLY_READS}") from None
         message = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
-        if not isinstance(exc, SqlglotError):  # the parser's own failure ("list index out of range"), not a syntax error
-            message = f"the {dialect} parser flexsql uses does not handle this form of {keyword or 'statement'}"
+        if not isinstance(
+            exc, SqlglotError
+        ):  # the parser's own failure ("list index out of range"), not a syntax error
+            message = (
+                f"the {dialect} parser flexsql uses does not handle this form of {keyword or 'statement'}"
+            )
         raise RefusedError(
             f"refused: the SQL could not be parsed as {dialect} ({message}) — only statements the guard can "
             "check are run; fix the syntax or rewrite it in standard SQL"

@@ -25,8 +25,10 @@ class JoinEdge(BaseModel):
     kind: str  # "declared" or "inferred"
 
     def condition(self) -> str:
-        return " AND ".join(f"{self.left_table}.{a} = {self.right_table}.{b}"
-                            for a, b in zip(self.left_columns, self.right_columns, strict=False))
+        return " AND ".join(
+            f"{self.left_table}.{a} = {self.right_table}.{b}"
+            for a, b in zip(self.left_columns, self.right_columns, strict=False)
+        )
 
 
 class JoinPath(BaseModel):
@@ -71,19 +73,33 @@ def _edges(catalog: Catalog) -> dict[str, list[tuple[float, str, JoinEdge]]]:
 
     def add(edge: JoinEdge, cost: float) -> None:
         graph[edge.left_table].append((cost, edge.right_table, edge))
-        reverse = JoinEdge(left_table=edge.right_table, left_columns=edge.right_columns, right_table=edge.left_table,
-                           right_columns=edge.left_columns, kind=edge.kind)
+        reverse = JoinEdge(
+            left_table=edge.right_table,
+            left_columns=edge.right_columns,
+            right_table=edge.left_table,
+            right_columns=edge.left_columns,
+            kind=edge.kind,
+        )
         graph[edge.right_table].append((cost, edge.left_table, reverse))
 
     declared: set[tuple[str, str]] = set()
     for t in catalog.tables:
         for fk in t.foreign_keys:
-            targets = [r for r in by_name.get(fk.ref_table.lower(), []) if fk.ref_schema in (None, r.schema_name)] or \
-                by_name.get(fk.ref_table.lower(), [])
+            targets = [
+                r for r in by_name.get(fk.ref_table.lower(), []) if fk.ref_schema in (None, r.schema_name)
+            ] or by_name.get(fk.ref_table.lower(), [])
             for ref in targets[:1]:
                 ref_cols = fk.ref_columns or ref.primary_key
-                add(JoinEdge(left_table=t.qualified, left_columns=fk.columns, right_table=ref.qualified,
-                             right_columns=ref_cols, kind="declared"), DECLARED_COST)
+                add(
+                    JoinEdge(
+                        left_table=t.qualified,
+                        left_columns=fk.columns,
+                        right_table=ref.qualified,
+                        right_columns=ref_cols,
+                        kind="declared",
+                    ),
+                    DECLARED_COST,
+                )
                 declared.add(tuple(sorted((t.qualified, ref.qualified))))  # type: ignore[arg-type]
 
     # Inferred: t.x_id -> table x/xs (same schema) with a single-column key named id or x_id;
@@ -115,15 +131,25 @@ def _edges(catalog: Catalog) -> dict[str, list[tuple[float, str, JoinEdge]]]:
                             for candidate in ("id", name):
                                 if any(c.name.lower() == candidate for c in ref.columns):
                                     target = ref
-                                    target_col = next(c.name for c in ref.columns if c.name.lower() == candidate)
+                                    target_col = next(
+                                        c.name for c in ref.columns if c.name.lower() == candidate
+                                    )
                                     break
                 if target is None or target_col is None:
                     continue
                 pair = tuple(sorted((t.qualified, target.qualified)))
                 if pair in declared:
                     continue
-                add(JoinEdge(left_table=t.qualified, left_columns=[col.name], right_table=target.qualified,
-                             right_columns=[target_col], kind="inferred"), INFERRED_COST)
+                add(
+                    JoinEdge(
+                        left_table=t.qualified,
+                        left_columns=[col.name],
+                        right_table=target.qualified,
+                        right_columns=[target_col],
+                        kind="inferred",
+                    ),
+                    INFERRED_COST,
+                )
     return graph
 
 
@@ -156,7 +182,7 @@ def _shortest(graph, start: str, goals: set[str]) -> list[JoinEdge] | None:
 
 def find_join_path(ctx: ToolContext, tables: list[str], source: str | None = None) -> JoinPath:
     if not isinstance(tables, list) or len(tables) < 2:
-        raise InvalidArgument("tables must list at least two tables, e.g. [\"orders\", \"customers\"]")
+        raise InvalidArgument('tables must list at least two tables, e.g. ["orders", "customers"]')
     if len(tables) > 20:
         raise InvalidArgument(f"tables lists {len(tables)} tables: at most 20 can be connected in one call")
     src = ctx.source(source)
@@ -177,8 +203,20 @@ def find_join_path(ctx: ToolContext, tables: list[str], source: str | None = Non
             continue
         for edge in path:
             tree.update((edge.left_table, edge.right_table))
-        joins.extend(reversed([JoinEdge(left_table=e.right_table, left_columns=e.right_columns, right_table=e.left_table,
-                                        right_columns=e.left_columns, kind=e.kind) for e in path]))
+        joins.extend(
+            reversed(
+                [
+                    JoinEdge(
+                        left_table=e.right_table,
+                        left_columns=e.right_columns,
+                        right_table=e.left_table,
+                        right_columns=e.left_columns,
+                        kind=e.kind,
+                    )
+                    for e in path
+                ]
+            )
+        )
     via = [t for t in tree if t not in wanted]
     sql = None
     if joins:
@@ -186,8 +224,20 @@ def find_join_path(ctx: ToolContext, tables: list[str], source: str | None = Non
         sql = "\n".join(parts)
     note = None
     if missing:
-        note = (f"no join path to {', '.join(missing)}: no declared or name-inferred keys connect it; "
-                "look for shared columns with describe_table, or values with find_values")
+        note = (
+            f"no join path to {', '.join(missing)}: no declared or name-inferred keys connect it; "
+            "look for shared columns with describe_table, or values with find_values"
+        )
     elif any(j.kind == "inferred" for j in joins):
-        note = "inferred joins come from column names: check them with a quick run_query before relying on them"
-    return JoinPath(source=src.name, tables=wanted, via=sorted(via), joins=joins, connected=not missing, sql=sql, note=note)
+        note = (
+            "inferred joins come from column names: check them with a quick run_query before relying on them"
+        )
+    return JoinPath(
+        source=src.name,
+        tables=wanted,
+        via=sorted(via),
+        joins=joins,
+        connected=not missing,
+        sql=sql,
+        note=note,
+    )

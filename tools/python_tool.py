@@ -78,25 +78,36 @@ class PythonResult(BaseModel):
         if unseen:  # refusals the code caught and went on from
             lines.append("refused by the sandbox: " + "; ".join(unseen[:3]))
         for name in ("stdout", "stderr"):
-            text, chars, cut = getattr(self, name), getattr(self, f"{name}_chars"), getattr(self, f"{name}_truncated")
+            text, chars, cut = (
+                getattr(self, name),
+                getattr(self, f"{name}_chars"),
+                getattr(self, f"{name}_truncated"),
+            )
             if not text and not chars:
                 continue
             lines.append(f"{name}:")
             lines.append(text.rstrip("\n"))
             if cut:
-                lines.append(f"{name} truncated: true — first {len(text)} of {chars} chars shown "
-                             f"(limit {self.max_output_chars})")
+                lines.append(
+                    f"{name} truncated: true — first {len(text)} of {chars} chars shown "
+                    f"(limit {self.max_output_chars})"
+                )
         if self.result_id:
             total = self.total_rows or 0
-            lines.append(f"{self.result_id}: {total} rows, {len(self.columns)} cols ({self.value_type} from "
-                         "run_python; usable in compare_results and fetch_rows)")
+            lines.append(
+                f"{self.result_id}: {total} rows, {len(self.columns)} cols ({self.value_type} from "
+                "run_python; usable in compare_results and fetch_rows)"
+            )
             used = sum(len(line) + 1 for line in lines)
-            table, shown = table_text(self.columns, self.rows, cell_chars=cell_chars,
-                                      max_chars=max(500, max_chars - used - 200))
+            table, shown = table_text(
+                self.columns, self.rows, cell_chars=cell_chars, max_chars=max(500, max_chars - used - 200)
+            )
             lines.append(table)
             if shown < total:
-                lines.append(f"truncated: true — {shown} of {total} rows shown; "
-                             f"fetch_rows(result_id={self.result_id!r}, offset={shown}) for more")
+                lines.append(
+                    f"truncated: true — {shown} of {total} rows shown; "
+                    f"fetch_rows(result_id={self.result_id!r}, offset={shown}) for more"
+                )
         elif self.value_repr is not None:
             lines.append(f"value ({self.value_type}): {self.value_repr}")
         for note in self.notes:
@@ -145,14 +156,19 @@ def _arrow_of(ctx: ToolContext, stored: StoredResult) -> pa.Table:
     return ctx.results.arrow(stored, lambda: table_from_rows(stored.columns, stored.rows))
 
 
-SqlRunner = Callable[..., Any]  # runner(sql) or runner(sql, source), maybe timeout_s=: a QueryResult-like object
+SqlRunner = Callable[
+    ..., Any
+]  # runner(sql) or runner(sql, source), maybe timeout_s=: a QueryResult-like object
 
 
 def _default_sql_runner(ctx: ToolContext, default_source: str | None) -> SqlRunner:
     def run(sql: str, source: str | None = None, timeout_s: float | None = None) -> Any:
         src = ctx.source(source or default_source)
-        timeout = ctx.limits.query_timeout_s if timeout_s is None else min(timeout_s, ctx.limits.query_timeout_s)
+        timeout = (
+            ctx.limits.query_timeout_s if timeout_s is None else min(timeout_s, ctx.limits.query_timeout_s)
+        )
         return src.execute(sql, timeout_s=timeout, limits=store_limits(ctx, ctx.limits.store_rows))
+
     return run
 
 
@@ -164,16 +180,21 @@ def _sql_handler(runner: SqlRunner) -> Callable[..., tuple[pa.Table, dict[str, A
     except (TypeError, ValueError):
         takes_timeout = False
 
-    def handle(sql: str, source: str | None = None, timeout_s: float | None = None) -> tuple[pa.Table, dict[str, Any]]:
+    def handle(
+        sql: str, source: str | None = None, timeout_s: float | None = None
+    ) -> tuple[pa.Table, dict[str, Any]]:
         args = (sql,) if source is None else (sql, source)
         result = runner(*args, timeout_s=timeout_s) if takes_timeout else runner(*args)
         table = table_from_rows(list(result.columns), result.rows)
-        meta = {"total_rows": int(getattr(result, "total_rows", len(result.rows))),
-                "total_is_lower_bound": bool(getattr(result, "total_is_lower_bound", False)),
-                "truncated": bool(getattr(result, "truncated", False)),
-                "cells_cut": int(getattr(result, "cells_cut", 0)),
-                "elapsed_ms": float(getattr(result, "elapsed_ms", 0.0))}
+        meta = {
+            "total_rows": int(getattr(result, "total_rows", len(result.rows))),
+            "total_is_lower_bound": bool(getattr(result, "total_is_lower_bound", False)),
+            "truncated": bool(getattr(result, "truncated", False)),
+            "cells_cut": int(getattr(result, "cells_cut", 0)),
+            "elapsed_ms": float(getattr(result, "elapsed_ms", 0.0)),
+        }
         return table, meta
+
     return handle
 
 
@@ -195,18 +216,26 @@ def _ordered(code: str) -> bool:
         return False
     if not tree.body or not isinstance(tree.body[-1], ast.Expr):
         return False
-    return any(isinstance(node, ast.Attribute) and node.attr in ORDERING_CALLS for node in ast.walk(tree.body[-1]))
+    return any(
+        isinstance(node, ast.Attribute) and node.attr in ORDERING_CALLS for node in ast.walk(tree.body[-1])
+    )
 
 
-def _check_arguments(ctx: ToolContext, code: Any, result_ids: Any, timeout_s: Any) -> tuple[list[str], float, list[str]]:
+def _check_arguments(
+    ctx: ToolContext, code: Any, result_ids: Any, timeout_s: Any
+) -> tuple[list[str], float, list[str]]:
     if ctx.sandbox.enabled is False:
-        raise RefusedError("run_python is disabled on this server ([sandbox] enabled = false in flexsql.toml); "
-                           "use run_query, or ask the operator to enable it")
+        raise RefusedError(
+            "run_python is disabled on this server ([sandbox] enabled = false in flexsql.toml); "
+            "use run_query, or ask the operator to enable it"
+        )
     if not isinstance(code, str) or not code.strip():
         raise InvalidArgument("code is empty: pass Python source, e.g. \"df.groupby('country').size()\"")
     if len(code) > MAX_CODE_CHARS:
-        raise InvalidArgument(f"code is {len(code)} characters; the limit is {MAX_CODE_CHARS}: "
-                              "load data with result_ids or flexsql.sql() instead of pasting it")
+        raise InvalidArgument(
+            f"code is {len(code)} characters; the limit is {MAX_CODE_CHARS}: "
+            "load data with result_ids or flexsql.sql() instead of pasting it"
+        )
     if result_ids is None:
         ids: list[str] = []
     elif isinstance(result_ids, str):
@@ -214,7 +243,7 @@ def _check_arguments(ctx: ToolContext, code: Any, result_ids: Any, timeout_s: An
     elif isinstance(result_ids, list | tuple) and all(isinstance(r, str) for r in result_ids):
         ids = list(dict.fromkeys(r.strip() for r in result_ids))
     else:
-        raise InvalidArgument("result_ids must be a list of result ids such as [\"r1\", \"r2\"]")
+        raise InvalidArgument('result_ids must be a list of result ids such as ["r1", "r2"]')
     if len(ids) > MAX_INPUTS:
         raise InvalidArgument(f"{len(ids)} result_ids given; at most {MAX_INPUTS} per call")
     notes: list[str] = []
@@ -222,16 +251,22 @@ def _check_arguments(ctx: ToolContext, code: Any, result_ids: Any, timeout_s: An
     timeout = limit
     if timeout_s is not None:
         if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not timeout_s > 0:
-            raise InvalidArgument(f"timeout_s={timeout_s!r} is invalid: give a number of seconds above 0 "
-                                  f"(at most {limit:g})")
+            raise InvalidArgument(
+                f"timeout_s={timeout_s!r} is invalid: give a number of seconds above 0 (at most {limit:g})"
+            )
         if timeout_s > limit:
             notes.append(f"timeout_s={timeout_s:g} was lowered to the server's limit of {limit:g} s")
         timeout = min(float(timeout_s), limit)
     return ids, timeout, notes
 
 
-def run_python(ctx: ToolContext, code: str, result_ids: list[str] | None = None, timeout_s: float | None = None,
-               sql_runner: SqlRunner | None = None) -> PythonResult:
+def run_python(
+    ctx: ToolContext,
+    code: str,
+    result_ids: list[str] | None = None,
+    timeout_s: float | None = None,
+    sql_runner: SqlRunner | None = None,
+) -> PythonResult:
     """Run `code` in a fresh sandboxed process with the named results as DataFrames; see the module docstring.
 
     `sql_runner(sql)` answers flexsql.sql() calls and returns a QueryResult-like object (columns, rows,
@@ -244,16 +279,24 @@ def run_python(ctx: ToolContext, code: str, result_ids: list[str] | None = None,
     inputs = {stored.result_id: _arrow_of(ctx, stored) for stored in given}
     source = _source_of(given)
     if len({s.source for s in given if s.source}) > 1:
-        notes.append("the results come from different sources: flexsql.sql() uses the default source "
-                     "unless you pass source='…'")
+        notes.append(
+            "the results come from different sources: flexsql.sql() uses the default source "
+            "unless you pass source='…'"
+        )
     limits = SandboxLimits.from_config(ctx.sandbox, timeout)
     handler = _sql_handler(sql_runner or _default_sql_runner(ctx, source))
     outcome = get_sandbox().run(code, inputs, limits, sql_handler=handler)
     return _result(ctx, code, outcome, limits, notes, source)
 
 
-def _result(ctx: ToolContext, code: str, outcome: RunOutcome, limits: SandboxLimits, notes: list[str],
-            source: str | None = None) -> PythonResult:
+def _result(
+    ctx: ToolContext,
+    code: str,
+    outcome: RunOutcome,
+    limits: SandboxLimits,
+    notes: list[str],
+    source: str | None = None,
+) -> PythonResult:
     report = outcome.report or {}
     error = report.get("error") if isinstance(report.get("error"), str) else None
     error_type = report.get("error_type") if isinstance(report.get("error_type"), str) else None
@@ -261,22 +304,40 @@ def _result(ctx: ToolContext, code: str, outcome: RunOutcome, limits: SandboxLim
         error = outcome.crash if not error else f"{error}\n{outcome.crash}"
         error_type = error_type or ("SandboxLimit" if outcome.limits_hit else "SandboxCrash")
     result = PythonResult(
-        ok=error is None, stdout=outcome.stdout.text, stdout_chars=outcome.stdout.chars,
-        stdout_truncated=outcome.stdout.truncated, stderr=outcome.stderr.text, stderr_chars=outcome.stderr.chars,
-        stderr_truncated=outcome.stderr.truncated, max_output_chars=limits.max_output_chars,
-        value_repr=_str_or_none(report.get("value_repr")), value_type=_str_or_none(report.get("value_type")),
-        error=error, error_type=error_type, limits_hit=outcome.limits_hit,
-        refused=[str(r) for r in report.get("refused") or []][:20], sql_calls=outcome.sql_calls,
-        elapsed_ms=outcome.elapsed_ms, cpu_ms=round(outcome.cpu_s * 1000, 1), notes=notes,
+        ok=error is None,
+        stdout=outcome.stdout.text,
+        stdout_chars=outcome.stdout.chars,
+        stdout_truncated=outcome.stdout.truncated,
+        stderr=outcome.stderr.text,
+        stderr_chars=outcome.stderr.chars,
+        stderr_truncated=outcome.stderr.truncated,
+        max_output_chars=limits.max_output_chars,
+        value_repr=_str_or_none(report.get("value_repr")),
+        value_type=_str_or_none(report.get("value_type")),
+        error=error,
+        error_type=error_type,
+        limits_hit=outcome.limits_hit,
+        refused=[str(r) for r in report.get("refused") or []][:20],
+        sql_calls=outcome.sql_calls,
+        elapsed_ms=outcome.elapsed_ms,
+        cpu_ms=round(outcome.cpu_s * 1000, 1),
+        notes=notes,
     )
     table = outcome.table
     if table is not None and error is None:
         kept = table if table.num_rows <= ctx.limits.store_rows else table.slice(0, ctx.limits.store_rows)
         rows = rows_from_table(kept)
         types = [sql_type(t) for t in kept.schema.types]
-        stored = ctx.results.put(columns=list(kept.column_names), types=types, rows=rows,
-                                 total_rows=table.num_rows, truncated=kept.num_rows < table.num_rows,
-                                 ordered=_ordered(code), origin="python", source=source)
+        stored = ctx.results.put(
+            columns=list(kept.column_names),
+            types=types,
+            rows=rows,
+            total_rows=table.num_rows,
+            truncated=kept.num_rows < table.num_rows,
+            ordered=_ordered(code),
+            origin="python",
+            source=source,
+        )
         ctx.results.attach_arrow(stored, kept)  # a follow-up run_python over it needs no conversion
         result.result_id = stored.result_id
         result.columns = stored.columns

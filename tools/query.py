@@ -47,23 +47,37 @@ class QueryOutput(BaseModel):
         if self.total_rows == 0:
             lines.append(self.hint or "no rows matched")
         elif last < self.total_rows or self.total_is_lower_bound:
-            lines.append(f"truncated: true — rows {first}-{last} of {total} shown; "
-                         f"fetch_rows(result_id={self.result_id!r}, offset={last}) for more")
+            lines.append(
+                f"truncated: true — rows {first}-{last} of {total} shown; "
+                f"fetch_rows(result_id={self.result_id!r}, offset={last}) for more"
+            )
         if self.cells_cut:
-            lines.append(f"cells cut: {self.cells_cut} value(s) were too big to keep whole and end in a '…' marker; "
-                         "select a part (substr, length) to read them")
+            lines.append(
+                f"cells cut: {self.cells_cut} value(s) were too big to keep whole and end in a '…' marker; "
+                "select a part (substr, length) to read them"
+            )
         return "\n".join(lines)
 
 
-def _output(stored: StoredResult, offset: int, limit: int, elapsed_ms: float = 0.0, hint: str | None = None) -> QueryOutput:
-    rows = stored.rows[offset: offset + limit]
+def _output(
+    stored: StoredResult, offset: int, limit: int, elapsed_ms: float = 0.0, hint: str | None = None
+) -> QueryOutput:
+    rows = stored.rows[offset : offset + limit]
     shown_to = offset + len(rows)
     return QueryOutput(
-        result_id=stored.result_id, columns=stored.columns, types=stored.types,
-        rows=[[jsonable(v) for v in row] for row in rows], row_count=len(rows), total_rows=stored.total_rows,
+        result_id=stored.result_id,
+        columns=stored.columns,
+        types=stored.types,
+        rows=[[jsonable(v) for v in row] for row in rows],
+        row_count=len(rows),
+        total_rows=stored.total_rows,
         total_is_lower_bound=stored.total_is_lower_bound,
-        truncated=shown_to < stored.total_rows or stored.total_is_lower_bound, cells_cut=stored.cells_cut,
-        elapsed_ms=elapsed_ms, offset=offset, sql=stored.sql, hint=hint,
+        truncated=shown_to < stored.total_rows or stored.total_is_lower_bound,
+        cells_cut=stored.cells_cut,
+        elapsed_ms=elapsed_ms,
+        offset=offset,
+        sql=stored.sql,
+        hint=hint,
     )
 
 
@@ -82,22 +96,44 @@ def _empty_hint(sql: str) -> str:
 
 def store_limits(ctx: ToolContext, rows: int) -> FetchLimits:
     """What one query may keep in the result store ([limits] store_*): run_query's and flexsql.sql()'s."""
-    return FetchLimits(max_rows=rows, max_bytes=ctx.limits.store_mb * 1024 * 1024, count_limit=rows + 1,
-                       max_cell_bytes=ctx.limits.store_cell_kb * 1024)
+    return FetchLimits(
+        max_rows=rows,
+        max_bytes=ctx.limits.store_mb * 1024 * 1024,
+        count_limit=rows + 1,
+        max_cell_bytes=ctx.limits.store_cell_kb * 1024,
+    )
 
 
-def run_query(ctx: ToolContext, sql: str, max_rows: int | None = None, timeout_s: float | None = None,
-              source: str | None = None) -> QueryOutput:
-    limit = ctx.limits.preview_rows if max_rows is None else check_limit("max_rows", max_rows, 0, MAX_RETURN_ROWS)
+def run_query(
+    ctx: ToolContext,
+    sql: str,
+    max_rows: int | None = None,
+    timeout_s: float | None = None,
+    source: str | None = None,
+) -> QueryOutput:
+    limit = (
+        ctx.limits.preview_rows if max_rows is None else check_limit("max_rows", max_rows, 0, MAX_RETURN_ROWS)
+    )
     timeout = ctx.limits.query_timeout_s if timeout_s is None else float(timeout_s)
     if not 0 < timeout <= 3600:
-        raise InvalidArgument(f"timeout_s={timeout_s} is out of range: use a value above 0 and at most 3600 seconds")
+        raise InvalidArgument(
+            f"timeout_s={timeout_s} is out of range: use a value above 0 and at most 3600 seconds"
+        )
     src = ctx.source(source)
     store_rows = max(ctx.limits.store_rows, limit)
     result = src.execute(sql, timeout_s=timeout, limits=store_limits(ctx, store_rows))
-    stored = ctx.results.put(columns=result.columns, types=result.types, rows=result.rows, total_rows=result.total_rows,
-                             total_is_lower_bound=result.total_is_lower_bound, truncated=result.truncated,
-                             cells_cut=result.cells_cut, ordered=has_top_level_order(sql, src.dialect), sql=sql, source=src.name)
+    stored = ctx.results.put(
+        columns=result.columns,
+        types=result.types,
+        rows=result.rows,
+        total_rows=result.total_rows,
+        total_is_lower_bound=result.total_is_lower_bound,
+        truncated=result.truncated,
+        cells_cut=result.cells_cut,
+        ordered=has_top_level_order(sql, src.dialect),
+        sql=sql,
+        source=src.name,
+    )
     hint = _empty_hint(sql) if result.total_rows == 0 and result.columns else None
     return _output(stored, 0, limit, result.elapsed_ms, hint)
 
@@ -110,19 +146,27 @@ def fetch_rows(ctx: ToolContext, result_id: str, offset: int = 0, limit: int = 1
         raise InvalidArgument(f"offset={offset} is past the end: {result_id} keeps {len(stored.rows)} rows")
     output = _output(stored, offset, limit)
     if offset + limit > len(stored.rows) and stored.truncated:
-        output.hint = (f"only the first {len(stored.rows)} rows were kept (of {stored.total_rows}"
-                       f"{'+' if stored.total_is_lower_bound else ''}); narrow the query to see the rest")
+        output.hint = (
+            f"only the first {len(stored.rows)} rows were kept (of {stored.total_rows}"
+            f"{'+' if stored.total_is_lower_bound else ''}); narrow the query to see the rest"
+        )
     return output
 
 
-def sample_rows(ctx: ToolContext, table: str, columns: list[str] | None = None, where: str | None = None,
-                limit: int = 10, source: str | None = None) -> QueryOutput:
+def sample_rows(
+    ctx: ToolContext,
+    table: str,
+    columns: list[str] | None = None,
+    where: str | None = None,
+    limit: int = 10,
+    source: str | None = None,
+) -> QueryOutput:
     check_limit("limit", limit, 1, 1000)
     src = ctx.source(source)
     info = src.catalog().resolve(table)
     if columns:
         if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
-            raise InvalidArgument("columns must be a list of column names, e.g. [\"name\", \"country\"]")
+            raise InvalidArgument('columns must be a list of column names, e.g. ["name", "country"]')
         selected = ", ".join(quote_ident(info.column(c).name, src.dialect) for c in columns)
     else:
         selected = "*"

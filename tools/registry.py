@@ -77,12 +77,16 @@ class ToolSpec:
         try:
             return self.args.model_validate(given)
         except ValidationError as exc:
-            raise InvalidArgument(f"{self.name}: {_validation_text(exc)}; it takes {self.signature()}") from None
+            raise InvalidArgument(
+                f"{self.name}: {_validation_text(exc)}; it takes {self.signature()}"
+            ) from None
 
     def signature(self) -> str:
         parts = []
         for name, info in self.args.model_fields.items():
-            parts.append(f"{name} ({_type_name(info.annotation)}{', required' if info.is_required() else ''})")
+            parts.append(
+                f"{name} ({_type_name(info.annotation)}{', required' if info.is_required() else ''})"
+            )
         return ", ".join(parts) or "no arguments"
 
     def input_schema(self) -> dict[str, Any]:
@@ -127,6 +131,7 @@ def _type_name(annotation: Any) -> str:
 
 # -- compact JSON schemas ------------------------------------------------------------------------
 
+
 def compact_schema(schema: dict[str, Any], nullable: bool = False) -> dict[str, Any]:
     """A JSON schema without what a model does not need: titles, null defaults, `anyOf: [T, null]`
     wrappers — dropped for arguments (null means "not given"), `"type": [T, "null"]` for results
@@ -162,6 +167,7 @@ def compact_schema(schema: dict[str, Any], nullable: bool = False) -> dict[str, 
 
 
 # -- the registry --------------------------------------------------------------------------------
+
 
 def _load() -> dict[str, ToolSpec]:
     from flexsql.tools.declarations import DECLARATIONS
@@ -207,25 +213,33 @@ def python_enabled(settings: Settings, transport_default: bool = True) -> bool:
 
 def available(settings: Settings, python: bool = True, *, agent: bool = False) -> list[ToolSpec]:
     """The tools offered under these settings, in declaration order."""
-    return [spec for spec in TOOLS.values()
-            if (python or not spec.needs_python) and (not agent or spec.agent_tool)]
+    return [
+        spec
+        for spec in TOOLS.values()
+        if (python or not spec.needs_python) and (not agent or spec.agent_tool)
+    ]
 
 
 def _checked(spec: ToolSpec, env: ToolEnv) -> None:
     if spec.needs_python and not env.python_enabled:
-        raise UnavailableError(f"{spec.name} is disabled on this server ([sandbox] enabled = false or --no-python); "
-                               "use run_query instead, or start the server with --python")
+        raise UnavailableError(
+            f"{spec.name} is disabled on this server ([sandbox] enabled = false or --no-python); "
+            "use run_query instead, or start the server with --python"
+        )
 
 
-def _prepared(name: str, arguments: Mapping[str, Any] | None, env: ToolEnv | None) -> tuple[ToolSpec, ToolArgs, ToolEnv]:
+def _prepared(
+    name: str, arguments: Mapping[str, Any] | None, env: ToolEnv | None
+) -> tuple[ToolSpec, ToolArgs, ToolEnv]:
     spec = get(name)
     env = env or ToolEnv()
     _checked(spec, env)
     return spec, spec.parse(arguments), env
 
 
-def call(ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None = None,
-         env: ToolEnv | None = None) -> BaseModel:
+def call(
+    ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None = None, env: ToolEnv | None = None
+) -> BaseModel:
     """Call a synchronous tool in-process: validate, check it is enabled, run. Raises FlexSQLError."""
     spec, args, env = _prepared(name, arguments, env)
     if spec.is_async:
@@ -233,8 +247,9 @@ def call(ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None = None
     return spec.run(ctx, args, env)  # type: ignore[return-value]
 
 
-async def acall(ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None = None,
-                env: ToolEnv | None = None) -> BaseModel:
+async def acall(
+    ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None = None, env: ToolEnv | None = None
+) -> BaseModel:
     """Call any tool from async code; synchronous tools run in a worker thread."""
     import anyio
 
@@ -270,18 +285,30 @@ def error_payload(exc: BaseException) -> dict[str, Any]:
 
 # -- exports for model endpoints ----------------------------------------------------------------
 
-def openai_tools(settings: Settings | None = None, names: Iterable[str] | None = None,
-                 python: bool = True) -> list[dict[str, Any]]:
+
+def openai_tools(
+    settings: Settings | None = None, names: Iterable[str] | None = None, python: bool = True
+) -> list[dict[str, Any]]:
     """OpenAI function definitions (Chat Completions `tools`) for a subset of the agent's tools."""
     settings = settings or Settings()
     offered = {s.name: s for s in available(settings, python, agent=True)}
     chosen = list(offered) if names is None else [n for n in names if n in offered]
-    return [{"type": "function", "function": {"name": n, "description": offered[n].describe(settings),
-                                              "parameters": offered[n].input_schema()}} for n in chosen]
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": n,
+                "description": offered[n].describe(settings),
+                "parameters": offered[n].input_schema(),
+            },
+        }
+        for n in chosen
+    ]
 
 
 def list_size(settings: Settings | None = None) -> int:
     """Characters a model reads for the whole tool list (name + description + input schema)."""
     settings = settings or Settings()
-    return sum(len(s.name) + len(s.describe(settings)) + len(json.dumps(s.input_schema()))
-               for s in TOOLS.values())
+    return sum(
+        len(s.name) + len(s.describe(settings)) + len(json.dumps(s.input_schema())) for s in TOOLS.values()
+    )

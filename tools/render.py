@@ -9,8 +9,12 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
-_INFINITE_TIMES = {dt.datetime.max: "infinity", dt.datetime.min: "-infinity", dt.date.max: "infinity",
-                   dt.date.min: "-infinity"}
+_INFINITE_TIMES = {
+    dt.datetime.max: "infinity",
+    dt.datetime.min: "-infinity",
+    dt.date.max: "infinity",
+    dt.date.min: "-infinity",
+}
 
 
 def cell_text(value: Any, max_chars: int = 200) -> str:
@@ -22,7 +26,9 @@ def cell_text(value: Any, max_chars: int = 200) -> str:
         text = _single_precision_text(value) or float_text(value)
     elif isinstance(value, decimal.Decimal | int):
         text = str(value)
-    elif isinstance(value, dt.datetime | dt.date) and _INFINITE_TIMES.get(value):  # drivers' stand-in for ±infinity
+    elif isinstance(value, dt.datetime | dt.date) and _INFINITE_TIMES.get(
+        value
+    ):  # drivers' stand-in for ±infinity
         text = _INFINITE_TIMES[value]
     elif isinstance(value, dt.datetime | dt.date | dt.time):
         text = value.isoformat(sep=" ") if isinstance(value, dt.datetime) else value.isoformat()
@@ -66,8 +72,9 @@ def float_text(value: float) -> str:
     return repr(value) if float(short) == value else short
 
 
-def table_text(columns: Sequence[str], rows: Sequence[Sequence[Any]], *, cell_chars: int = 200,
-               max_chars: int = 4000) -> tuple[str, int]:
+def table_text(
+    columns: Sequence[str], rows: Sequence[Sequence[Any]], *, cell_chars: int = 200, max_chars: int = 4000
+) -> tuple[str, int]:
     """Render a header and as many rows as fit in `max_chars`; returns (text, rows_shown). A line wider
     than the room left (hundreds of columns) is cut with '…' — the header to half the room, so one row
     always shows — rather than overflowing: what callers append after the table must survive."""
@@ -151,8 +158,11 @@ def bounded_structured(data: dict[str, Any], max_bytes: int) -> tuple[dict[str, 
     if _json_size(out) > max_bytes:  # something else is large (a long SQL text): cut every string
         out = _cut_cells(out, max(max_bytes // 8, 16))
     if _json_size(out) > max_bytes:
-        out = {"truncated": True, "truncated_reason": out["truncated_reason"],
-               **{k: out[k] for k in ("result_id",) if k in out}}
+        out = {
+            "truncated": True,
+            "truncated_reason": out["truncated_reason"],
+            **{k: out[k] for k in ("result_id",) if k in out},
+        }
     return out, True
 
 

@@ -40,7 +40,9 @@ class StoredResult(BaseModel):
     _arrow: Any = PrivateAttr(default=None)
 
 
-_DEFAULTS = {name: field.default for name, field in StoredResult.model_fields.items() if not field.is_required()}
+_DEFAULTS = {
+    name: field.default for name, field in StoredResult.model_fields.items() if not field.is_required()
+}
 
 
 class ResultStore:
@@ -52,8 +54,12 @@ class ResultStore:
 
     RANDOM_ID_CHARS = 10
 
-    def __init__(self, max_bytes: int = 512 * 1024 * 1024, prefix: str = "r",
-                 ids: Literal["sequential", "random"] = "sequential") -> None:
+    def __init__(
+        self,
+        max_bytes: int = 512 * 1024 * 1024,
+        prefix: str = "r",
+        ids: Literal["sequential", "random"] = "sequential",
+    ) -> None:
         self.max_bytes = max_bytes
         self._prefix = prefix
         self.ids = ids
@@ -77,8 +83,9 @@ class ResultStore:
         # the fields come from our own sources and tools: validating a million rows again costs seconds
         with self._lock:
             result_id = self._new_id()
-            stored = StoredResult.model_construct(**{**_DEFAULTS, **fields, "result_id": result_id,
-                                                     "size_bytes": size})
+            stored = StoredResult.model_construct(
+                **{**_DEFAULTS, **fields, "result_id": result_id, "size_bytes": size}
+            )
             self._items[result_id] = stored
             self._bytes += size
             self._evict()
@@ -116,11 +123,15 @@ class ResultStore:
             stored = self._items.get(result_id.strip())
             if stored is None:
                 if self.ids == "random":  # the ids kept are other clients' capabilities: never list them
-                    raise NotFoundError(f"result_id {result_id!r} is unknown or was evicted to save memory; "
-                                        "use an id this session was given, or run the query again with run_query")
+                    raise NotFoundError(
+                        f"result_id {result_id!r} is unknown or was evicted to save memory; "
+                        "use an id this session was given, or run the query again with run_query"
+                    )
                 known = ", ".join(list(self._items)[-10:]) or "none yet"
-                raise NotFoundError(f"result_id {result_id!r} is unknown or was evicted to save memory "
-                                    f"(kept now: {known}); run the query again with run_query")
+                raise NotFoundError(
+                    f"result_id {result_id!r} is unknown or was evicted to save memory "
+                    f"(kept now: {known}); run the query again with run_query"
+                )
             self._items.move_to_end(stored.result_id)
             return stored
 

@@ -76,9 +76,15 @@ MAX_FILES = 20_000
 # glibc arenas and Arrow's jemalloc would reserve address space and start threads; the template must stay
 # single-threaded (it forks) and small in address space (RLIMIT_AS is set relative to it).
 TEMPLATE_ENV = {
-    "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1", "MALLOC_ARENA_MAX": "2", "ARROW_DEFAULT_MEMORY_POOL": "system",
-    "JE_ARROW_MALLOC_CONF": "background_thread:false", "PYTHONDONTWRITEBYTECODE": "1",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "MALLOC_ARENA_MAX": "2",
+    "ARROW_DEFAULT_MEMORY_POOL": "system",
+    "JE_ARROW_MALLOC_CONF": "background_thread:false",
+    "PYTHONDONTWRITEBYTECODE": "1",
 }
 
 # handler(sql) or handler(sql, source) when the code passed flexsql.sql(…, source=…)
@@ -95,9 +101,14 @@ class SandboxLimits(BaseModel):
 
     @classmethod
     def from_config(cls, config: SandboxConfig, timeout_s: float | None = None) -> SandboxLimits:
-        return cls(timeout_s=timeout_s or config.timeout_s, cpu_s=config.cpu_s, memory_mb=config.memory_mb,
-                   file_mb=config.file_mb, max_processes=effective_max_processes(config),
-                   max_output_chars=config.max_output_chars)
+        return cls(
+            timeout_s=timeout_s or config.timeout_s,
+            cpu_s=config.cpu_s,
+            memory_mb=config.memory_mb,
+            file_mb=config.file_mb,
+            max_processes=effective_max_processes(config),
+            max_output_chars=config.max_output_chars,
+        )
 
 
 def effective_max_processes(config: SandboxConfig) -> int:
@@ -118,30 +129,40 @@ class Isolation:
     platform_ok: bool = True
 
     def layers(self) -> list[str]:
-        layers = ["a fresh process per call, forked from a pre-warmed template that never runs user code; "
-                  "its whole process group is killed at the wall-clock limit",
-                  "rlimits: address space, CPU seconds, file size, process/thread count, no core dumps",
-                  "empty environment (no credentials, tokens or connection details; the sandbox only gets data)",
-                  "private working directory, removed after the call"]
+        layers = [
+            "a fresh process per call, forked from a pre-warmed template that never runs user code; "
+            "its whole process group is killed at the wall-clock limit",
+            "rlimits: address space, CPU seconds, file size, process/thread count, no core dumps",
+            "empty environment (no credentials, tokens or connection details; the sandbox only gets data)",
+            "private working directory, removed after the call",
+        ]
         if self.network_namespace:
             layers.append("network namespace without interfaces (no network at all)")
         if self.landlock_abi:
-            parts = ["read-only access to the Python installation and system libraries, writes only in the "
-                     "working directory, no program execution"]
+            parts = [
+                "read-only access to the Python installation and system libraries, writes only in the "
+                "working directory, no program execution"
+            ]
             if self.landlock_abi >= 4:
                 parts.append("no TCP connect/bind")
             if self.landlock_abi >= 6:
                 parts.append("no signals to processes outside the sandbox")
             layers.append(f"Landlock (ABI {self.landlock_abi}): " + "; ".join(parts))
         if self.seccomp:
-            layers.append("seccomp: no new sockets (socketpairs only), no ptrace, namespaces, mounts, bpf, io_uring, "
-                          "keyrings, kernel modules, kexec or reboot")
+            layers.append(
+                "seccomp: no new sockets (socketpairs only), no ptrace, namespaces, mounts, bpf, io_uring, "
+                "keyrings, kernel modules, kexec or reboot"
+            )
         if self.uid is not None:
-            layers.append(f"runs as unprivileged uid {self.uid} (no capabilities, no access to root-only files, "
-                          "cannot signal the server)")
-        layers.append("audit hook (weaker, Python-level): refuses subprocesses, fork/exec, signals, sockets, "
-                      "ctypes/cffi, raising rlimits, and file access outside the working directory and the "
-                      "Python installation")
+            layers.append(
+                f"runs as unprivileged uid {self.uid} (no capabilities, no access to root-only files, "
+                "cannot signal the server)"
+            )
+        layers.append(
+            "audit hook (weaker, Python-level): refuses subprocesses, fork/exec, signals, sockets, "
+            "ctypes/cffi, raising rlimits, and file access outside the working directory and the "
+            "Python installation"
+        )
         return layers
 
     def warnings(self) -> list[str]:
@@ -150,13 +171,17 @@ class Isolation:
         if not self.platform_ok:
             found.append("run_python needs Linux; it is unavailable on this platform")
         if not self.landlock_abi and self.uid is None:
-            found.append("file access is only checked by the Python audit hook: C-level readers (DuckDB, Arrow) "
-                         "can read whatever this server's user can read. Run the server as root (the sandbox then "
-                         "drops to an unprivileged uid) or on Linux >= 5.13 with Landlock enabled, or set "
-                         "[sandbox] enabled = false")
+            found.append(
+                "file access is only checked by the Python audit hook: C-level readers (DuckDB, Arrow) "
+                "can read whatever this server's user can read. Run the server as root (the sandbox then "
+                "drops to an unprivileged uid) or on Linux >= 5.13 with Landlock enabled, or set "
+                "[sandbox] enabled = false"
+            )
         if not self.network_namespace and self.landlock_abi < 4:
-            found.append("network access is only refused by the Python audit hook (no network namespace, no "
-                         "Landlock network rules): allow `unshare --net` or use Linux >= 6.7")
+            found.append(
+                "network access is only refused by the Python audit hook (no network namespace, no "
+                "Landlock network rules): allow `unshare --net` or use Linux >= 6.7"
+            )
         return found
 
 
@@ -172,9 +197,13 @@ def _detect() -> Isolation:
     global _detect_cache
     if _detect_cache is None:
         linux = sys.platform.startswith("linux")
-        _detect_cache = Isolation(network_namespace=_unshare_prefix() is not None, landlock_abi=_landlock_abi(),
-                                  uid=_sandbox_uid()[0], platform_ok=linux,
-                                  seccomp=linux and os.uname().machine in ("x86_64", "aarch64"))
+        _detect_cache = Isolation(
+            network_namespace=_unshare_prefix() is not None,
+            landlock_abi=_landlock_abi(),
+            uid=_sandbox_uid()[0],
+            platform_ok=linux,
+            seccomp=linux and os.uname().machine in ("x86_64", "aarch64"),
+        )
     return _detect_cache
 
 
@@ -214,8 +243,17 @@ def _unshare_prefix() -> list[str] | None:
         if binary:
             candidate = [binary, "--net"] + ([] if os.geteuid() == 0 else ["--map-root-user"])
             try:
-                ok = subprocess.run([*candidate, "true"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL, timeout=10, env={}).returncode == 0
+                ok = (
+                    subprocess.run(
+                        [*candidate, "true"],
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                        timeout=10,
+                        env={},
+                    ).returncode
+                    == 0
+                )
             except (OSError, subprocess.TimeoutExpired):
                 ok = False
             prefix = candidate if ok else None
@@ -289,8 +327,15 @@ class _Call:
 class Sandbox:
     """The template process and the calls it serves; one per server process (see `get_sandbox`)."""
 
-    def __init__(self, *, network_namespace: bool = True, landlock: bool = True, drop_uid: bool = True,
-                 seccomp: bool = True, audit_hook: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        network_namespace: bool = True,
+        landlock: bool = True,
+        drop_uid: bool = True,
+        seccomp: bool = True,
+        audit_hook: bool = True,
+    ) -> None:
         """All layers are on by default; turning one off is for tests and diagnostics (what do the others
         still stop?), never for serving."""
         self._lock = threading.Lock()
@@ -315,8 +360,10 @@ class Sandbox:
             return self.info
         self._stop_locked()
         if not sys.platform.startswith("linux"):
-            raise RefusedError("run_python's sandbox needs Linux (process isolation with rlimits, namespaces and "
-                               "Landlock); run the server on Linux or use run_query")
+            raise RefusedError(
+                "run_python's sandbox needs Linux (process isolation with rlimits, namespaces and "
+                "Landlock); run the server on Linux or use run_query"
+            )
         if self.base is None or not os.path.isdir(self.base):
             _remove_orphaned_bases()
             self.base = tempfile.mkdtemp(prefix=BASE_PREFIX)
@@ -337,12 +384,26 @@ class Sandbox:
         log_path = os.path.join(self.base, "template.log")
         cmd = [*prefix, sys.executable, "-I", "-S", "-B", str(WORKER), "--zygote", str(theirs.fileno())]
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(cmd, pass_fds=(theirs.fileno(),), env=dict(TEMPLATE_ENV), cwd=self.base,
-                                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+            proc = subprocess.Popen(
+                cmd,
+                pass_fds=(theirs.fileno(),),
+                env=dict(TEMPLATE_ENV),
+                cwd=self.base,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+            )
         theirs.close()
         site_paths = _site_paths()
-        boot = {"site_paths": site_paths, "uid": self.uid, "gid": self.gid, "landlock": self._landlock,
-                "audit_hook": self._audit_hook, "seccomp": self._seccomp}
+        boot = {
+            "site_paths": site_paths,
+            "uid": self.uid,
+            "gid": self.gid,
+            "landlock": self._landlock,
+            "audit_hook": self._audit_hook,
+            "seccomp": self._seccomp,
+        }
         try:
             ours.sendall(json.dumps(boot).encode())
             ours.settimeout(120)
@@ -360,17 +421,23 @@ class Sandbox:
             proc.wait()
             ours.close()
             log_tail = Path(log_path).read_text(errors="replace")[-2000:]
-            raise FlexSQLError(f"run_python's sandbox could not start: {info.get('error') or reason}\n{log_tail}"
-                               "\ncheck that pandas, pyarrow and duckdb import in this Python environment")
+            raise FlexSQLError(
+                f"run_python's sandbox could not start: {info.get('error') or reason}\n{log_tail}"
+                "\ncheck that pandas, pyarrow and duckdb import in this Python environment"
+            )
         info["network_namespace"] = bool(prefix) and info.get("netns") != _own_netns()
         self._proc, self._ctrl = proc, ours
         return info
 
     def isolation(self) -> Isolation:
         info = self.start()
-        return Isolation(network_namespace=bool(info.get("network_namespace")),
-                         landlock_abi=int(info.get("landlock_abi") or 0), uid=info.get("uid"),
-                         seccomp=bool(info.get("seccomp")), remapped=tuple(info.get("remapped") or ()))
+        return Isolation(
+            network_namespace=bool(info.get("network_namespace")),
+            landlock_abi=int(info.get("landlock_abi") or 0),
+            uid=info.get("uid"),
+            seccomp=bool(info.get("seccomp")),
+            remapped=tuple(info.get("remapped") or ()),
+        )
 
     def close(self) -> None:
         with self._lock:
@@ -422,8 +489,13 @@ class Sandbox:
 
     # ------------------------------------------------------------------ one call
 
-    def run(self, code: str, inputs: dict[str, pa.Table], limits: SandboxLimits,
-            sql_handler: SqlHandler | None = None) -> RunOutcome:
+    def run(
+        self,
+        code: str,
+        inputs: dict[str, pa.Table],
+        limits: SandboxLimits,
+        sql_handler: SqlHandler | None = None,
+    ) -> RunOutcome:
         started = time.perf_counter()
         with self._lock:
             self._ensure_started()
@@ -453,8 +525,10 @@ class Sandbox:
                 try:
                     outcome = self._supervise(call)
                 except _TemplateLost:
-                    raise FlexSQLError("run_python's sandbox template process died twice while starting this "
-                                       "call; see the server log, and check memory limits on the host") from None
+                    raise FlexSQLError(
+                        "run_python's sandbox template process died twice while starting this "
+                        "call; see the server log, and check memory limits on the host"
+                    ) from None
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         outcome.elapsed_ms = round((time.perf_counter() - started) * 1000, 1)
@@ -467,8 +541,10 @@ class Sandbox:
         rpc, rpc_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         status, status_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            template = self._send({"op": "run", "workdir": call.workdir, "limits": limits.model_dump()},
-                                  [out_w, err_w, rpc_child.fileno(), status_child.fileno()])
+            template = self._send(
+                {"op": "run", "workdir": call.workdir, "limits": limits.model_dump()},
+                [out_w, err_w, rpc_child.fileno(), status_child.fileno()],
+            )
         except BaseException:
             for fd in (out_r, err_r):
                 os.close(fd)
@@ -557,8 +633,13 @@ class Sandbox:
                             elif event.get("event") in ("exit", "error"):
                                 exit_event = event
                                 exited_at = time.monotonic()
-                if call.pid is not None and exit_event is None and cancel is not None and cancel.cancelled \
-                        and not cancel_sent:
+                if (
+                    call.pid is not None
+                    and exit_event is None
+                    and cancel is not None
+                    and cancel.cancelled
+                    and not cancel_sent
+                ):
                     cancel_sent = True
                     self._kill(call, "cancelled")
                 if call.pid is not None and exit_event is None and time.monotonic() >= next_quota:
@@ -588,7 +669,10 @@ class Sandbox:
         if call.sql_handler is None:
             return {"ok": False, "error": "flexsql.sql() is not available in this call (no source to query)"}
         if not isinstance(sql, str) or len(sql) > 1_000_000:
-            return {"ok": False, "error": "flexsql.sql() takes one SQL string of at most 1,000,000 characters"}
+            return {
+                "ok": False,
+                "error": "flexsql.sql() takes one SQL string of at most 1,000,000 characters",
+            }
         source = message.get("source")
         if source is not None and (not isinstance(source, str) or len(source) > 200):
             return {"ok": False, "error": "flexsql.sql(source=…) takes the name of a configured source"}
@@ -596,8 +680,11 @@ class Sandbox:
         # query left running would hold this call (and the engine) for the full query timeout
         left = (call.deadline or time.monotonic() + call.limits.timeout_s) - time.monotonic()
         if left <= 0.05:
-            return {"ok": False, "error": f"no time left for flexsql.sql(): the program has used its "
-                                          f"{call.limits.timeout_s:g} s wall-clock limit"}
+            return {
+                "ok": False,
+                "error": f"no time left for flexsql.sql(): the program has used its "
+                f"{call.limits.timeout_s:g} s wall-clock limit",
+            }
         try:
             table, meta = call.sql_handler(sql, source, timeout_s=left)
         except FlexSQLError as exc:
@@ -609,8 +696,14 @@ class Sandbox:
         call.parent_files.add(name)
         return {"ok": True, "file": name, **meta}
 
-    def _outcome(self, call: _Call, report: dict[str, Any] | None, exit_event: dict[str, Any],
-                 captures: dict[str, _Capture], extra_limits: list[str]) -> RunOutcome:
+    def _outcome(
+        self,
+        call: _Call,
+        report: dict[str, Any] | None,
+        exit_event: dict[str, Any],
+        captures: dict[str, _Capture],
+        extra_limits: list[str],
+    ) -> RunOutcome:
         limits = call.limits
         report = report if isinstance(report, dict) else None
         stdout = captures["out"].result(_int(report, "stdout_chars"))
@@ -638,20 +731,34 @@ class Sandbox:
                 table = read_result(call.workdir, report["result_file"], limits.file_mb * MB)
             except (OSError, ValueError, pa.ArrowException) as exc:
                 crash = f"the returned DataFrame could not be read back: {exc}"
-        return RunOutcome(stdout=stdout, stderr=stderr, report=report, table=table, returncode=returncode,
-                          killed_for=killed_for, cpu_s=cpu_s, maxrss_kb=int(exit_event.get("maxrss_kb") or 0),
-                          limits_hit=hit, crash=crash, sql_calls=call.sql_calls)
+        return RunOutcome(
+            stdout=stdout,
+            stderr=stderr,
+            report=report,
+            table=table,
+            returncode=returncode,
+            killed_for=killed_for,
+            cpu_s=cpu_s,
+            maxrss_kb=int(exit_event.get("maxrss_kb") or 0),
+            limits_hit=hit,
+            crash=crash,
+            sql_calls=call.sql_calls,
+        )
 
 
-def _explain_exit(returncode: int | None, killed_for: str | None, cpu_s: float, limits: SandboxLimits,
-                  error: str | None) -> tuple[str, str | None]:
+def _explain_exit(
+    returncode: int | None, killed_for: str | None, cpu_s: float, limits: SandboxLimits, error: str | None
+) -> tuple[str, str | None]:
     if killed_for == "timeout":
-        return (f"the code ran past the {limits.timeout_s:g} s wall-clock limit; its process group was killed. "
-                "Make it faster (vectorize with pandas or duckdb, work on a sample) or pass a larger timeout_s"), \
-            "timeout"
+        return (
+            f"the code ran past the {limits.timeout_s:g} s wall-clock limit; its process group was killed. "
+            "Make it faster (vectorize with pandas or duckdb, work on a sample) or pass a larger timeout_s"
+        ), "timeout"
     if killed_for == "file size":
-        return (f"the code wrote more than {limits.file_mb} MB to its working directory and was killed; "
-                "write less (or nothing: return a DataFrame instead)"), "file size"
+        return (
+            f"the code wrote more than {limits.file_mb} MB to its working directory and was killed; "
+            "write less (or nothing: return a DataFrame instead)"
+        ), "file size"
     if killed_for == "protocol":
         return "the sandboxed process sent an oversized message and was killed", None
     if killed_for == "sandbox restarted":
@@ -666,16 +773,25 @@ def _explain_exit(returncode: int | None, killed_for: str | None, cpu_s: float, 
         if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu_s >= limits.cpu_s - 0.5):
             return f"the code used its {limits.cpu_s} s of CPU time and was killed", "cpu"
         if sig == signal.SIGSEGV:
-            return ("the sandboxed process crashed (SIGSEGV): usually a C-level stack overflow from very deep "
-                    "recursion, or a library failing on memory exhaustion"), None
+            return (
+                "the sandboxed process crashed (SIGSEGV): usually a C-level stack overflow from very deep "
+                "recursion, or a library failing on memory exhaustion"
+            ), None
         if sig == signal.SIGKILL:
-            return (f"the sandboxed process was killed (SIGKILL), most likely for using more than its "
-                    f"{limits.memory_mb} MB of memory"), "memory"
+            return (
+                f"the sandboxed process was killed (SIGKILL), most likely for using more than its "
+                f"{limits.memory_mb} MB of memory"
+            ), "memory"
         return f"the sandboxed process was killed by {name}", None
     if returncode == 70:
-        return "the sandbox failed to set itself up (see stderr); this is a flexsql problem, please report it", None
-    return (f"the code ended the sandboxed process (exit status {returncode}) before the result could be "
-            "reported; do not call os._exit or close file descriptor 3"), None
+        return (
+            "the sandbox failed to set itself up (see stderr); this is a flexsql problem, please report it",
+            None,
+        )
+    return (
+        f"the code ended the sandboxed process (exit status {returncode}) before the result could be "
+        "reported; do not call os._exit or close file descriptor 3"
+    ), None
 
 
 def _int(report: dict[str, Any] | None, key: str) -> int | None:
@@ -812,8 +928,14 @@ def table_from_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> pa
     return pa.Table.from_arrays(arrays, names=list(columns))
 
 
-_CONVERSION_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError, TypeError,
-                      ValueError)
+_CONVERSION_ERRORS = (
+    pa.ArrowInvalid,
+    pa.ArrowTypeError,
+    pa.ArrowNotImplementedError,
+    OverflowError,
+    TypeError,
+    ValueError,
+)
 
 
 def _array(values: Sequence[Any]) -> pa.Array:
@@ -846,7 +968,9 @@ def _column_values(column: pa.ChunkedArray) -> list[Any]:
     if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind):
         if column.null_count == 0:
             return column.to_numpy().tolist()
-        return _with_nulls(column, column.fill_null(False if pa.types.is_boolean(kind) else 0).to_numpy().tolist())
+        return _with_nulls(
+            column, column.fill_null(False if pa.types.is_boolean(kind) else 0).to_numpy().tolist()
+        )
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
         return column.to_numpy(zero_copy_only=False).tolist()
     if pa.types.is_date32(kind) or (pa.types.is_timestamp(kind) and kind.tz is None):
@@ -870,8 +994,11 @@ def sql_type(kind: pa.DataType) -> str:
     if types.is_boolean(kind):
         return "BOOLEAN"
     if types.is_integer(kind):
-        return {8: "TINYINT", 16: "SMALLINT", 32: "INTEGER", 64: "BIGINT"}[kind.bit_width] if types.is_signed_integer(
-            kind) else {8: "UTINYINT", 16: "USMALLINT", 32: "UINTEGER", 64: "UBIGINT"}[kind.bit_width]
+        return (
+            {8: "TINYINT", 16: "SMALLINT", 32: "INTEGER", 64: "BIGINT"}[kind.bit_width]
+            if types.is_signed_integer(kind)
+            else {8: "UTINYINT", 16: "USMALLINT", 32: "UINTEGER", 64: "UBIGINT"}[kind.bit_width]
+        )
     if types.is_floating(kind):
         return "FLOAT" if kind.bit_width <= 32 else "DOUBLE"
     if types.is_decimal(kind):

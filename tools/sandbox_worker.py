@@ -67,50 +67,170 @@ _FS_MAKE_REG, _FS_MAKE_SOCK, _FS_MAKE_FIFO, _FS_MAKE_BLOCK, _FS_MAKE_SYM = 256, 
 _FS_REFER, _FS_TRUNCATE, _FS_IOCTL_DEV = 8192, 16384, 32768
 _FILE_RIGHTS = _FS_EXECUTE | _FS_WRITE_FILE | _FS_READ_FILE | _FS_TRUNCATE | _FS_IOCTL_DEV
 _RO = _FS_READ_FILE | _FS_READ_DIR
-_RW = (_RO | _FS_WRITE_FILE | _FS_REMOVE_DIR | _FS_REMOVE_FILE | _FS_MAKE_DIR | _FS_MAKE_REG | _FS_MAKE_SYM
-       | _FS_REFER | _FS_TRUNCATE)
+_RW = (
+    _RO
+    | _FS_WRITE_FILE
+    | _FS_REMOVE_DIR
+    | _FS_REMOVE_FILE
+    | _FS_MAKE_DIR
+    | _FS_MAKE_REG
+    | _FS_MAKE_SYM
+    | _FS_REFER
+    | _FS_TRUNCATE
+)
 _NET_ALL = 1 | 2  # BIND_TCP | CONNECT_TCP
 _SCOPE_ALL = 1 | 2  # ABSTRACT_UNIX_SOCKET | SIGNAL
-_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_SECCOMP, _PR_SET_CHILD_SUBREAPER, _PR_SET_NO_NEW_PRIVS = 1, 4, 22, 36, 38
+_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_SECCOMP, _PR_SET_CHILD_SUBREAPER, _PR_SET_NO_NEW_PRIVS = (
+    1,
+    4,
+    22,
+    36,
+    38,
+)
 
 # seccomp: syscalls no analysis needs and escapes do. socket() is denied (socketpair, used by asyncio, is not):
 # Landlock does not cover connecting to pathname Unix sockets such as PostgreSQL's /run/postgresql/.s.PGSQL.*.
 _SECCOMP_DENIED = {
     # arch: (AUDIT_ARCH_*, {name: number}); numbers from <asm/unistd_64.h> and <asm-generic/unistd.h>
-    "x86_64": (0xC000003E, {
-        "socket": 41, "ptrace": 101, "syslog": 103, "pivot_root": 155, "mount": 165, "umount2": 166,
-        "swapon": 167, "swapoff": 168, "reboot": 169, "init_module": 175, "delete_module": 176, "kexec_load": 246,
-        "add_key": 248, "request_key": 249, "keyctl": 250, "unshare": 272, "perf_event_open": 298,
-        "name_to_handle_at": 303, "open_by_handle_at": 304, "setns": 308, "process_vm_readv": 310,
-        "process_vm_writev": 311, "finit_module": 313, "kexec_file_load": 320, "bpf": 321, "userfaultfd": 323,
-    }),
-    "aarch64": (0xC00000B7, {
-        "umount2": 39, "mount": 40, "pivot_root": 41, "unshare": 97, "kexec_load": 104, "init_module": 105,
-        "delete_module": 106, "syslog": 116, "ptrace": 117, "reboot": 142, "socket": 198, "add_key": 217,
-        "request_key": 218, "keyctl": 219, "swapon": 224, "swapoff": 225, "perf_event_open": 241,
-        "name_to_handle_at": 264, "open_by_handle_at": 265, "setns": 268, "process_vm_readv": 270,
-        "process_vm_writev": 271, "finit_module": 273, "bpf": 280, "userfaultfd": 282, "kexec_file_load": 294,
-    }),
+    "x86_64": (
+        0xC000003E,
+        {
+            "socket": 41,
+            "ptrace": 101,
+            "syslog": 103,
+            "pivot_root": 155,
+            "mount": 165,
+            "umount2": 166,
+            "swapon": 167,
+            "swapoff": 168,
+            "reboot": 169,
+            "init_module": 175,
+            "delete_module": 176,
+            "kexec_load": 246,
+            "add_key": 248,
+            "request_key": 249,
+            "keyctl": 250,
+            "unshare": 272,
+            "perf_event_open": 298,
+            "name_to_handle_at": 303,
+            "open_by_handle_at": 304,
+            "setns": 308,
+            "process_vm_readv": 310,
+            "process_vm_writev": 311,
+            "finit_module": 313,
+            "kexec_file_load": 320,
+            "bpf": 321,
+            "userfaultfd": 323,
+        },
+    ),
+    "aarch64": (
+        0xC00000B7,
+        {
+            "umount2": 39,
+            "mount": 40,
+            "pivot_root": 41,
+            "unshare": 97,
+            "kexec_load": 104,
+            "init_module": 105,
+            "delete_module": 106,
+            "syslog": 116,
+            "ptrace": 117,
+            "reboot": 142,
+            "socket": 198,
+            "add_key": 217,
+            "request_key": 218,
+            "keyctl": 219,
+            "swapon": 224,
+            "swapoff": 225,
+            "perf_event_open": 241,
+            "name_to_handle_at": 264,
+            "open_by_handle_at": 265,
+            "setns": 268,
+            "process_vm_readv": 270,
+            "process_vm_writev": 271,
+            "finit_module": 273,
+            "bpf": 280,
+            "userfaultfd": 282,
+            "kexec_file_load": 294,
+        },
+    ),
 }
-_SECCOMP_COMMON = {"io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428,
-                   "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
-                   "mount_setattr": 442}
+_SECCOMP_COMMON = {
+    "io_uring_setup": 425,
+    "io_uring_enter": 426,
+    "io_uring_register": 427,
+    "open_tree": 428,
+    "move_mount": 429,
+    "fsopen": 430,
+    "fsconfig": 431,
+    "fsmount": 432,
+    "fspick": 433,
+    "mount_setattr": 442,
+}
 
 # Read-only system paths the libraries may touch after the fork: shared libraries of lazily loaded extension
 # modules, time zones, CPU/memory probes (DuckDB reads cgroup files when it starts), random devices.
 SYSTEM_READ = [
-    "/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/local/lib", "/etc/ld.so.cache", "/usr/share/zoneinfo",
-    "/etc/localtime", "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/proc/meminfo", "/proc/cpuinfo",
-    "/proc/stat", "/sys/fs/cgroup", "/sys/devices/system/cpu",
+    "/usr/lib",
+    "/usr/lib64",
+    "/lib",
+    "/lib64",
+    "/usr/local/lib",
+    "/etc/ld.so.cache",
+    "/usr/share/zoneinfo",
+    "/etc/localtime",
+    "/dev/null",
+    "/dev/zero",
+    "/dev/urandom",
+    "/dev/random",
+    "/proc/meminfo",
+    "/proc/cpuinfo",
+    "/proc/stat",
+    "/sys/fs/cgroup",
+    "/sys/devices/system/cpu",
 ]
 WRITABLE_DEVICES = ("/dev/null",)
 
 # Warm the template with what user code commonly imports, so a call pays nothing for it.
 PRELOAD = [
-    "numpy", "pandas", "pyarrow", "pyarrow.ipc", "pyarrow.compute", "duckdb", "json", "re", "math", "statistics",
-    "datetime", "decimal", "fractions", "collections", "itertools", "functools", "operator", "random", "string",
-    "textwrap", "csv", "heapq", "bisect", "difflib", "hashlib", "pprint", "dataclasses", "typing", "enum", "copy",
-    "uuid", "base64", "calendar", "zoneinfo", "unicodedata", "numbers", "warnings", "threading",
+    "numpy",
+    "pandas",
+    "pyarrow",
+    "pyarrow.ipc",
+    "pyarrow.compute",
+    "duckdb",
+    "json",
+    "re",
+    "math",
+    "statistics",
+    "datetime",
+    "decimal",
+    "fractions",
+    "collections",
+    "itertools",
+    "functools",
+    "operator",
+    "random",
+    "string",
+    "textwrap",
+    "csv",
+    "heapq",
+    "bisect",
+    "difflib",
+    "hashlib",
+    "pprint",
+    "dataclasses",
+    "typing",
+    "enum",
+    "copy",
+    "uuid",
+    "base64",
+    "calendar",
+    "zoneinfo",
+    "unicodedata",
+    "numbers",
+    "warnings",
+    "threading",
 ]
 
 
@@ -147,7 +267,9 @@ class _State:
         self.ctypes = ctypes
         self.landlock_abi = self._landlock_abi() if boot.get("landlock", True) else 0
         self.audit_hook = bool(boot.get("audit_hook", True))
-        self.seccomp = bool(boot.get("seccomp", True)) and sys.platform.startswith("linux") and self.probe_seccomp()
+        self.seccomp = (
+            bool(boot.get("seccomp", True)) and sys.platform.startswith("linux") and self.probe_seccomp()
+        )
         self.seccomp_program = self.seccomp_filter() if self.seccomp else None
         self.read_paths = self._read_paths()
         # directories the unprivileged uid cannot reach: opened now (as root), used through /proc/self/fd/N
@@ -192,8 +314,12 @@ class _State:
             return struct.pack("HBBI", code, jt, jf, k)
 
         ld_abs, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
-        body = [op(ld_abs, 0, 0, 4), op(jeq, 1, 0, audit_arch), op(ret, 0, 0, 0x80000000),  # other ABI: kill
-                op(ld_abs, 0, 0, 0)]
+        body = [
+            op(ld_abs, 0, 0, 4),
+            op(jeq, 1, 0, audit_arch),
+            op(ret, 0, 0, 0x80000000),  # other ABI: kill
+            op(ld_abs, 0, 0, 0),
+        ]
         checks = ([(jge, 0x40000000)] if audit_arch == 0xC000003E else []) + [(jeq, nr) for nr in denied]
         for index, (code, nr) in enumerate(checks):
             body.append(op(code, len(checks) - index, 0, nr))  # jump to the final "deny"
@@ -208,7 +334,9 @@ class _State:
         return program, buffer
 
     def apply_seccomp(self, program) -> None:
-        if self.libc.prctl(_PR_SET_SECCOMP, 2, self.ctypes.byref(program[0]), 0, 0) != 0:  # SECCOMP_MODE_FILTER
+        if (
+            self.libc.prctl(_PR_SET_SECCOMP, 2, self.ctypes.byref(program[0]), 0, 0) != 0
+        ):  # SECCOMP_MODE_FILTER
             raise OSError(self.ctypes.get_errno(), "seccomp filter could not be installed")
 
     def probe_seccomp(self) -> bool:
@@ -353,11 +481,17 @@ class _Zygote:
             _kill_group(pid)  # whatever the child left in its group dies with it
             _, wait_status, usage = os.wait4(pid, 0)
             status_fd, _deadline, reason = self.children.pop(pid)
-            _send_status(status_fd, {
-                "event": "exit", "pid": pid, "returncode": os.waitstatus_to_exitcode(wait_status),
-                "killed_for": reason, "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
-                "maxrss_kb": usage.ru_maxrss,
-            })
+            _send_status(
+                status_fd,
+                {
+                    "event": "exit",
+                    "pid": pid,
+                    "returncode": os.waitstatus_to_exitcode(wait_status),
+                    "killed_for": reason,
+                    "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
+                    "maxrss_kb": usage.ru_maxrss,
+                },
+            )
             os.close(status_fd)
 
     def _shutdown(self) -> None:
@@ -406,12 +540,23 @@ def zygote_main(ctrl_fd: int) -> int:
         ctrl.send(json.dumps({"ready": False, "error": traceback.format_exc()[-4000:]}).encode())
         return 1
     threads = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
-    ctrl.send(json.dumps({
-        "ready": True, "pid": os.getpid(), "landlock_abi": state.landlock_abi, "uid": state.uid,
-        "remapped": sorted(state.remap), "threads": threads, "audit_hook": state.audit_hook,
-        "seccomp": state.seccomp, "python": sys.version.split()[0],
-        "netns": _netns(), "read_paths": state.read_paths,
-    }).encode())
+    ctrl.send(
+        json.dumps(
+            {
+                "ready": True,
+                "pid": os.getpid(),
+                "landlock_abi": state.landlock_abi,
+                "uid": state.uid,
+                "remapped": sorted(state.remap),
+                "threads": threads,
+                "audit_hook": state.audit_hook,
+                "seccomp": state.seccomp,
+                "python": sys.version.split()[0],
+                "netns": _netns(),
+                "read_paths": state.read_paths,
+            }
+        ).encode()
+    )
     _Zygote(ctrl, state).serve()
     return 0
 
@@ -478,10 +623,17 @@ def _child_main(req: dict, out: int, err: int, rpc: int, state: _State) -> None:
     if state.remap:
         _remap_import_paths(state.remap)
     os.environ.clear()
-    os.environ.update({
-        "HOME": workdir, "TMPDIR": workdir, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
-        "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-    })
+    os.environ.update(
+        {
+            "HOME": workdir,
+            "TMPDIR": workdir,
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+        }
+    )
     _run_job(workdir, limits, state)
 
 
@@ -581,7 +733,7 @@ def _remap_import_paths(remap: dict[str, int]) -> None:
     def mapped(path: str) -> str:
         for root, fd in remap.items():
             if path == root or path.startswith(root + "/"):
-                return f"/proc/self/fd/{fd}" + path[len(root):]
+                return f"/proc/self/fd/{fd}" + path[len(root) :]
         return path
 
     sys.path[:] = [mapped(p) for p in sys.path]
@@ -693,22 +845,34 @@ def _nullable_int(kind):
     import pandas as pd
     import pyarrow as pa
 
-    return {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
-            pa.int64(): pd.Int64Dtype(), pa.uint8(): pd.UInt8Dtype(), pa.uint16(): pd.UInt16Dtype(),
-            pa.uint32(): pd.UInt32Dtype(), pa.uint64(): pd.UInt64Dtype()}.get(kind)
+    return {
+        pa.int8(): pd.Int8Dtype(),
+        pa.int16(): pd.Int16Dtype(),
+        pa.int32(): pd.Int32Dtype(),
+        pa.int64(): pd.Int64Dtype(),
+        pa.uint8(): pd.UInt8Dtype(),
+        pa.uint16(): pd.UInt16Dtype(),
+        pa.uint32(): pd.UInt32Dtype(),
+        pa.uint64(): pd.UInt64Dtype(),
+    }.get(kind)
 
 
 def _flexsql_module(rpc: _Rpc, counter: list[int]) -> types.ModuleType:
-    module = types.ModuleType("flexsql", "run_python helpers: flexsql.sql(query, source=None) runs one read-only "
-                                         "query through the server (guarded, row-capped) and returns a DataFrame; "
-                                         "by default on the source of the results given.")
+    module = types.ModuleType(
+        "flexsql",
+        "run_python helpers: flexsql.sql(query, source=None) runs one read-only "
+        "query through the server (guarded, row-capped) and returns a DataFrame; "
+        "by default on the source of the results given.",
+    )
 
     class SQLError(RuntimeError):
         """The server refused or failed the query (the message says why)."""
 
     def sql(query: str, source: str | None = None):
         if not isinstance(query, str) or not query.strip():
-            raise TypeError("flexsql.sql() takes one SQL string, e.g. flexsql.sql('SELECT count(*) FROM orders')")
+            raise TypeError(
+                "flexsql.sql() takes one SQL string, e.g. flexsql.sql('SELECT count(*) FROM orders')"
+            )
         if source is not None and not isinstance(source, str):
             raise TypeError("source= names a configured source, e.g. flexsql.sql('SELECT 1', source='sales')")
         counter[0] += 1
@@ -719,15 +883,24 @@ def _flexsql_module(rpc: _Rpc, counter: list[int]) -> types.ModuleType:
         name = str(reply["file"])
         frame = _read_frame(name)
         os.remove(name)
-        meta = {k: reply.get(k) for k in ("total_rows", "total_is_lower_bound", "truncated", "cells_cut", "elapsed_ms")}
+        meta = {
+            k: reply.get(k)
+            for k in ("total_rows", "total_is_lower_bound", "truncated", "cells_cut", "elapsed_ms")
+        }
         frame.attrs.update(meta)
         if reply.get("truncated"):
             total = f"{reply.get('total_rows')}{'+' if reply.get('total_is_lower_bound') else ''}"
-            print(f"flexsql.sql: only the first {len(frame)} of {total} rows were returned "
-                  f"(server row cap); aggregate in SQL to see everything", file=sys.stderr)
+            print(
+                f"flexsql.sql: only the first {len(frame)} of {total} rows were returned "
+                f"(server row cap); aggregate in SQL to see everything",
+                file=sys.stderr,
+            )
         if reply.get("cells_cut"):
-            print(f"flexsql.sql: {reply.get('cells_cut')} value(s) were too big to return whole and end in a "
-                  f"'…' marker (server cell cap); select a part of them (substr) to work on", file=sys.stderr)
+            print(
+                f"flexsql.sql: {reply.get('cells_cut')} value(s) were too big to return whole and end in a "
+                f"'…' marker (server cell cap); select a part of them (substr) to work on",
+                file=sys.stderr,
+            )
         return frame
 
     sql.__module__ = SQLError.__module__ = "flexsql"
@@ -737,26 +910,75 @@ def _flexsql_module(rpc: _Rpc, counter: list[int]) -> types.ModuleType:
     return module
 
 
-_BLOCKED_EVENTS = frozenset({
-    "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "os.startfile",
-    "subprocess.Popen", "pty.spawn", "os.kill", "os.killpg", "signal.pthread_kill", "resource.setrlimit",
-    "resource.prlimit", "gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys.remote_exec",
-    "webbrowser.open", "urllib.Request", "http.client.connect", "ftplib.connect", "smtplib.connect",
-    "poplib.connect", "imaplib.open", "nntplib.connect", "telnetlib.Telnet.open",
-    "sqlite3.enable_load_extension", "sqlite3.load_extension",
-})
-_BLOCKED_IMPORTS = frozenset({
-    "ctypes", "_ctypes", "cffi", "_cffi_backend", "_posixsubprocess", "_testcapi", "_testinternalcapi",
-    "_testbuffer", "_xxsubinterpreters", "_xxinterpchannels", "pty", "_tkinter",
-})
+_BLOCKED_EVENTS = frozenset(
+    {
+        "os.system",
+        "os.exec",
+        "os.posix_spawn",
+        "os.spawn",
+        "os.fork",
+        "os.forkpty",
+        "os.startfile",
+        "subprocess.Popen",
+        "pty.spawn",
+        "os.kill",
+        "os.killpg",
+        "signal.pthread_kill",
+        "resource.setrlimit",
+        "resource.prlimit",
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+        "sys.remote_exec",
+        "webbrowser.open",
+        "urllib.Request",
+        "http.client.connect",
+        "ftplib.connect",
+        "smtplib.connect",
+        "poplib.connect",
+        "imaplib.open",
+        "nntplib.connect",
+        "telnetlib.Telnet.open",
+        "sqlite3.enable_load_extension",
+        "sqlite3.load_extension",
+    }
+)
+_BLOCKED_IMPORTS = frozenset(
+    {
+        "ctypes",
+        "_ctypes",
+        "cffi",
+        "_cffi_backend",
+        "_posixsubprocess",
+        "_testcapi",
+        "_testinternalcapi",
+        "_testbuffer",
+        "_xxsubinterpreters",
+        "_xxinterpchannels",
+        "pty",
+        "_tkinter",
+    }
+)
 # event -> positions of path arguments that must stay inside the working directory
 _WRITE_EVENTS = {
-    "os.remove": (0,), "os.rmdir": (0,), "os.rename": (0, 1), "os.mkdir": (0,), "os.link": (0, 1),
-    "os.symlink": (1,), "os.chmod": (0,), "os.chown": (0,), "os.truncate": (0,), "os.utime": (0,),
-    "os.setxattr": (0,), "os.removexattr": (0,), "os.chflags": (0,), "os.lchflags": (0,), "shutil.rmtree": (0,),
+    "os.remove": (0,),
+    "os.rmdir": (0,),
+    "os.rename": (0, 1),
+    "os.mkdir": (0,),
+    "os.link": (0, 1),
+    "os.symlink": (1,),
+    "os.chmod": (0,),
+    "os.chown": (0,),
+    "os.truncate": (0,),
+    "os.utime": (0,),
+    "os.setxattr": (0,),
+    "os.removexattr": (0,),
+    "os.chflags": (0,),
+    "os.lchflags": (0,),
+    "shutil.rmtree": (0,),
 }
 
-_HOOK_SOURCE = '''
+_HOOK_SOURCE = """
 def hook(event, args):
     if event == "socket.__new__" and len(args) > 1 and args[1] == AF_UNIX:
         return  # socketpair (asyncio); connecting or binding any socket is refused below
@@ -803,20 +1025,26 @@ def refuse(event, detail):
     message = "run_python sandbox refused " + event + (" (" + detail + ")" if detail else "")
     VIOLATIONS.append(message)
     raise SandboxRefusal(message)
-'''
+"""
 
 
 def _install_audit_hook(workdir: str, read_roots: tuple[str, ...], violations: list[str]) -> None:
     """Build the hook from source with its allow-lists as constants (harder to tamper with), then arm it."""
     namespace: dict = {
-        "BLOCKED": _BLOCKED_EVENTS, "BLOCKED_IMPORTS": _BLOCKED_IMPORTS,
+        "BLOCKED": _BLOCKED_EVENTS,
+        "BLOCKED_IMPORTS": _BLOCKED_IMPORTS,
         "WRITE_EVENTS": types.MappingProxyType(dict(_WRITE_EVENTS)),
         "WRITE_FLAGS": os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND,
-        "WORKDIR": os.path.realpath(workdir), "READ_ROOTS": frozenset(read_roots),
-        "READ_PREFIXES": tuple(r.rstrip("/") + "/" for r in read_roots), "WRITABLE_DEVICES": WRITABLE_DEVICES,
-        "VIOLATIONS": violations, "SandboxRefusal": SandboxRefusal, "realpath": os.path.realpath,
+        "WORKDIR": os.path.realpath(workdir),
+        "READ_ROOTS": frozenset(read_roots),
+        "READ_PREFIXES": tuple(r.rstrip("/") + "/" for r in read_roots),
+        "WRITABLE_DEVICES": WRITABLE_DEVICES,
+        "VIOLATIONS": violations,
+        "SandboxRefusal": SandboxRefusal,
+        "realpath": os.path.realpath,
         "AF_UNIX": socket.AF_UNIX,
-        "fspath": os.fspath, "fsdecode": os.fsdecode,
+        "fspath": os.fspath,
+        "fsdecode": os.fsdecode,
     }
     exec(compile(_HOOK_SOURCE, "<sandbox-audit-hook>", "exec"), namespace)  # noqa: S102 - our own constant source
     sys.addaudithook(namespace["hook"])
@@ -840,8 +1068,15 @@ def _run_job(workdir: str, limits: dict, state: _State) -> None:
     dfs = {rid: _read_frame(name) for rid, name in job["inputs"].items()}
     for name in job["inputs"].values():
         os.remove(name)
-    namespace: dict = {"__name__": "__main__", "__builtins__": __builtins__, "dfs": dfs, "pd": pd, "np": np,
-                       "duckdb": duckdb, "flexsql": sys.modules["flexsql"]}
+    namespace: dict = {
+        "__name__": "__main__",
+        "__builtins__": __builtins__,
+        "dfs": dfs,
+        "pd": pd,
+        "np": np,
+        "duckdb": duckdb,
+        "flexsql": sys.modules["flexsql"],
+    }
     if len(dfs) == 1:
         namespace["df"] = next(iter(dfs.values()))
     # ctypes is loaded (numpy imports it, and so did we): unlist it so `import ctypes` is refused by name
@@ -857,8 +1092,15 @@ def _run_job(workdir: str, limits: dict, state: _State) -> None:
     if state.audit_hook:
         _install_audit_hook(workdir, state.real_read_roots, violations)
 
-    report: dict = {"op": "done", "value_repr": None, "value_type": None, "result_file": None, "error": None,
-                    "error_type": None, "limits": []}
+    report: dict = {
+        "op": "done",
+        "value_repr": None,
+        "value_type": None,
+        "result_file": None,
+        "error": None,
+        "error_type": None,
+        "limits": [],
+    }
     value = None
     try:
         value = _execute(job["code"], namespace)
@@ -875,10 +1117,14 @@ def _run_job(workdir: str, limits: dict, state: _State) -> None:
             _describe_value(value, report, cap)
         except BaseException as exc:  # noqa: B036
             limit = _limit_of(exc)
-            report["error"] = f"the value of the last expression could not be returned: {type(exc).__name__}: {exc}"
+            report["error"] = (
+                f"the value of the last expression could not be returned: {type(exc).__name__}: {exc}"
+            )
             if limit in ("file size", "memory"):
-                report["error"] += (f" (the {limit} limit: {limits['file_mb']} MB per file, {limits['memory_mb']} MB "
-                                    "of memory); return an aggregate or df.head(n) instead")
+                report["error"] += (
+                    f" (the {limit} limit: {limits['file_mb']} MB per file, {limits['memory_mb']} MB "
+                    "of memory); return an aggregate or df.head(n) instead"
+                )
             report["error_type"] = type(exc).__name__
             if limit:
                 report["limits"].append(limit)
@@ -926,15 +1172,17 @@ def _user_traceback(exc: BaseException, code: str, max_lines: int = 20) -> str:
     else:
         # select the cell's frames before any source line is looked up (library files are not to be read)
         frames = traceback.StackSummary.extract(
-            (frame, line) for frame, line in traceback.walk_tb(exc.__traceback__)
-            if frame.f_code.co_filename == CELL)
+            (frame, line)
+            for frame, line in traceback.walk_tb(exc.__traceback__)
+            if frame.f_code.co_filename == CELL
+        )
         lines = ["Traceback (most recent call last):\n"] if frames else []
         lines += traceback.format_list(frames)
         lines += traceback.format_exception_only(type(exc), exc)
     text_lines = "".join(lines).rstrip("\n").split("\n")
     if len(text_lines) > max_lines:
         cut = len(text_lines) - max_lines + 1
-        text_lines = text_lines[:3] + [f"  … {cut} lines cut …"] + text_lines[3 + cut:]
+        text_lines = text_lines[:3] + [f"  … {cut} lines cut …"] + text_lines[3 + cut :]
     text = "\n".join(text_lines)
     return text if len(text) <= 4000 else text[:1500] + "\n  … cut …\n" + text[-2400:]
 
@@ -1007,7 +1255,9 @@ def _write_table(table, name: str) -> None:
 def main(argv: list[str]) -> int:
     if len(argv) == 3 and argv[1] == "--zygote":
         return zygote_main(int(argv[2]))
-    print("usage: sandbox_worker.py --zygote FD (started by flexsql's run_python, not by hand)", file=sys.stderr)
+    print(
+        "usage: sandbox_worker.py --zygote FD (started by flexsql's run_python, not by hand)", file=sys.stderr
+    )
     return 2
 
 

@@ -35,7 +35,8 @@ MAX_QUERY_CHARS = 2000
 
 # -- words -------------------------------------------------------------------------------------------
 
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a an the and or but if then else of in on at to for from by with without about into over under between
 through during before after above below up down out off than as is are was were be been being have has had
 do does did doing will would shall should can could may might must this that these those there here it its
@@ -43,53 +44,171 @@ they them their theirs he him his she her hers we us our you your yours i me my 
 when where why how all any both each few more most other some such no nor not only own same so too very just
 also please show list give find get display return tell me named called whats what's much many number
 count value values table tables column columns database data record records info row rows
-""".split())
+""".split()
+)
 
 # Common abbreviations in database identifiers (expanded on both sides, so either form matches).
 ABBREVIATIONS: dict[str, tuple[str, ...]] = {
-    "qty": ("quantity",), "amt": ("amount",), "num": ("number",), "nbr": ("number",), "no": ("number",),
-    "cnt": ("count",), "dt": ("date",), "ts": ("timestamp",), "yr": ("year",), "mth": ("month",),
-    "mon": ("month",), "wk": ("week",), "cust": ("customer",), "addr": ("address",), "desc": ("description",),
-    "descr": ("description",), "dept": ("department",), "emp": ("employee",), "empl": ("employee",),
-    "mgr": ("manager",), "org": ("organization",), "acct": ("account",), "acc": ("account",),
-    "pct": ("percent",), "perc": ("percent",), "avg": ("average",), "tot": ("total",), "prod": ("product",),
-    "txn": ("transaction",), "trx": ("transaction",), "msg": ("message",), "pwd": ("password",),
-    "tel": ("telephone",), "ph": ("phone",), "lat": ("latitude",), "lng": ("longitude",), "lon": ("longitude",),
-    "loc": ("location",), "fname": ("first", "name"), "lname": ("last", "name"), "mname": ("middle", "name"),
-    "dob": ("date", "birth"), "sal": ("salary",), "stu": ("student",), "fac": ("faculty",),
-    "prof": ("professor",), "dest": ("destination",), "src": ("source",), "ref": ("reference",),
-    "seq": ("sequence",), "pos": ("position",), "info": ("information",), "config": ("configuration",),
-    "lang": ("language",), "pop": ("population",), "sq": ("square",), "km": ("kilometer",),
-    "hr": ("hour",), "min": ("minimum",), "max": ("maximum",), "temp": ("temperature",),
-    "cat": ("category",), "catg": ("category",), "inv": ("invoice",), "ord": ("order",), "pmt": ("payment",),
-    "pymt": ("payment",), "bal": ("balance",), "curr": ("currency",), "ccy": ("currency",),
-    "std": ("standard",), "intl": ("international",), "natl": ("national",), "govt": ("government",),
-    "univ": ("university",), "dir": ("director",), "assoc": ("association",), "co": ("company",),
-    "corp": ("corporation",), "mfr": ("manufacturer",), "mfg": ("manufacturing",), "yrs": ("year",),
-    "stat": ("statistic",), "stats": ("statistic",), "eff": ("effective",), "exp": ("expiration",),
-    "reg": ("registration",), "res": ("reservation",), "emp_no": ("employee", "number"),
+    "qty": ("quantity",),
+    "amt": ("amount",),
+    "num": ("number",),
+    "nbr": ("number",),
+    "no": ("number",),
+    "cnt": ("count",),
+    "dt": ("date",),
+    "ts": ("timestamp",),
+    "yr": ("year",),
+    "mth": ("month",),
+    "mon": ("month",),
+    "wk": ("week",),
+    "cust": ("customer",),
+    "addr": ("address",),
+    "desc": ("description",),
+    "descr": ("description",),
+    "dept": ("department",),
+    "emp": ("employee",),
+    "empl": ("employee",),
+    "mgr": ("manager",),
+    "org": ("organization",),
+    "acct": ("account",),
+    "acc": ("account",),
+    "pct": ("percent",),
+    "perc": ("percent",),
+    "avg": ("average",),
+    "tot": ("total",),
+    "prod": ("product",),
+    "txn": ("transaction",),
+    "trx": ("transaction",),
+    "msg": ("message",),
+    "pwd": ("password",),
+    "tel": ("telephone",),
+    "ph": ("phone",),
+    "lat": ("latitude",),
+    "lng": ("longitude",),
+    "lon": ("longitude",),
+    "loc": ("location",),
+    "fname": ("first", "name"),
+    "lname": ("last", "name"),
+    "mname": ("middle", "name"),
+    "dob": ("date", "birth"),
+    "sal": ("salary",),
+    "stu": ("student",),
+    "fac": ("faculty",),
+    "prof": ("professor",),
+    "dest": ("destination",),
+    "src": ("source",),
+    "ref": ("reference",),
+    "seq": ("sequence",),
+    "pos": ("position",),
+    "info": ("information",),
+    "config": ("configuration",),
+    "lang": ("language",),
+    "pop": ("population",),
+    "sq": ("square",),
+    "km": ("kilometer",),
+    "hr": ("hour",),
+    "min": ("minimum",),
+    "max": ("maximum",),
+    "temp": ("temperature",),
+    "cat": ("category",),
+    "catg": ("category",),
+    "inv": ("invoice",),
+    "ord": ("order",),
+    "pmt": ("payment",),
+    "pymt": ("payment",),
+    "bal": ("balance",),
+    "curr": ("currency",),
+    "ccy": ("currency",),
+    "std": ("standard",),
+    "intl": ("international",),
+    "natl": ("national",),
+    "govt": ("government",),
+    "univ": ("university",),
+    "dir": ("director",),
+    "assoc": ("association",),
+    "co": ("company",),
+    "corp": ("corporation",),
+    "mfr": ("manufacturer",),
+    "mfg": ("manufacturing",),
+    "yrs": ("year",),
+    "stat": ("statistic",),
+    "stats": ("statistic",),
+    "eff": ("effective",),
+    "exp": ("expiration",),
+    "reg": ("registration",),
+    "res": ("reservation",),
+    "emp_no": ("employee", "number"),
 }
 
 # Demonyms and adjectives that name a place stored as a noun in the data ("French" -> France).
 DEMONYMS: dict[str, tuple[str, ...]] = {
-    "american": ("united states", "usa", "us", "america"), "british": ("united kingdom", "uk", "britain", "england"),
-    "english": ("england", "english"), "french": ("france",), "german": ("germany",), "italian": ("italy",),
-    "spanish": ("spain",), "portuguese": ("portugal",), "dutch": ("netherlands", "holland"),
-    "belgian": ("belgium",), "swiss": ("switzerland",), "austrian": ("austria",), "swedish": ("sweden",),
-    "norwegian": ("norway",), "danish": ("denmark",), "finnish": ("finland",), "irish": ("ireland",),
-    "scottish": ("scotland",), "welsh": ("wales",), "polish": ("poland",), "czech": ("czech republic", "czechia"),
-    "hungarian": ("hungary",), "greek": ("greece",), "turkish": ("turkey",), "russian": ("russia",),
-    "ukrainian": ("ukraine",), "chinese": ("china",), "japanese": ("japan",), "korean": ("korea", "south korea"),
-    "indian": ("india",), "pakistani": ("pakistan",), "thai": ("thailand",), "vietnamese": ("vietnam",),
-    "indonesian": ("indonesia",), "filipino": ("philippines",), "australian": ("australia",),
-    "canadian": ("canada",), "mexican": ("mexico",), "brazilian": ("brazil",), "argentine": ("argentina",),
-    "argentinian": ("argentina",), "chilean": ("chile",), "colombian": ("colombia",), "peruvian": ("peru",),
-    "egyptian": ("egypt",), "nigerian": ("nigeria",), "kenyan": ("kenya",), "israeli": ("israel",),
-    "iranian": ("iran",), "iraqi": ("iraq",), "saudi": ("saudi arabia",), "european": ("europe",),
-    "african": ("africa",), "asian": ("asia",), "zealander": ("new zealand",), "romanian": ("romania",),
-    "bulgarian": ("bulgaria",), "croatian": ("croatia",), "serbian": ("serbia",), "slovak": ("slovakia",),
-    "icelandic": ("iceland",), "cuban": ("cuba",), "jamaican": ("jamaica",), "moroccan": ("morocco",),
-    "malaysian": ("malaysia",), "singaporean": ("singapore",), "taiwanese": ("taiwan",),
+    "american": ("united states", "usa", "us", "america"),
+    "british": ("united kingdom", "uk", "britain", "england"),
+    "english": ("england", "english"),
+    "french": ("france",),
+    "german": ("germany",),
+    "italian": ("italy",),
+    "spanish": ("spain",),
+    "portuguese": ("portugal",),
+    "dutch": ("netherlands", "holland"),
+    "belgian": ("belgium",),
+    "swiss": ("switzerland",),
+    "austrian": ("austria",),
+    "swedish": ("sweden",),
+    "norwegian": ("norway",),
+    "danish": ("denmark",),
+    "finnish": ("finland",),
+    "irish": ("ireland",),
+    "scottish": ("scotland",),
+    "welsh": ("wales",),
+    "polish": ("poland",),
+    "czech": ("czech republic", "czechia"),
+    "hungarian": ("hungary",),
+    "greek": ("greece",),
+    "turkish": ("turkey",),
+    "russian": ("russia",),
+    "ukrainian": ("ukraine",),
+    "chinese": ("china",),
+    "japanese": ("japan",),
+    "korean": ("korea", "south korea"),
+    "indian": ("india",),
+    "pakistani": ("pakistan",),
+    "thai": ("thailand",),
+    "vietnamese": ("vietnam",),
+    "indonesian": ("indonesia",),
+    "filipino": ("philippines",),
+    "australian": ("australia",),
+    "canadian": ("canada",),
+    "mexican": ("mexico",),
+    "brazilian": ("brazil",),
+    "argentine": ("argentina",),
+    "argentinian": ("argentina",),
+    "chilean": ("chile",),
+    "colombian": ("colombia",),
+    "peruvian": ("peru",),
+    "egyptian": ("egypt",),
+    "nigerian": ("nigeria",),
+    "kenyan": ("kenya",),
+    "israeli": ("israel",),
+    "iranian": ("iran",),
+    "iraqi": ("iraq",),
+    "saudi": ("saudi arabia",),
+    "european": ("europe",),
+    "african": ("africa",),
+    "asian": ("asia",),
+    "zealander": ("new zealand",),
+    "romanian": ("romania",),
+    "bulgarian": ("bulgaria",),
+    "croatian": ("croatia",),
+    "serbian": ("serbia",),
+    "slovak": ("slovakia",),
+    "icelandic": ("iceland",),
+    "cuban": ("cuba",),
+    "jamaican": ("jamaica",),
+    "moroccan": ("morocco",),
+    "malaysian": ("malaysia",),
+    "singaporean": ("singapore",),
+    "taiwanese": ("taiwan",),
 }
 
 
@@ -131,15 +250,68 @@ def _cvc(w: str) -> bool:
     return n >= 3 and _cons(w, n - 3) and not _cons(w, n - 2) and _cons(w, n - 1) and w[-1] not in "wxy"
 
 
-_STEP2 = sorted([("ational", "ate"), ("tional", "tion"), ("enci", "ence"), ("anci", "ance"), ("izer", "ize"),
-                 ("bli", "ble"), ("alli", "al"), ("entli", "ent"), ("eli", "e"), ("ousli", "ous"),
-                 ("ization", "ize"), ("ation", "ate"), ("ator", "ate"), ("alism", "al"), ("iveness", "ive"),
-                 ("fulness", "ful"), ("ousness", "ous"), ("aliti", "al"), ("iviti", "ive"), ("biliti", "ble"),
-                 ("logi", "log")], key=lambda p: -len(p[0]))
-_STEP3 = sorted([("icate", "ic"), ("ative", ""), ("alize", "al"), ("iciti", "ic"), ("ical", "ic"), ("ful", ""),
-                 ("ness", "")], key=lambda p: -len(p[0]))
-_STEP4 = sorted(["al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent", "ion", "ou",
-                 "ism", "ate", "iti", "ous", "ive", "ize"], key=lambda s: -len(s))
+_STEP2 = sorted(
+    [
+        ("ational", "ate"),
+        ("tional", "tion"),
+        ("enci", "ence"),
+        ("anci", "ance"),
+        ("izer", "ize"),
+        ("bli", "ble"),
+        ("alli", "al"),
+        ("entli", "ent"),
+        ("eli", "e"),
+        ("ousli", "ous"),
+        ("ization", "ize"),
+        ("ation", "ate"),
+        ("ator", "ate"),
+        ("alism", "al"),
+        ("iveness", "ive"),
+        ("fulness", "ful"),
+        ("ousness", "ous"),
+        ("aliti", "al"),
+        ("iviti", "ive"),
+        ("biliti", "ble"),
+        ("logi", "log"),
+    ],
+    key=lambda p: -len(p[0]),
+)
+_STEP3 = sorted(
+    [
+        ("icate", "ic"),
+        ("ative", ""),
+        ("alize", "al"),
+        ("iciti", "ic"),
+        ("ical", "ic"),
+        ("ful", ""),
+        ("ness", ""),
+    ],
+    key=lambda p: -len(p[0]),
+)
+_STEP4 = sorted(
+    [
+        "al",
+        "ance",
+        "ence",
+        "er",
+        "ic",
+        "able",
+        "ible",
+        "ant",
+        "ement",
+        "ment",
+        "ent",
+        "ion",
+        "ou",
+        "ism",
+        "ate",
+        "iti",
+        "ous",
+        "ive",
+        "ize",
+    ],
+    key=lambda s: -len(s),
+)
 
 
 @lru_cache(maxsize=200_000)
@@ -199,9 +371,22 @@ class Term:
 
 
 # Irregular plurals the stemmer cannot see ("people" is the plural of "person").
-IRREGULAR = {"people": "person", "persons": "person", "men": "man", "women": "woman", "children": "child",
-             "feet": "foot", "teeth": "tooth", "mice": "mouse", "geese": "goose", "indices": "index",
-             "criteria": "criterion", "analyses": "analysis", "media": "medium", "staves": "staff"}
+IRREGULAR = {
+    "people": "person",
+    "persons": "person",
+    "men": "man",
+    "women": "woman",
+    "children": "child",
+    "feet": "foot",
+    "teeth": "tooth",
+    "mice": "mouse",
+    "geese": "goose",
+    "indices": "index",
+    "criteria": "criterion",
+    "analyses": "analysis",
+    "media": "medium",
+    "staves": "staff",
+}
 
 
 def _expand(part: str) -> list[str]:
@@ -241,7 +426,8 @@ _RESULT_PHRASES = re.compile(
     r"|in\s+(?:an?\s+|the\s+)?(?:ascending|descending|alphabetical|alphabetic|increasing|decreasing|reverse|"
     r"lexicographic|chronological|numerical|numeric)?\s*(?:order|sequence)\b"
     r"|order\s+(?:of|by)\b|(?:ascending|descending)\s+order\b)",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 def query_terms(query: str) -> list[Term]:
@@ -416,10 +602,15 @@ class SearchIndex:
             if found is None:
                 found = text_memo[text] = text_terms(text)
             return found
+
         self.schemas: list[str] = []
         schema_of: dict[str, int] = {}
-        t_name, t_cols, t_comment, t_schema = (_Field(*p.t_name), _Field(*p.t_columns), _Field(*p.t_comment),
-                                               _Field(*p.t_schema))
+        t_name, t_cols, t_comment, t_schema = (
+            _Field(*p.t_name),
+            _Field(*p.t_columns),
+            _Field(*p.t_comment),
+            _Field(*p.t_schema),
+        )
         c_name, c_table, c_comment = _Field(*p.c_name), _Field(*p.c_table), _Field(*p.c_comment)
         self.columns: list[tuple[int, str]] = []  # (table index, column name)
         self.table_schema: list[int] = []
@@ -434,8 +625,11 @@ class SearchIndex:
             if skey not in schema_of:
                 schema_of[skey] = len(self.schemas)
                 self.schemas.append(skey)
-                schema_terms[schema_of[skey]] = ([x.term for x in identifier_terms(table.schema_name, vocabulary)],
-                                                 [], [])
+                schema_terms[schema_of[skey]] = (
+                    [x.term for x in identifier_terms(table.schema_name, vocabulary)],
+                    [],
+                    [],
+                )
             si = schema_of[skey]
             self.table_schema.append(si)
             name_terms = id_terms(table.name)
@@ -475,18 +669,22 @@ class SearchIndex:
             s_cols.terms.append(cnames)
         self.s_post = _bm25f_postings([s_name, s_tables, s_cols], len(self.schemas))
         self.s_idf = _idf(self.s_post, len(self.schemas))
-        self.schema_words = [{x.term: x.word for x in identifier_terms(s.split(".")[-1], vocabulary)}
-                             for s in self.schemas]
+        self.schema_words = [
+            {x.term: x.word for x in identifier_terms(s.split(".")[-1], vocabulary)} for s in self.schemas
+        ]
         self.schema_tables: list[list[int]] = [[] for _ in self.schemas]
         for ti, si in enumerate(self.table_schema):
             self.schema_tables[si].append(ti)
         self.table_columns: list[list[int]] = [[] for _ in self.tables]
         for ci, (ti, _) in enumerate(self.columns):
             self.table_columns[ti].append(ci)
-        self.column_by_name: dict[tuple[int, str], int] = {(ti, name.lower()): ci
-                                                          for ci, (ti, name) in enumerate(self.columns)}
+        self.column_by_name: dict[tuple[int, str], int] = {
+            (ti, name.lower()): ci for ci, (ti, name) in enumerate(self.columns)
+        }
         self.neighbours: list[set[int]] = [set() for _ in self.tables]
-        self.joins: list[list[tuple[list[int], int, list[int]]]] = [[] for _ in self.tables]  # FK column links
+        self.joins: list[list[tuple[list[int], int, list[int]]]] = [
+            [] for _ in self.tables
+        ]  # FK column links
         lowered = {key.lower(): i for key, i in self.by_key.items()}
         for ti, table in enumerate(self.tables):
             for fk in table.foreign_keys:
@@ -497,14 +695,18 @@ class SearchIndex:
                     self.neighbours[ref].add(ti)
                     mine = [self.column_by_name.get((ti, c.lower())) for c in fk.columns]
                     theirs = [self.column_by_name.get((ref, c.lower())) for c in fk.ref_columns]
-                    self.joins[ti].append(([c for c in mine if c is not None], ref,
-                                           [c for c in theirs if c is not None]))
+                    self.joins[ti].append(
+                        ([c for c in mine if c is not None], ref, [c for c in theirs if c is not None])
+                    )
         # links inferred from key-like column names (race_id -> races), for schemas without foreign keys
         declared = {self.table_schema[ti] for ti in range(len(self.tables)) if self.neighbours[ti]}
         self.declared_schemas = frozenset(declared)
         self.inferred: list[dict[int, str]] = [{} for _ in self.tables]  # neighbour -> column
-        for a, b, col in inferred_links(self.tables, self.table_schema,
-                                     [f[0] if f else t.name for t, f in zip(self.tables, self.family, strict=True)]):
+        for a, b, col in inferred_links(
+            self.tables,
+            self.table_schema,
+            [f[0] if f else t.name for t, f in zip(self.tables, self.family, strict=True)],
+        ):
             if b in self.neighbours[a] or (self.table_schema[a] in declared and not p.inferred_with_declared):
                 continue
             self.inferred[a].setdefault(b, col)
@@ -534,8 +736,9 @@ class SearchIndex:
         return verdict
 
     @staticmethod
-    def bm25(post: dict[str, dict[int, float]], idf: dict[str, float], terms: dict[str, float],
-               k1: float) -> dict[int, float]:
+    def bm25(
+        post: dict[str, dict[int, float]], idf: dict[str, float], terms: dict[str, float], k1: float
+    ) -> dict[int, float]:
         scores: dict[int, float] = defaultdict(float)
         for term, qweight in terms.items():
             docs = post.get(term)
@@ -548,6 +751,7 @@ class SearchIndex:
 
 
 # -- results -----------------------------------------------------------------------------------------
+
 
 class TableHit(BaseModel):
     table: str  # for a family: the member the question's dates name, else the latest
@@ -580,8 +784,10 @@ class SchemaSearchResult(BaseModel):
     elapsed_ms: float
 
     def to_text(self) -> str:
-        lines = [f"search_schema {self.query!r} in {self.source}: {self.tables_matched} tables matched, "
-                 f"top {len(self.tables)}" + (" (truncated: true)" if self.truncated else "")]
+        lines = [
+            f"search_schema {self.query!r} in {self.source}: {self.tables_matched} tables matched, "
+            f"top {len(self.tables)}" + (" (truncated: true)" if self.truncated else "")
+        ]
         for i, t in enumerate(self.tables, 1):
             rows = f", ~{t.row_estimate:,} rows" if t.row_estimate is not None else ""
             kind = " (view)" if t.kind == "view" else ""
@@ -594,12 +800,15 @@ class SchemaSearchResult(BaseModel):
             for c in self.columns:
                 lines.append(f"- {c.table}.{c.column} ({c.type}) [{c.score:.2f}] — " + "; ".join(c.why))
         if self.value_index != "used":
-            lines.append(f"(value index {self.value_index}: words that are data values, like 'France', are not "
-                         "matched yet; find_values builds it)")
+            lines.append(
+                f"(value index {self.value_index}: words that are data values, like 'France', are not "
+                "matched yet; find_values builds it)"
+            )
         return "\n".join(lines)
 
 
 # -- searching ---------------------------------------------------------------------------------------
+
 
 def search_index(ctx: ToolContext, source: Source) -> SearchIndex:
     catalog = source.catalog()
@@ -624,7 +833,7 @@ def _question_ngrams(query: str, max_n: int = 4, singular: bool = True) -> list[
     out: list[tuple[str, str]] = []
     for n in range(1, max_n + 1):
         for i in range(len(words) - n + 1):
-            chunk = words[i:i + n]
+            chunk = words[i : i + n]
             lowered = [fold(w) for w in chunk]
             if all(w in STOPWORDS for w in lowered) or lowered[0] in STOPWORDS or lowered[-1] in STOPWORDS:
                 continue
@@ -683,12 +892,16 @@ def _value_hits(index: ValueIndex, engine: SearchIndex, query: str) -> list[tupl
     return hits
 
 
-def search_schema(ctx: ToolContext, query: str, limit: int = 10, source: str | None = None) -> SchemaSearchResult:
+def search_schema(
+    ctx: ToolContext, query: str, limit: int = 10, source: str | None = None
+) -> SchemaSearchResult:
     """Tables and columns ranked for a question or keywords, each with why it matched."""
     from flexsql.tools.args import check_limit
 
     if not isinstance(query, str) or not query.strip():
-        raise InvalidArgument("query is required: a question or keywords, e.g. 'singers from France' or 'order date'")
+        raise InvalidArgument(
+            "query is required: a question or keywords, e.g. 'singers from France' or 'order date'"
+        )
     if len(query) > MAX_QUERY_CHARS:
         raise InvalidArgument(f"query is {len(query)} characters; give at most {MAX_QUERY_CHARS}")
     check_limit("limit", limit, 1, 100)
@@ -794,13 +1007,17 @@ def search_schema(ctx: ToolContext, query: str, limit: int = 10, source: str | N
             share = p.date_only * (0.5 + precision[ti] / 16)
             scores[ti] = scores.get(ti, 0.0) + max(p.date_boost * scores.get(ti, 0.0), share * top_score)
 
-    companion = _companions(engine, scores, qterms, p) if p.companion_share and len(engine.schemas) > 1 else {}
+    companion = (
+        _companions(engine, scores, qterms, p) if p.companion_share and len(engine.schemas) > 1 else {}
+    )
     for ti, (share, _) in companion.items():
         scores[ti] = scores.get(ti, 0.0) + share
     bridges = _bridges(engine, scores, p) if p.bridge_share else {}
     for ti, (share, _) in bridges.items():
         scores[ti] = scores.get(ti, 0.0) + share
-    ranked = sorted((ti for ti in scores if scores[ti] > 0), key=lambda ti: (-scores[ti], engine.tables[ti].qualified))
+    ranked = sorted(
+        (ti for ti in scores if scores[ti] > 0), key=lambda ti: (-scores[ti], engine.tables[ti].qualified)
+    )
     if p.coverage_decay < 1 and len(ranked) > 1:
         ranked = _cover_concepts(engine, ranked, scores, weights, limit, p)
     twin_of: dict[int, int] = {}
@@ -810,16 +1027,29 @@ def search_schema(ctx: ToolContext, query: str, limit: int = 10, source: str | N
     table_hits = []
     for ti in top:
         table = shown.get(ti, engine.tables[ti])
-        why = _explain_table(engine, ti, weights, words, value_why.get(ti, []), schema_part.get(ti, 0.0),
-                             fk_part.get(ti), scores[ti])
+        why = _explain_table(
+            engine,
+            ti,
+            weights,
+            words,
+            value_why.get(ti, []),
+            schema_part.get(ti, 0.0),
+            fk_part.get(ti),
+            scores[ti],
+        )
         if ti in companion and companion[ti][0] > 0.2 * scores[ti]:
             why.append(f"beside top hit {engine.tables[companion[ti][1]].name} in schema {table.schema_name}")
         if ti in bridges and bridges[ti][0] > 0.2 * scores[ti]:
             why.append("joins " + " and ".join(engine.tables[b].name for b in bridges[ti][1][:3]))
         if ti in twin_of:
             why.append(f"same columns as {engine.tables[twin_of[ti]].name}")
-        hit = TableHit(table=table.qualified, score=round(scores[ti], 3), why=why, kind=table.kind,
-                       row_estimate=table.row_estimate)
+        hit = TableHit(
+            table=table.qualified,
+            score=round(scores[ti], 3),
+            why=why,
+            kind=table.kind,
+            row_estimate=table.row_estimate,
+        )
         fam = engine.family[ti]
         if fam is not None:
             pattern, members = fam
@@ -859,8 +1089,11 @@ def search_schema(ctx: ToolContext, query: str, limit: int = 10, source: str | N
             for ci, other in [(c, ref) for c in mine] + [(c, ti) for c in theirs]:
                 col_scores[ci] = col_scores.get(ci, 0.0) + weight
                 join_why.setdefault(ci, f"joins {engine.tables[other].name}")
-    col_ranked = heapq.nsmallest(limit, (ci for ci in col_scores if col_scores[ci] > 0),
-                                 key=lambda ci: (-col_scores[ci], engine.columns[ci][1]))
+    col_ranked = heapq.nsmallest(
+        limit,
+        (ci for ci in col_scores if col_scores[ci] > 0),
+        key=lambda ci: (-col_scores[ci], engine.columns[ci][1]),
+    )
     column_hits = []
     for ci in col_ranked:
         ti, name = engine.columns[ci]
@@ -869,16 +1102,26 @@ def search_schema(ctx: ToolContext, query: str, limit: int = 10, source: str | N
         why = _explain_column(engine, ci, weights, words, value_why.get(ti, []))
         if ci in join_why:
             why = [w for w in why if w != "in a matching table"] + [join_why[ci]]
-        column_hits.append(ColumnHit(table=table.qualified, column=name, type=col.type,
-                                     score=round(col_scores[ci], 3), why=why))
-    return SchemaSearchResult(query=query, source=src.name, tables=table_hits, columns=column_hits,
-                              tables_matched=len(ranked), truncated=len(ranked) > limit,
-                              value_index="used" if vindex is not None else "not built",
-                              elapsed_ms=round((time.perf_counter() - started) * 1000, 2))
+        column_hits.append(
+            ColumnHit(
+                table=table.qualified, column=name, type=col.type, score=round(col_scores[ci], 3), why=why
+            )
+        )
+    return SchemaSearchResult(
+        query=query,
+        source=src.name,
+        tables=table_hits,
+        columns=column_hits,
+        tables_matched=len(ranked),
+        truncated=len(ranked) > limit,
+        value_index="used" if vindex is not None else "not built",
+        elapsed_ms=round((time.perf_counter() - started) * 1000, 2),
+    )
 
 
-def _companions(engine: SearchIndex, scores: dict[int, float], qterms: list[Term],
-                p: Params) -> dict[int, tuple[float, int]]:
+def _companions(
+    engine: SearchIndex, scores: dict[int, float], qterms: list[Term], p: Params
+) -> dict[int, tuple[float, int]]:
     """table -> (share, top hit) for schema-mates of the top hits whose name holds a word of the
     question itself (not a synonym): the dimension table beside a matched fact table."""
     asked = {t.term for t in qterms}
@@ -907,7 +1150,9 @@ def _bridges(engine: SearchIndex, scores: dict[int, float], p: Params) -> dict[i
     for ti in range(len(engine.tables)):
         if engine.table_schema[ti] in engine.declared_schemas:
             continue  # declared foreign keys: the FK share already lifts such tables
-        links = engine.neighbours[ti] | engine.inferred[ti].keys() if p.inferred_share else engine.neighbours[ti]
+        links = (
+            engine.neighbours[ti] | engine.inferred[ti].keys() if p.inferred_share else engine.neighbours[ti]
+        )
         linked = [nb for nb in links if nb in top_set and nb != ti]
         if len(linked) < 2:
             continue
@@ -917,7 +1162,9 @@ def _bridges(engine: SearchIndex, scores: dict[int, float], p: Params) -> dict[i
     return out
 
 
-def _synonym_terms(engine: SearchIndex, query: str, weights: dict[str, float], p: Params) -> list[tuple[str, float, str]]:
+def _synonym_terms(
+    engine: SearchIndex, query: str, weights: dict[str, float], p: Params
+) -> list[tuple[str, float, str]]:
     """(catalog term, weight, why) for catalog words WordNet relates to a question word or phrase
     ('medications' -> drug): low weights, so a word the question itself uses always counts more."""
     from flexsql.tools.search_synonyms import BROADER, NARROWER, SYNONYM, question_phrases, wordnet
@@ -928,7 +1175,9 @@ def _synonym_terms(engine: SearchIndex, query: str, weights: dict[str, float], p
     base = {SYNONYM: p.synonym_weight, BROADER: p.broader_weight, NARROWER: p.narrower_weight}
     best: dict[str, tuple[float, str]] = {}
     covered: set[int] = set()  # words inside a phrase WordNet knows are not expanded one by one
-    for phrase, first, n in question_phrases(_RESULT_PHRASES.sub(" ", query) if p.drop_result_phrases else query):
+    for phrase, first, n in question_phrases(
+        _RESULT_PHRASES.sub(" ", query) if p.drop_result_phrases else query
+    ):
         if n == 1 and (phrase in STOPWORDS or len(phrase) < 3 or first in covered):
             continue
         if p.synonym_unknown_only and n == 1 and stem(phrase) in engine.t_post:
@@ -945,7 +1194,7 @@ def _synonym_terms(engine: SearchIndex, query: str, weights: dict[str, float], p
             term = stem(IRREGULAR.get(r.word, r.word))
             if r.pos == "v" and not p.synonym_verbs:
                 continue
-            weight = base[r.relation] * p.sense_decay ** r.sense * boost
+            weight = base[r.relation] * p.sense_decay**r.sense * boost
             if weight <= 0 or term in weights or term not in engine.t_post or term in STOPWORDS:
                 continue
             if weight > best.get(term, (0.0, ""))[0]:
@@ -972,8 +1221,14 @@ def _prefix_terms(engine: SearchIndex, weights: dict[str, float]) -> list[tuple[
     return out
 
 
-def _cover_concepts(engine: SearchIndex, ranked: list[int], scores: dict[int, float], weights: dict[str, float],
-                    limit: int, p: Params) -> list[int]:
+def _cover_concepts(
+    engine: SearchIndex,
+    ranked: list[int],
+    scores: dict[int, float],
+    weights: dict[str, float],
+    limit: int,
+    p: Params,
+) -> list[int]:
     """Greedy re-rank so the returned set covers the question's distinct words: a table's lexical
     score for a word decays with each table already picked that matches that word (a question
     needing five tables gets five different tables, not five siblings of one)."""
@@ -992,9 +1247,11 @@ def _cover_concepts(engine: SearchIndex, ranked: list[int], scores: dict[int, fl
     chosen: list[int] = []
     left = list(pool)
     while left and len(chosen) < limit:
+
         def gain(ti: int) -> float:
             lex = contrib[ti]
             return scores[ti] - sum(v * (1 - p.coverage_decay ** covered[t]) for t, v in lex.items())
+
         best = max(left, key=lambda ti: (gain(ti), -pool.index(ti)))
         chosen.append(best)
         left.remove(best)
@@ -1003,8 +1260,14 @@ def _cover_concepts(engine: SearchIndex, ranked: list[int], scores: dict[int, fl
     return chosen + [ti for ti in ranked if ti not in set(chosen)]
 
 
-def _spread_twins(engine: SearchIndex, ranked: list[int], scores: dict[int, float], weights: dict[str, float],
-                  limit: int, p: Params) -> tuple[list[int], dict[int, int]]:
+def _spread_twins(
+    engine: SearchIndex,
+    ranked: list[int],
+    scores: dict[int, float],
+    weights: dict[str, float],
+    limit: int,
+    p: Params,
+) -> tuple[list[int], dict[int, int]]:
     """Greedy re-rank: a table's score decays with each higher-ranked table of its schema that has
     nearly the same columns (see Params.twin_decay); the picked tables' scores are updated in place.
     Also returns each picked twin's first such table."""
@@ -1013,7 +1276,7 @@ def _spread_twins(engine: SearchIndex, ranked: list[int], scores: dict[int, floa
     wide = [i for i, (n, _) in enumerate(sketches) if n >= p.twin_min_columns]
     twins: dict[int, list[int]] = defaultdict(list)
     for x, i in enumerate(wide):
-        for j in wide[x + 1:]:
+        for j in wide[x + 1 :]:
             (na, a), (nb, b) = sketches[i], sketches[j]
             if engine.table_schema[pool[i]] != engine.table_schema[pool[j]]:
                 continue
@@ -1026,7 +1289,7 @@ def _spread_twins(engine: SearchIndex, ranked: list[int], scores: dict[int, floa
         return ranked, {}
     for i in twins:
         unasked = sum(1 for term in engine.name_words[pool[i]] if term not in weights)
-        scores[pool[i]] *= p.twin_unasked ** unasked
+        scores[pool[i]] *= p.twin_unasked**unasked
     seen = [0] * len(pool)  # picked twins of each pool entry so far
     first_twin: dict[int, int] = {}
     chosen: list[int] = []
@@ -1042,7 +1305,9 @@ def _spread_twins(engine: SearchIndex, ranked: list[int], scores: dict[int, floa
                 first_twin.setdefault(pool[k], pool[best])
     picked = [pool[i] for i in chosen]
     kept = set(picked)
-    return picked + [ti for ti in ranked if ti not in kept], {ti: t for ti, t in first_twin.items() if ti in kept}
+    return picked + [ti for ti in ranked if ti not in kept], {
+        ti: t for ti, t in first_twin.items() if ti in kept
+    }
 
 
 def _jaccard(a: frozenset[int], b: frozenset[int]) -> float:
@@ -1067,9 +1332,16 @@ def _quote_words(terms: list[str], words: dict[str, str]) -> str:
 SCHEMA_FILLER = "only its schema matches: other tables of {schema} match the query"
 
 
-def _explain_table(engine: SearchIndex, ti: int, weights: dict[str, float], words: dict[str, str],
-                   values: list[tuple[float, str, str, int]], schema_boost: float,
-                   fk: tuple[float, int] | None, score: float) -> list[str]:
+def _explain_table(
+    engine: SearchIndex,
+    ti: int,
+    weights: dict[str, float],
+    words: dict[str, str],
+    values: list[tuple[float, str, str, int]],
+    schema_boost: float,
+    fk: tuple[float, int] | None,
+    score: float,
+) -> list[str]:
     why: list[str] = []
     table = engine.tables[ti]
     name_hits = [t for t in weights if t in engine.name_words[ti]]
@@ -1108,8 +1380,13 @@ def _explain_table(engine: SearchIndex, ti: int, weights: dict[str, float], word
     return why or ["weak match"]
 
 
-def _explain_column(engine: SearchIndex, ci: int, weights: dict[str, float], words: dict[str, str],
-                    values: list[tuple[float, str, str, int]]) -> list[str]:
+def _explain_column(
+    engine: SearchIndex,
+    ci: int,
+    weights: dict[str, float],
+    words: dict[str, str],
+    values: list[tuple[float, str, str, int]],
+) -> list[str]:
     why: list[str] = []
     ti, _name = engine.columns[ci]
     hits = [t for t in weights if t in engine.column_words[ci]]
@@ -1129,5 +1406,14 @@ def _explain_column(engine: SearchIndex, ci: int, weights: dict[str, float], wor
     return why or ["in a matching table"]
 
 
-__all__ = ["ColumnHit", "Params", "SchemaSearchResult", "SearchIndex", "TableHit", "identifier_terms", "search_schema",
-           "stem", "text_terms"]
+__all__ = [
+    "ColumnHit",
+    "Params",
+    "SchemaSearchResult",
+    "SearchIndex",
+    "TableHit",
+    "identifier_terms",
+    "search_schema",
+    "stem",
+    "text_terms",
+]

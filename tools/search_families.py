@@ -18,9 +18,25 @@ from flexsql.tools.sources.base import TableInfo
 _DIGITS = re.compile(r"\d+")
 MIN_COLUMN_OVERLAP = 0.5  # Jaccard of column names for two same-shape tables to be one family
 
-_MONTHS = {m: i + 1 for i, m in enumerate(
-    ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-     "november", "december"])}
+_MONTHS = {
+    m: i + 1
+    for i, m in enumerate(
+        [
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ]
+    )
+}
 _MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())})
 _MONTHS["sept"] = 9
 _MONTH = r"(january|february|march|april|may|june|july|august|september|sept|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|oct|nov|dec)"  # noqa: E501
@@ -97,6 +113,7 @@ def family_units(tables: Sequence[TableInfo]) -> dict[str, str]:
 
 # -- dates in questions ---------------------------------------------------------------------------
 
+
 def question_dates(text: str) -> set[str]:
     """Digit strings a date-named shard could carry for the dates in the text: '2023', '23', '202301',
     '20230118' for "January 18, 2023"; every year of a range "2011 to 2014" / "2011-2014"."""
@@ -125,7 +142,9 @@ def question_dates(text: str) -> set[str]:
         out.add(f"{y}{mo:02d}")
         if 1 <= d <= 31:
             out.add(f"{y}{mo:02d}{d:02d}")
-    for m in re.finditer(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH + r"\.?,?\s+(19\d\d|20\d\d)\b", low):
+    for m in re.finditer(
+        r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH + r"\.?,?\s+(19\d\d|20\d\d)\b", low
+    ):
         d, mo, y = int(m.group(1)), _MONTHS[m.group(2)], m.group(3)
         out.add(f"{y}{mo:02d}")
         if 1 <= d <= 31:

@@ -41,8 +41,9 @@ def key_entity(column: str) -> str | None:
     return entity if len(entity) >= 3 else None
 
 
-def inferred_links(tables: Sequence[TableInfo], schema_of: Sequence[int],
-                   names: Sequence[str] | None = None) -> list[tuple[int, int, str]]:
+def inferred_links(
+    tables: Sequence[TableInfo], schema_of: Sequence[int], names: Sequence[str] | None = None
+) -> list[tuple[int, int, str]]:
     """(referencing table, referenced table, column) for every `<entity>_id` column whose entity names
     another table of the same schema. `schema_of[i]` groups the tables (links never cross schemas);
     `names[i]`, when given, is the name a table is known by (a family's pattern, `accident_*`)."""

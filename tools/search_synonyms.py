@@ -64,12 +64,15 @@ def wordnet_dir() -> Path | None:
 
 # -- parsing the database files (wndb(5)) ---------------------------------------------------------------
 
+
 def _lemma(text: str) -> str:
     # adjective lemmas carry a syntactic marker ('galore(ip)'); lemmas join words with '_'
     return re.sub(r"\(\w+\)$", "", text).lower()
 
 
-def parse_data(path: Path, pos: str) -> dict[tuple[str, str], tuple[list[str], list[tuple[str, tuple[str, str]]]]]:
+def parse_data(
+    path: Path, pos: str
+) -> dict[tuple[str, str], tuple[list[str], list[tuple[str, tuple[str, str]]]]]:
     """(pos letter, offset) -> (lemmas, [(pointer symbol, (pos letter, offset))]) for one data.<pos> file."""
     letter = pos[0]
     synsets: dict[tuple[str, str], tuple[list[str], list[tuple[str, tuple[str, str]]]]] = {}
@@ -104,7 +107,7 @@ def parse_index(path: Path, pos: str) -> dict[str, list[tuple[str, str]]]:
             if len(fields) < 6:
                 continue
             n_synsets, n_pointers = int(fields[2]), int(fields[3])
-            offsets = fields[6 + n_pointers: 6 + n_pointers + n_synsets]
+            offsets = fields[6 + n_pointers : 6 + n_pointers + n_synsets]
             senses[fields[0].lower()] = [(letter, o) for o in offsets]
     return senses
 
@@ -139,8 +142,14 @@ def relations(folder: Path) -> tuple[dict[str, list[Related]], dict[str, str]]:
         seen: set[str] = {lemma}
         items: list[Related] = []
 
-        def add(words: list[str], relation: str, sense: int, pos: str,
-                seen: set[str] = seen, items: list[Related] = items) -> None:
+        def add(
+            words: list[str],
+            relation: str,
+            sense: int,
+            pos: str,
+            seen: set[str] = seen,
+            items: list[Related] = items,
+        ) -> None:
             for w in words:
                 if w not in seen:  # each related word once, under its closest relation
                     seen.add(w)
@@ -200,9 +209,13 @@ def build_index(folder: Path, target: Path) -> Path:
     conn = sqlite3.connect(str(partial))
     try:
         conn.executescript(_SCHEMA)
-        conn.executemany("INSERT INTO related VALUES (?, ?)",
-                         ((w, ";".join(f"{r.word}|{r.relation}{r.sense}{r.pos}" for r in items))
-                          for w, items in related.items()))
+        conn.executemany(
+            "INSERT INTO related VALUES (?, ?)",
+            (
+                (w, ";".join(f"{r.word}|{r.relation}{r.sense}{r.pos}" for r in items))
+                for w, items in related.items()
+            ),
+        )
         conn.executemany("INSERT OR IGNORE INTO irregular VALUES (?, ?)", exceptions.items())
         conn.commit()
     finally:
@@ -212,9 +225,23 @@ def build_index(folder: Path, target: Path) -> Path:
 
 
 # Regular inflections (WordNet's morphy rules for nouns and verbs): suffix -> replacement.
-_SUFFIXES = (("ies", "y"), ("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"),
-             ("men", "man"), ("es", "e"), ("es", ""), ("s", ""), ("ied", "y"), ("ed", "e"), ("ed", ""),
-             ("ing", "e"), ("ing", ""))
+_SUFFIXES = (
+    ("ies", "y"),
+    ("ses", "s"),
+    ("xes", "x"),
+    ("zes", "z"),
+    ("ches", "ch"),
+    ("shes", "sh"),
+    ("men", "man"),
+    ("es", "e"),
+    ("es", ""),
+    ("s", ""),
+    ("ied", "y"),
+    ("ed", "e"),
+    ("ed", ""),
+    ("ing", "e"),
+    ("ing", ""),
+)
 
 
 class WordNet:
@@ -276,8 +303,11 @@ def _build(folder: Path, target: Path) -> None:
         build_index(folder, target)
     except (OSError, ValueError, IndexError, sqlite3.Error) as exc:  # unreadable or not WordNet's format
         _FAILED[folder] = f"{type(exc).__name__}: {exc}"
-        log.warning("WordNet files in %s could not be read (%s); search_schema runs without synonyms",
-                    folder, _FAILED[folder])
+        log.warning(
+            "WordNet files in %s could not be read (%s); search_schema runs without synonyms",
+            folder,
+            _FAILED[folder],
+        )
 
 
 def wordnet(folder: Path | None = None, wait: bool = False) -> WordNet | None:
@@ -297,8 +327,9 @@ def wordnet(folder: Path | None = None, wait: bool = False) -> WordNet | None:
             return loaded
         thread = _BUILDS.get(folder)
         if thread is None or not thread.is_alive():
-            thread = _BUILDS[folder] = threading.Thread(target=_build, args=(folder, target), daemon=True,
-                                                        name="flexsql-wordnet-index")
+            thread = _BUILDS[folder] = threading.Thread(
+                target=_build, args=(folder, target), daemon=True, name="flexsql-wordnet-index"
+            )
             thread.start()
     if not wait:
         return None
@@ -318,9 +349,19 @@ def question_phrases(text: str, max_words: int = 3) -> list[tuple[str, int, int]
     out: list[tuple[str, int, int]] = []
     for n in range(max_words, 0, -1):
         for i in range(len(words) - n + 1):
-            out.append((" ".join(words[i:i + n]), i, n))
+            out.append((" ".join(words[i : i + n]), i, n))
     return out
 
 
-__all__ = ["BROADER", "NARROWER", "SYNONYM", "Related", "WordNet", "build_index", "question_phrases", "relations",
-           "wordnet", "wordnet_dir"]
+__all__ = [
+    "BROADER",
+    "NARROWER",
+    "SYNONYM",
+    "Related",
+    "WordNet",
+    "build_index",
+    "question_phrases",
+    "relations",
+    "wordnet",
+    "wordnet_dir",
+]

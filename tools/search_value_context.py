@@ -60,7 +60,9 @@ def relevance(catalog: Catalog, table: str, column: str, terms: set[str]) -> tup
     return min(1.0, score / 2.0), words
 
 
-CARDINALITY_SHARE = 1.0  # of the frequency part given to few distinct values (sex, a country among 20) over a long list
+CARDINALITY_SHARE = (
+    1.0  # of the frequency part given to few distinct values (sex, a country among 20) over a long list
+)
 CARDINALITY_SCALE = 3.0  # log10 of a distinct-value count that earns nothing
 
 
@@ -118,8 +120,13 @@ def lexical_relevance(catalog: Catalog, tables: set[str], terms: set[str]) -> di
     return out
 
 
-def rank_bonus(catalog: Catalog, matches: Sequence[object], literal: str, context: str | None,
-               distinct: dict[tuple[str, str], int] | None = None) -> dict[int, float]:
+def rank_bonus(
+    catalog: Catalog,
+    matches: Sequence[object],
+    literal: str,
+    context: str | None,
+    distinct: dict[tuple[str, str], int] | None = None,
+) -> dict[int, float]:
     """id(match) -> bonus to its score for ordering; sets `context_words` on matches the context names.
     `distinct`: (table, column) -> its distinct values in the index, for the plausibility part."""
     terms = context_terms(context, literal)
@@ -141,8 +148,12 @@ def rank_bonus(catalog: Catalog, matches: Sequence[object], literal: str, contex
         if lexical:
             rel = own * rel + of_table * t_rel + of_schema * s_rel
         out[id(m)] = CONTEXT_WEIGHT * rel + PLAUSIBLE_WEIGHT * plausibility(
-            m.column, ctype, literal, m.count,  # type: ignore[attr-defined]
-            (distinct or {}).get((m.table, m.column)))  # type: ignore[attr-defined]
+            m.column,
+            ctype,
+            literal,
+            m.count,  # type: ignore[attr-defined]
+            (distinct or {}).get((m.table, m.column)),
+        )  # type: ignore[attr-defined]
     return out
 
 

@@ -42,7 +42,9 @@ def parse_condition(where: str, dialect: str) -> str:
         tree = parse_one(f"SELECT 1 WHERE {where}", read=dialect)
     except (SqlglotError, RecursionError, ValueError) as exc:
         first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        raise InvalidArgument(f"where is not a valid {dialect} condition ({first}); example: country = 'France'") from None
+        raise InvalidArgument(
+            f"where is not a valid {dialect} condition ({first}); example: country = 'France'"
+        ) from None
     extra = [k for k, v in tree.args.items() if v and k not in ("expressions", "where")]
     if not isinstance(tree, exp.Select) or tree.args.get("where") is None or extra:
         raise InvalidArgument("where must be a single condition (no ORDER BY, LIMIT, UNION or other clauses)")

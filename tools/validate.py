@@ -61,7 +61,9 @@ _UNKNOWN_TABLE = [
 ]
 
 
-def _referenced_tables(tree: exp.Expression, catalog: Catalog, dialect: str) -> tuple[list[str], list[SqlIssue]]:
+def _referenced_tables(
+    tree: exp.Expression, catalog: Catalog, dialect: str
+) -> tuple[list[str], list[SqlIssue]]:
     cte_names = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     found: list[str] = []
     issues: list[SqlIssue] = []
@@ -70,12 +72,17 @@ def _referenced_tables(tree: exp.Expression, catalog: Catalog, dialect: str) -> 
             continue
         # quoted parts keep their case and dots; unquoted ones fold the engine's way
         idents = [table.args.get(k) for k in ("catalog", "db", "this")]
-        name = ".".join('"' + i.name.replace('"', '""') + '"' if i.quoted else i.name
-                        for i in idents if isinstance(i, exp.Identifier) and i.name)
+        name = ".".join(
+            '"' + i.name.replace('"', '""') + '"' if i.quoted else i.name
+            for i in idents
+            if isinstance(i, exp.Identifier) and i.name
+        )
         try:
             found.append(catalog.resolve(name, dialect=dialect).qualified)
         except NotFoundError as exc:
-            close = difflib.get_close_matches(table.name.lower(), [t.name.lower() for t in catalog.tables], n=5, cutoff=0.6)
+            close = difflib.get_close_matches(
+                table.name.lower(), [t.name.lower() for t in catalog.tables], n=5, cutoff=0.6
+            )
             issues.append(SqlIssue(kind="unknown_table", message=str(exc).split(";")[0], suggestions=close))
     return list(dict.fromkeys(found)), issues
 
@@ -93,17 +100,27 @@ def _column_suggestions(name: str, tables: list[str], catalog: Catalog) -> list[
 
 def validate_sql(ctx: ToolContext, sql: str, source: str | None = None) -> Validation:
     src = ctx.source(source)
-    result = Validation(source=src.name, dialect=src.dialect, valid=True, checked_by=["sqlglot parse", "guard"])
+    result = Validation(
+        source=src.name, dialect=src.dialect, valid=True, checked_by=["sqlglot parse", "guard"]
+    )
     try:
         tree = sqlglot.parse_one(sql, read=src.dialect)
     except ParseError as exc:
         for err in exc.errors[:3] or [{}]:
-            result.issues.append(SqlIssue(kind="syntax", message=err.get("description") or str(exc).splitlines()[0],
-                                          line=err.get("line"), column=err.get("col")))
+            result.issues.append(
+                SqlIssue(
+                    kind="syntax",
+                    message=err.get("description") or str(exc).splitlines()[0],
+                    line=err.get("line"),
+                    column=err.get("col"),
+                )
+            )
         result.valid = False
         return result
     except Exception as exc:  # tokenizer errors and the like
-        result.issues.append(SqlIssue(kind="syntax", message=str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
+        result.issues.append(
+            SqlIssue(kind="syntax", message=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        )
         result.valid = False
         return result
     try:
@@ -122,8 +139,11 @@ def validate_sql(ctx: ToolContext, sql: str, source: str | None = None) -> Valid
     if not isinstance(tree, exp.Query):
         return result
     try:
-        src.execute(src.traits.explain(sql.strip().rstrip(";")), timeout_s=min(ctx.limits.query_timeout_s, 15.0),
-                    limits=FetchLimits(max_rows=1, count_limit=1))
+        src.execute(
+            src.traits.explain(sql.strip().rstrip(";")),
+            timeout_s=min(ctx.limits.query_timeout_s, 15.0),
+            limits=FetchLimits(max_rows=1, count_limit=1),
+        )
         result.checked_by.append("engine EXPLAIN")
     except FlexSQLError as exc:
         result.checked_by.append("engine EXPLAIN")
@@ -136,16 +156,24 @@ def validate_sql(ctx: ToolContext, sql: str, source: str | None = None) -> Valid
                 issue.kind = "unknown_column"
                 issue.suggestions = _column_suggestions(m.group(1), tables, catalog)
                 if f'"{m.group(1)}"' in sql and not src.traits.double_quoted_strings:
-                    result.hints.append(f'"{m.group(1)}" is read as a column name in {src.dialect}: '
-                                        f"write string literals in single quotes ('{m.group(1)}')")
+                    result.hints.append(
+                        f'"{m.group(1)}" is read as a column name in {src.dialect}: '
+                        f"write string literals in single quotes ('{m.group(1)}')"
+                    )
                 break
         else:
             for pattern in _UNKNOWN_TABLE:
                 m = pattern.search(str(exc))
                 if m:
                     issue.kind = "unknown_table"
-                    issue.suggestions = [s for s in catalog.suggest(m.group(1).strip('"')).removeprefix("did you mean: ")
-                                         .rstrip("?").split(", ") if s and " " not in s]
+                    issue.suggestions = [
+                        s
+                        for s in catalog.suggest(m.group(1).strip('"'))
+                        .removeprefix("did you mean: ")
+                        .rstrip("?")
+                        .split(", ")
+                        if s and " " not in s
+                    ]
                     break
         result.issues.append(issue)
     return result

@@ -58,6 +58,7 @@ _ID_WORDS = {"id", "ids", "uuid", "guid", "hash", "md5", "sha", "sha1", "sha256"
 
 # -- text normalization (shared with search.py) ------------------------------------------------------
 
+
 def fold(text: str) -> str:
     """Casefolded, accents stripped (NFKD without combining marks)."""
     decomposed = unicodedata.normalize("NFKD", text)
@@ -74,7 +75,9 @@ def normalize(text: str) -> str:
     folded = fold(text)
     if folded.isascii():
         return _NON_WORD.sub(" ", folded).strip()
-    parts = [ch if ch.isalnum() else (f" {ch} " if unicodedata.category(ch) == "So" else " ") for ch in folded]
+    parts = [
+        ch if ch.isalnum() else (f" {ch} " if unicodedata.category(ch) == "So" else " ") for ch in folded
+    ]
     return " ".join("".join(parts).split())
 
 
@@ -85,7 +88,7 @@ def sorted_key(norm: str) -> str:
 
 def trigrams(token: str) -> set[str]:
     padded = f"^{token}$"
-    return {padded[i:i + 3] for i in range(max(1, len(padded) - 2))}
+    return {padded[i : i + 3] for i in range(max(1, len(padded) - 2))}
 
 
 def split_identifier(name: str) -> list[str]:
@@ -98,7 +101,10 @@ def split_identifier(name: str) -> list[str]:
 
 # -- SQL pieces, always built by sqlglot for the source's dialect -----------------------------------
 
-def sample_from(table: TableInfo, dialect: str, rows: int, columns: Iterable[str] | None = None) -> tuple[str, str]:
+
+def sample_from(
+    table: TableInfo, dialect: str, rows: int, columns: Iterable[str] | None = None
+) -> tuple[str, str]:
     """A FROM item reading about `rows` rows of a big table, and how it samples (for the user).
 
     The engine's sampling clause where it has one (block-level where it can, so it does not read
@@ -122,7 +128,11 @@ def needs_sample(table: TableInfo, dialect: str) -> bool:
 def is_text_type(type_name: str, dialect: str) -> bool:
     if traits_for(dialect).dynamic_types:
         # SQLite affinity: no declared type holds anything; TEXT-like names hold text
-        return not type_name.strip() or bool(_TEXT_TYPE.search(type_name)) or not _NON_TEXT_SQLITE.search(type_name)
+        return (
+            not type_name.strip()
+            or bool(_TEXT_TYPE.search(type_name))
+            or not _NON_TEXT_SQLITE.search(type_name)
+        )
     if re.search(r"UUID|VARIANT|OBJECT", type_name, re.IGNORECASE):
         return False
     # JSON documents and arrays are searched through their text (PostgreSQL's enums carry '(enum)')
@@ -144,6 +154,7 @@ def code_like(values: list[str]) -> bool:
 
 # -- the index ------------------------------------------------------------------------------------------
 
+
 class ValueIndexStats(BaseModel):
     """What the index covers after a build (or a check that needed no build)."""
 
@@ -163,10 +174,12 @@ class ValueIndexStats(BaseModel):
 
     def to_text(self) -> str:
         skipped = ", ".join(f"{n} {why}" for why, n in sorted(self.columns_skipped.items())) or "none"
-        text = (f"value index for {self.source}: {self.tables_indexed}/{self.tables_in_scope} tables, "
-                f"{self.columns_indexed} columns, {self.values:,} values; scanned {self.tables_scanned} tables "
-                f"in {self.seconds:.1f} s; skipped columns: {skipped}; sampled columns: {self.columns_sampled}; "
-                f"incomplete (over {CAP_PER_COLUMN} distinct): {self.columns_incomplete}")
+        text = (
+            f"value index for {self.source}: {self.tables_indexed}/{self.tables_in_scope} tables, "
+            f"{self.columns_indexed} columns, {self.values:,} values; scanned {self.tables_scanned} tables "
+            f"in {self.seconds:.1f} s; skipped columns: {skipped}; sampled columns: {self.columns_sampled}; "
+            f"incomplete (over {CAP_PER_COLUMN} distinct): {self.columns_incomplete}"
+        )
         if self.tables_failed:
             text += f"; {self.tables_failed} tables failed: " + "; ".join(self.errors[:3])
         return text
@@ -267,7 +280,10 @@ class ValueIndex:
                 from flexsql.paths import private_file
 
                 # SQLite gives the -wal and -shm files the database file's mode: 0600 for all three
-                for extra in (self.path.with_name(self.path.name + "-wal"), self.path.with_name(self.path.name + "-shm")):
+                for extra in (
+                    self.path.with_name(self.path.name + "-wal"),
+                    self.path.with_name(self.path.name + "-shm"),
+                ):
                     if extra.exists():  # left by an older flexsql with the umask's mode
                         private_file(extra)
                 conn = sqlite3.connect(str(private_file(self.path)), check_same_thread=False, timeout=30)
@@ -282,7 +298,9 @@ class ValueIndex:
                     for name in ("tables", "columns", "vals", "postings", "vocab", "grams"):
                         conn.execute(f"DELETE FROM {name}")
                     conn.execute("INSERT OR REPLACE INTO meta VALUES ('version', ?)", (INDEX_VERSION,))
-                    conn.execute("INSERT OR REPLACE INTO meta VALUES ('source', ?)", (self.source.display_url,))
+                    conn.execute(
+                        "INSERT OR REPLACE INTO meta VALUES ('source', ?)", (self.source.display_url,)
+                    )
                     conn.execute("COMMIT")
                 self._conn = conn
             return self._conn
@@ -314,8 +332,12 @@ class ValueIndex:
         """cid -> (table key, column name) of every indexed column, cached until the index changes."""
         with self._lock:
             if self._column_map is None or reload:
-                self._column_map = {cid: (tkey, name) for cid, tkey, name in self._db().execute(
-                    "SELECT cid, tkey, name FROM columns WHERE status = 'indexed'")}
+                self._column_map = {
+                    cid: (tkey, name)
+                    for cid, tkey, name in self._db().execute(
+                        "SELECT cid, tkey, name FROM columns WHERE status = 'indexed'"
+                    )
+                }
             return self._column_map
 
     def columns(self, tkeys: Iterable[str] | None = None) -> list[ColumnState]:
@@ -323,9 +345,12 @@ class ValueIndex:
             if self._by_table is None:
                 by_table: dict[str, list[ColumnState]] = {}
                 for cid, t, n, ty, st, r, s, c, nv in self._db().execute(
-                        "SELECT cid, tkey, name, type, status, reason, sampled, complete, n_values FROM columns "
-                        "ORDER BY cid"):
-                    by_table.setdefault(t, []).append(ColumnState(cid, t, n, ty, st, r, bool(s), bool(c), nv or 0))
+                    "SELECT cid, tkey, name, type, status, reason, sampled, complete, n_values FROM columns "
+                    "ORDER BY cid"
+                ):
+                    by_table.setdefault(t, []).append(
+                        ColumnState(cid, t, n, ty, st, r, bool(s), bool(c), nv or 0)
+                    )
                 self._by_table = by_table
             if tkeys is None:
                 return [c for cols in self._by_table.values() for c in cols]
@@ -346,16 +371,24 @@ class ValueIndex:
         with self._lock:
             db = self._db()
             for i in range(0, len(keys), 400):
-                chunk = keys[i:i + 400]
-                (value,) = db.execute(f"SELECT min(built_at) FROM tables WHERE tkey IN ({','.join('?' * len(chunk))})",
-                                      chunk).fetchone()
+                chunk = keys[i : i + 400]
+                (value,) = db.execute(
+                    f"SELECT min(built_at) FROM tables WHERE tkey IN ({','.join('?' * len(chunk))})", chunk
+                ).fetchone()
                 if value is not None and (oldest is None or value < oldest):
                     oldest = value
         return oldest
 
     # -- building -----------------------------------------------------------------------------------
-    def ensure(self, tables: list[TableInfo], *, refresh: bool = False, progress: Progress | None = None,
-               timeout_s: float = 30.0, ttl_s: float | None = INDEX_TTL_S) -> BuildReport:
+    def ensure(
+        self,
+        tables: list[TableInfo],
+        *,
+        refresh: bool = False,
+        progress: Progress | None = None,
+        timeout_s: float = 30.0,
+        ttl_s: float | None = INDEX_TTL_S,
+    ) -> BuildReport:
         """Index the tables that are missing (or whose columns changed); all of them with refresh."""
         started = time.perf_counter()
         with self._lock:
@@ -374,8 +407,10 @@ class ValueIndex:
                 try:
                     db.execute("BEGIN IMMEDIATE")
                 except sqlite3.OperationalError as exc:
-                    raise QueryError(f"the value index {self.path} is busy ({exc}): another flexsql process is "
-                                     "building it; retry in a moment") from None
+                    raise QueryError(
+                        f"the value index {self.path} is busy ({exc}): another flexsql process is "
+                        "building it; retry in a moment"
+                    ) from None
                 try:
                     for i, table in enumerate(todo):
                         if progress is not None:
@@ -414,21 +449,28 @@ class ValueIndex:
                 label = (c.reason or c.status).split(" (")[0]
                 skipped[label] = skipped.get(label, 0) + 1
         return ValueIndexStats(
-            source=self.source.name, path=str(self.path), tables_in_scope=len(keys),
-            tables_indexed=sum(1 for k in keys if k in known), tables_scanned=report.scanned,
+            source=self.source.name,
+            path=str(self.path),
+            tables_in_scope=len(keys),
+            tables_indexed=sum(1 for k in keys if k in known),
+            tables_scanned=report.scanned,
             tables_failed=len(report.errors),
-            columns_indexed=sum(1 for c in cols if c.status == "indexed"), columns_skipped=skipped,
+            columns_indexed=sum(1 for c in cols if c.status == "indexed"),
+            columns_skipped=skipped,
             columns_sampled=sum(1 for c in cols if c.sampled),
             columns_incomplete=sum(1 for c in cols if c.status == "indexed" and not c.complete),
-            values=sum(c.n_values for c in cols if c.status == "indexed"), seconds=round(report.seconds, 3),
+            values=sum(c.n_values for c in cols if c.status == "indexed"),
+            seconds=round(report.seconds, 3),
             errors=report.errors,
         )
 
     def _run(self, sql: str, timeout_s: float, max_rows: int) -> list[tuple[Any, ...]]:
         self.queries_sent += 1
-        result = self.source.execute(sql, timeout_s=timeout_s,
-                                     limits=FetchLimits(max_rows=max_rows, max_bytes=256_000_000,
-                                                        count_limit=max_rows + 1))
+        result = self.source.execute(
+            sql,
+            timeout_s=timeout_s,
+            limits=FetchLimits(max_rows=max_rows, max_bytes=256_000_000, count_limit=max_rows + 1),
+        )
         return result.rows
 
     def _index_table(self, table: TableInfo, vocab: set[str], timeout_s: float) -> None:
@@ -437,8 +479,15 @@ class ValueIndex:
         columns: list[dict[str, Any]] = []
         candidates = []
         for col in table.columns:
-            entry = {"name": col.name, "type": col.type, "status": "skipped", "reason": None, "sampled": False,
-                     "complete": False, "values": []}
+            entry = {
+                "name": col.name,
+                "type": col.type,
+                "status": "skipped",
+                "reason": None,
+                "sampled": False,
+                "complete": False,
+                "values": [],
+            }
             columns.append(entry)
             if not is_text_type(col.type, dialect):
                 entry["reason"] = "not text"
@@ -460,8 +509,10 @@ class ValueIndex:
         table turns out bigger than its estimate."""
         dialect = self.source.dialect
         idents = [quote_ident(e["name"], dialect) for e in candidates]
-        sql = (f"SELECT {', '.join(as_text(c, dialect) for c in idents)}, count(*) "
-               f"FROM {quote_table(table, dialect)} GROUP BY {', '.join(idents)}")
+        sql = (
+            f"SELECT {', '.join(as_text(c, dialect) for c in idents)}, count(*) "
+            f"FROM {quote_table(table, dialect)} GROUP BY {', '.join(idents)}"
+        )
         budget = 2 * (table.row_estimate or 0) + 1000
         rows = self._run(sql, timeout_s, budget)
         if len(rows) >= budget:
@@ -475,8 +526,12 @@ class ValueIndex:
                     key = str(v)
                     bucket[key] = bucket.get(key, 0) + n
         for entry, values in zip(candidates, grouped, strict=True):
-            self._accept(entry, sorted(values.items(), key=lambda kv: (-kv[1], kv[0])), sampled=False,
-                         unique_ratio=None)
+            self._accept(
+                entry,
+                sorted(values.items(), key=lambda kv: (-kv[1], kv[0])),
+                sampled=False,
+                unique_ratio=None,
+            )
 
     def _scan_large(self, table: TableInfo, candidates: list[dict[str, Any]], timeout_s: float) -> None:
         dialect = self.source.dialect
@@ -489,8 +544,11 @@ class ValueIndex:
                 csql = quote_ident(entry["name"], dialect)
                 aggs.append(f"count({csql}), count(DISTINCT {csql}), avg(length({as_text(csql, dialect)}))")
             inner = ", ".join(quote_ident(e["name"], dialect) for e in candidates)
-            row = self._run(f"SELECT {', '.join(aggs)} FROM (SELECT {inner} FROM {tsql} LIMIT {STATS_ROWS}) AS head",
-                            timeout_s, 1)[0]
+            row = self._run(
+                f"SELECT {', '.join(aggs)} FROM (SELECT {inner} FROM {tsql} LIMIT {STATS_ROWS}) AS head",
+                timeout_s,
+                1,
+            )[0]
             for i, entry in enumerate(candidates):
                 nonnull, distinct, avg_len = row[3 * i], row[3 * i + 1], row[3 * i + 2]
                 if avg_len is not None and float(avg_len) > FREE_TEXT_CHARS:
@@ -509,8 +567,10 @@ class ValueIndex:
                     from_sql, _how = sample_from(table, dialect, SAMPLE_ROWS, [entry["name"]])
                 else:
                     from_sql = tsql
-                sql = (f"SELECT {as_text(csql, dialect)} AS v, count(*) AS n FROM {from_sql} "
-                       f"WHERE {csql} IS NOT NULL GROUP BY {csql} ORDER BY 2 DESC, 1 LIMIT {CAP_PER_COLUMN + 1}")
+                sql = (
+                    f"SELECT {as_text(csql, dialect)} AS v, count(*) AS n FROM {from_sql} "
+                    f"WHERE {csql} IS NOT NULL GROUP BY {csql} ORDER BY 2 DESC, 1 LIMIT {CAP_PER_COLUMN + 1}"
+                )
                 try:
                     rows = self._run(sql, timeout_s, CAP_PER_COLUMN + 1)
                 except QueryTimeout:
@@ -526,13 +586,24 @@ class ValueIndex:
                 for v, n in rows:
                     if v is not None:
                         merged[str(v)] = merged.get(str(v), 0) + int(n)
-                self._accept(entry, sorted(merged.items(), key=lambda kv: (-kv[1], kv[0])), sampled=sampled,
-                             unique_ratio=ratios.get(entry["name"]), over_cap=len(rows) > CAP_PER_COLUMN)
+                self._accept(
+                    entry,
+                    sorted(merged.items(), key=lambda kv: (-kv[1], kv[0])),
+                    sampled=sampled,
+                    unique_ratio=ratios.get(entry["name"]),
+                    over_cap=len(rows) > CAP_PER_COLUMN,
+                )
                 break
 
     @staticmethod
-    def _accept(entry: dict[str, Any], values: list[tuple[str, int]], *, sampled: bool, unique_ratio: float | None,
-                over_cap: bool | None = None) -> None:
+    def _accept(
+        entry: dict[str, Any],
+        values: list[tuple[str, int]],
+        *,
+        sampled: bool,
+        unique_ratio: float | None,
+        over_cap: bool | None = None,
+    ) -> None:
         """Keep a column's values unless they are free text or generated codes."""
         over = len(values) > CAP_PER_COLUMN if over_cap is None else over_cap
         kept = values[:CAP_PER_COLUMN]
@@ -540,7 +611,9 @@ class ValueIndex:
         if total and sum(len(v) * n for v, n in kept) / total > FREE_TEXT_CHARS:
             entry["reason"] = f"free text (avg {sum(len(v) * n for v, n in kept) / total:.0f} chars)"
             return
-        nearly_unique = (unique_ratio is not None and unique_ratio > 0.95) or (over and kept and kept[0][1] == 1)
+        nearly_unique = (unique_ratio is not None and unique_ratio > 0.95) or (
+            over and kept and kept[0][1] == 1
+        )
         if nearly_unique and over and code_like([v for v, _ in kept[:200]]):
             entry["reason"] = "id-like (unique codes)"
             return
@@ -554,10 +627,14 @@ class ValueIndex:
 
     def _record_failure(self, table: TableInfo, error: str) -> None:
         self._forget()
-        self._db().execute("INSERT OR REPLACE INTO tables VALUES (?, ?, ?, ?, ?, ?)",
-                           (table.qualified, self._signature(table), table.row_estimate, time.time(), 0.0, error))
+        self._db().execute(
+            "INSERT OR REPLACE INTO tables VALUES (?, ?, ?, ?, ?, ?)",
+            (table.qualified, self._signature(table), table.row_estimate, time.time(), 0.0, error),
+        )
 
-    def _store(self, table: TableInfo, columns: list[dict[str, Any]], vocab: set[str], seconds: float) -> None:
+    def _store(
+        self, table: TableInfo, columns: list[dict[str, Any]], vocab: set[str], seconds: float
+    ) -> None:
         db = self._db()
         key = table.qualified
         self._forget()
@@ -567,7 +644,9 @@ class ValueIndex:
             old = [r[0] for r in db.execute("SELECT cid FROM columns WHERE tkey = ?", (key,))]
             if old:
                 marks = ",".join("?" * len(old))
-                db.execute(f"DELETE FROM postings WHERE vid IN (SELECT vid FROM vals WHERE cid IN ({marks}))", old)
+                db.execute(
+                    f"DELETE FROM postings WHERE vid IN (SELECT vid FROM vals WHERE cid IN ({marks}))", old
+                )
                 db.execute(f"DELETE FROM vals WHERE cid IN ({marks})", old)
                 db.execute("DELETE FROM columns WHERE tkey = ?", (key,))
             for entry in columns:
@@ -575,8 +654,17 @@ class ValueIndex:
                 cur = db.execute(
                     "INSERT INTO columns (tkey, name, type, status, reason, sampled, complete, n_values) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (key, entry["name"], entry["type"], entry["status"], entry["reason"], int(entry["sampled"]),
-                     int(entry["complete"]), len(values)))
+                    (
+                        key,
+                        entry["name"],
+                        entry["type"],
+                        entry["status"],
+                        entry["reason"],
+                        int(entry["sampled"]),
+                        int(entry["complete"]),
+                        len(values),
+                    ),
+                )
                 cid = cur.lastrowid
                 if not values:
                     continue
@@ -585,8 +673,10 @@ class ValueIndex:
                     norm = normalize(value)
                     rows.append((cid, value, norm, sorted_key(norm), count))
                 first = db.execute("SELECT coalesce(max(vid), 0) + 1 FROM vals").fetchone()[0]
-                db.executemany("INSERT INTO vals (vid, cid, value, norm, skey, count) VALUES (?, ?, ?, ?, ?, ?)",
-                               [(first + i, *r) for i, r in enumerate(rows)])
+                db.executemany(
+                    "INSERT INTO vals (vid, cid, value, norm, skey, count) VALUES (?, ?, ?, ?, ?, ?)",
+                    [(first + i, *r) for i, r in enumerate(rows)],
+                )
                 postings = []
                 new_tokens = set()
                 for i, (_, _, norm, _, _) in enumerate(rows):
@@ -597,11 +687,15 @@ class ValueIndex:
                 db.executemany("INSERT OR IGNORE INTO postings VALUES (?, ?)", postings)
                 if new_tokens:
                     db.executemany("INSERT OR IGNORE INTO vocab VALUES (?)", [(t,) for t in new_tokens])
-                    db.executemany("INSERT OR IGNORE INTO grams VALUES (?, ?)",
-                                   [(g, t) for t in new_tokens for g in trigrams(t)])
+                    db.executemany(
+                        "INSERT OR IGNORE INTO grams VALUES (?, ?)",
+                        [(g, t) for t in new_tokens for g in trigrams(t)],
+                    )
                     added.update(new_tokens)
-            db.execute("INSERT OR REPLACE INTO tables VALUES (?, ?, ?, ?, ?, NULL)",
-                       (key, self._signature(table), table.row_estimate, time.time(), round(seconds, 3)))
+            db.execute(
+                "INSERT OR REPLACE INTO tables VALUES (?, ?, ?, ?, ?, NULL)",
+                (key, self._signature(table), table.row_estimate, time.time(), round(seconds, 3)),
+            )
             vocab.update(added)
         except BaseException:
             db.execute("ROLLBACK TO one_table")
@@ -610,18 +704,27 @@ class ValueIndex:
             db.execute("RELEASE one_table")
 
     # -- lookups ------------------------------------------------------------------------------------
-    def _values_where(self, where: str, params: list[Any], cids: set[int] | None, limit: int) -> list[IndexedValue]:
+    def _values_where(
+        self, where: str, params: list[Any], cids: set[int] | None, limit: int
+    ) -> list[IndexedValue]:
         with self._lock:
-            rows = self._db().execute(
-                f"SELECT vid, cid, value, norm, count FROM vals WHERE {where} LIMIT ?", [*params, limit]).fetchall()
+            rows = (
+                self._db()
+                .execute(
+                    f"SELECT vid, cid, value, norm, count FROM vals WHERE {where} LIMIT ?", [*params, limit]
+                )
+                .fetchall()
+            )
         out = [IndexedValue(*r) for r in rows]
         return out if cids is None else [v for v in out if v.cid in cids]
 
-    def by_norm(self, norms: list[str], cids: set[int] | None = None, limit: int = 5000) -> list[IndexedValue]:
+    def by_norm(
+        self, norms: list[str], cids: set[int] | None = None, limit: int = 5000
+    ) -> list[IndexedValue]:
         norms = [n for n in dict.fromkeys(norms) if n]
         out: list[IndexedValue] = []
         for i in range(0, len(norms), 400):
-            chunk = norms[i:i + 400]
+            chunk = norms[i : i + 400]
             out += self._values_where(f"norm IN ({','.join('?' * len(chunk))})", chunk, cids, limit)
         return out
 
@@ -634,13 +737,19 @@ class ValueIndex:
         with self._lock:
             db = self._db()
             for i in range(0, len(ids), 500):
-                chunk = ids[i:i + 500]
-                out += [IndexedValue(*r) for r in db.execute(
-                    f"SELECT vid, cid, value, norm, count FROM vals WHERE vid IN ({','.join('?' * len(chunk))})", chunk)]
+                chunk = ids[i : i + 500]
+                out += [
+                    IndexedValue(*r)
+                    for r in db.execute(
+                        f"SELECT vid, cid, value, norm, count FROM vals WHERE vid IN ({','.join('?' * len(chunk))})",
+                        chunk,
+                    )
+                ]
         return out
 
-    def similar_tokens(self, token: str, *, prefix: bool = True, fuzzy: bool = True,
-                       limit: int = 60) -> dict[str, str]:
+    def similar_tokens(
+        self, token: str, *, prefix: bool = True, fuzzy: bool = True, limit: int = 60
+    ) -> dict[str, str]:
         """Vocabulary tokens like `token`: itself, tokens it is a prefix of, and near spellings
         (trigram candidates checked by edit distance). Returns token -> kind ('exact'|'prefix'|'fuzzy')."""
         found: dict[str, str] = {}
@@ -649,8 +758,10 @@ class ValueIndex:
             if db.execute("SELECT 1 FROM vocab WHERE tok = ?", (token,)).fetchone():
                 found[token] = "exact"
             if prefix and len(token) >= 3:
-                for (tok,) in db.execute("SELECT tok FROM vocab WHERE tok > ? AND tok < ? LIMIT ?",
-                                         (token, token + "\U0010ffff", limit)):
+                for (tok,) in db.execute(
+                    "SELECT tok FROM vocab WHERE tok > ? AND tok < ? LIMIT ?",
+                    (token, token + "\U0010ffff", limit),
+                ):
                     found.setdefault(tok, "prefix")
             if fuzzy and len(token) >= 4:
                 grams = sorted(trigrams(token))
@@ -658,10 +769,15 @@ class ValueIndex:
                 need = max(1, len(grams) - 3 * allowed)
                 rows = db.execute(
                     f"SELECT tok, count(*) AS c FROM grams WHERE gram IN ({','.join('?' * len(grams))}) "
-                    "GROUP BY tok HAVING c >= ? ORDER BY c DESC LIMIT 400", [*grams, need]).fetchall()
+                    "GROUP BY tok HAVING c >= ? ORDER BY c DESC LIMIT 400",
+                    [*grams, need],
+                ).fetchall()
                 for tok, _ in rows:
-                    if tok not in found and abs(len(tok) - len(token)) <= allowed and \
-                            edit_distance(token, tok, allowed) <= allowed:
+                    if (
+                        tok not in found
+                        and abs(len(tok) - len(token)) <= allowed
+                        and edit_distance(token, tok, allowed) <= allowed
+                    ):
                         found[tok] = "fuzzy"
         return found
 
@@ -671,9 +787,14 @@ class ValueIndex:
         with self._lock:
             db = self._db()
             for i in range(0, len(toks), 400):
-                chunk = toks[i:i + 400]
-                out.update(r[0] for r in db.execute(
-                    f"SELECT vid FROM postings WHERE tok IN ({','.join('?' * len(chunk))}) LIMIT ?", [*chunk, limit]))
+                chunk = toks[i : i + 400]
+                out.update(
+                    r[0]
+                    for r in db.execute(
+                        f"SELECT vid FROM postings WHERE tok IN ({','.join('?' * len(chunk))}) LIMIT ?",
+                        [*chunk, limit],
+                    )
+                )
         return out
 
     def token_frequency(self, tokens: Iterable[str]) -> dict[str, int]:
@@ -682,8 +803,9 @@ class ValueIndex:
         with self._lock:
             db = self._db()
             for tok in dict.fromkeys(tokens):
-                out[tok] = db.execute("SELECT count(*) FROM (SELECT 1 FROM postings WHERE tok = ? LIMIT 5000)",
-                                      (tok,)).fetchone()[0]
+                out[tok] = db.execute(
+                    "SELECT count(*) FROM (SELECT 1 FROM postings WHERE tok = ? LIMIT 5000)", (tok,)
+                ).fetchone()[0]
         return out
 
 

@@ -43,7 +43,9 @@ from flexsql.tools.value_index import (
 )
 
 Progress = Callable[[float, float, str], None]
-MatchKind = Literal["exact", "case-insensitive", "normalized", "word order", "partial", "fuzzy", "contains", "one word"]
+MatchKind = Literal[
+    "exact", "case-insensitive", "normalized", "word order", "partial", "fuzzy", "contains", "one word"
+]
 
 MAX_TEXT_CHARS = 200
 MAX_NAMED_TABLES = 20  # tables named one by one up to this many: their unindexed columns are checked live
@@ -54,8 +56,9 @@ PROFILE_TOP = 10
 PATTERN_VALUES = 1000  # most frequent values the pattern summary reads
 
 _NUMERIC_TYPE = re.compile(r"INT|DEC|NUM|REAL|FLOAT|DOUBLE|HUGEINT", re.IGNORECASE)
-_ORDERED_TYPE = re.compile(r"INT|DEC|NUM|REAL|FLOAT|DOUBLE|MONEY|DATE|TIME|INTERVAL|CHAR|TEXT|STRING|NAME",
-                           re.IGNORECASE)
+_ORDERED_TYPE = re.compile(
+    r"INT|DEC|NUM|REAL|FLOAT|DOUBLE|MONEY|DATE|TIME|INTERVAL|CHAR|TEXT|STRING|NAME", re.IGNORECASE
+)
 # names that contain INT, TIME or NUM without being numbers or ordered scalars (no avg, no min/max)
 _NOT_SCALAR = re.compile(r"INTERVAL|POINT|RANGE|MULTIRANGE|TSVECTOR|TSQUERY|ENUM|INET|CIDR", re.IGNORECASE)
 _UNORDERED_TYPE = re.compile(r"POINT|RANGE|TSVECTOR|TSQUERY|TIMETZ|TIME WITH TIME ZONE", re.IGNORECASE)
@@ -73,24 +76,30 @@ def _value_sql(column_sql: str, ctype: str, dialect: str) -> str:
     traits = traits_for(dialect)
     if _BINARY_TYPE.search(ctype) and not traits.dynamic_types:
         return traits.binary_text(column_sql)
-    if traits.dynamic_types or (_ORDERED_TYPE.search(ctype) and not _NESTED_TYPE.search(ctype)
-                               and not _UNORDERED_TYPE.search(ctype)):
+    if traits.dynamic_types or (
+        _ORDERED_TYPE.search(ctype) and not _NESTED_TYPE.search(ctype) and not _UNORDERED_TYPE.search(ctype)
+    ):
         return column_sql
     return as_text(column_sql, dialect)
 
 
 # -- shared helpers ---------------------------------------------------------------------------------
 
+
 def value_index(ctx: ToolContext, source: Source) -> ValueIndex:
     """The source's value index (one object per ToolContext; the file is shared across them)."""
     return ctx.cache(f"values:{source.name}", lambda: ValueIndex(source))
 
 
-def _resolve_column(ctx: ToolContext, table: str, column: str, source: str | None) -> tuple[Source, TableInfo, str, str]:
+def _resolve_column(
+    ctx: ToolContext, table: str, column: str, source: str | None
+) -> tuple[Source, TableInfo, str, str]:
     if not isinstance(table, str) or not table.strip():
         raise InvalidArgument("table is required: give a table name such as 'orders' or 'sales.orders'")
     if not isinstance(column, str) or not column.strip():
-        raise InvalidArgument("column is required: give a column name of the table (describe_table lists them)")
+        raise InvalidArgument(
+            "column is required: give a column name of the table (describe_table lists them)"
+        )
     src = ctx.source(source)
     info = src.catalog().resolve(table)
     col = info.column(column.strip())
@@ -105,17 +114,23 @@ def _resolve_scope(catalog: Catalog, tables: list[str] | None) -> tuple[list[Tab
     if isinstance(tables, str):
         tables = [tables]
     if len(tables) > 100:
-        raise InvalidArgument(f"tables lists {len(tables)} names; give at most 100 (or a schema as 'schema.*')")
+        raise InvalidArgument(
+            f"tables lists {len(tables)} names; give at most 100 (or a schema as 'schema.*')"
+        )
     chosen: dict[str, TableInfo] = {}
     wildcard = False
     for name in tables:
         if not isinstance(name, str) or not name.strip():
-            raise InvalidArgument("tables must be a list of table names such as ['orders', 'sales.customers']")
+            raise InvalidArgument(
+                "tables must be a list of table names such as ['orders', 'sales.customers']"
+            )
         if name.strip().endswith(".*"):
             schema = name.strip()[:-2].split(".")[-1].strip('"').lower()
             hits = [t for t in catalog.tables if t.schema_name.lower() == schema]
             if not hits:
-                raise NotFoundError(f"schema {schema!r} not found; schemas: {', '.join(catalog.schemas()[:20])}")
+                raise NotFoundError(
+                    f"schema {schema!r} not found; schemas: {', '.join(catalog.schemas()[:20])}"
+                )
             wildcard = True
             for t in hits:
                 chosen[t.qualified] = t
@@ -129,12 +144,20 @@ def _in_schema(catalog: Catalog, scope: list[TableInfo], schema: str) -> list[Ta
     if not isinstance(schema, str) or not schema.strip():
         raise InvalidArgument("schema must be a schema name such as 'sales' (list_schemas lists them)")
     wanted = schema.strip().strip('"').lower()
-    kept = [t for t in scope if t.schema_name.lower() == wanted
-            or ".".join(p for p in (t.database, t.schema_name) if p).lower() == wanted]
+    kept = [
+        t
+        for t in scope
+        if t.schema_name.lower() == wanted
+        or ".".join(p for p in (t.database, t.schema_name) if p).lower() == wanted
+    ]
     if not kept:
         if not any(t.schema_name.lower() == wanted for t in catalog.tables):
             close = difflib.get_close_matches(wanted, [s.lower() for s in catalog.schemas()], n=5, cutoff=0.5)
-            hint = f"did you mean: {', '.join(close)}?" if close else f"schemas: {', '.join(catalog.schemas()[:20])}"
+            hint = (
+                f"did you mean: {', '.join(close)}?"
+                if close
+                else f"schemas: {', '.join(catalog.schemas()[:20])}"
+            )
             raise NotFoundError(f"schema {schema!r} not found; {hint}")
         raise InvalidArgument(f"none of the tables named is in schema {schema!r}: drop tables= or schema=")
     return kept
@@ -150,6 +173,7 @@ def _large(table: TableInfo, dialect: str) -> bool:
 
 
 # -- find_values ------------------------------------------------------------------------------------
+
 
 class ValueMatch(BaseModel):
     table: str
@@ -188,12 +212,16 @@ class FindValuesResult(BaseModel):
             sample = ", sampled" if m.sampled else ""
             rows = "row" if m.count == 1 else "rows"
             kind = f"word {m.word!r}" if m.word else m.match
-            lines.append(f"{m.table}.{m.column} = {cell_text(m.value, 120)!r} ({m.count:,} {rows}; {kind}"
-                         f"{'' if m.match in ('exact',) else f' {m.score:.2f}'}{', live' if m.via == 'live' else ''}"
-                         f"{sample}){extra}"
-                         + (f" — context: {', '.join(repr(w) for w in m.context_words)}" if m.context_words else ""))
+            lines.append(
+                f"{m.table}.{m.column} = {cell_text(m.value, 120)!r} ({m.count:,} {rows}; {kind}"
+                f"{'' if m.match in ('exact',) else f' {m.score:.2f}'}{', live' if m.via == 'live' else ''}"
+                f"{sample}){extra}"
+                + (f" — context: {', '.join(repr(w) for w in m.context_words)}" if m.context_words else "")
+            )
         if not self.matches:
-            lines.append("no column holds a value like it; try another spelling, fewer words, or distinct_values")
+            lines.append(
+                "no column holds a value like it; try another spelling, fewer words, or distinct_values"
+            )
         info = [f"searched {self.tables_searched} tables"]
         if self.index_tables_built:
             info.append(f"indexed {self.index_tables_built} tables first")
@@ -208,9 +236,16 @@ class FindValuesResult(BaseModel):
         return "\n".join(lines)
 
 
-def find_values(ctx: ToolContext, text: str, tables: list[str] | None = None, limit: int = 10,
-                source: str | None = None, progress: Progress | None = None, schema: str | None = None,
-                context: str | None = None) -> FindValuesResult:
+def find_values(
+    ctx: ToolContext,
+    text: str,
+    tables: list[str] | None = None,
+    limit: int = 10,
+    source: str | None = None,
+    progress: Progress | None = None,
+    schema: str | None = None,
+    context: str | None = None,
+) -> FindValuesResult:
     """Which table.column holds values like `text` (exact, case-insensitive, accents/punctuation,
     word order, partial, typos), with the stored spelling and row count. `schema` keeps one schema;
     `context` (the question, or the words around the literal) ranks the columns by relevance to it."""
@@ -219,7 +254,9 @@ def find_values(ctx: ToolContext, text: str, tables: list[str] | None = None, li
     if not isinstance(text, str) or not text.strip():
         raise InvalidArgument("text is required: the value to look for, e.g. 'France' or 'Desk Lamp'")
     if len(text) > MAX_TEXT_CHARS:
-        raise InvalidArgument(f"text is {len(text)} characters; give at most {MAX_TEXT_CHARS} (a value, not a sentence)")
+        raise InvalidArgument(
+            f"text is {len(text)} characters; give at most {MAX_TEXT_CHARS} (a value, not a sentence)"
+        )
     check_limit("limit", limit, 1, 100)
     src = ctx.source(source)
     catalog = src.catalog()
@@ -227,8 +264,9 @@ def find_values(ctx: ToolContext, text: str, tables: list[str] | None = None, li
     if schema is not None:
         scope = _in_schema(catalog, scope, schema)
     if context is not None and (not isinstance(context, str) or len(context) > 2000):
-        raise InvalidArgument("context must be text of at most 2000 characters: the question or the words "
-                              "around the literal")
+        raise InvalidArgument(
+            "context must be text of at most 2000 characters: the question or the words around the literal"
+        )
     index = value_index(ctx, src)
     built = index.ensure(scope, progress=progress, timeout_s=ctx.limits.query_timeout_s, ttl_s=_ttl(ctx))
     states = index.columns([t.qualified for t in scope])
@@ -244,9 +282,18 @@ def find_values(ctx: ToolContext, text: str, tables: list[str] | None = None, li
         items.sort(key=lambda x: (-x[2], -x[0].count))
         best, kind, score = items[0]
         state = indexed[cid]
-        matches.append(ValueMatch(table=state.table, column=state.column, value=best.value, count=best.count,
-                                  match=kind, score=round(score, 3), sampled=state.sampled,
-                                  others=[v.value for v, _, _ in items[1:4]]))
+        matches.append(
+            ValueMatch(
+                table=state.table,
+                column=state.column,
+                value=best.value,
+                count=best.count,
+                match=kind,
+                score=round(score, 3),
+                sampled=state.sampled,
+                others=[v.value for v, _, _ in items[1:4]],
+            )
+        )
 
     if not matches:
         matches = _word_matches(index, text.strip(), indexed)
@@ -263,8 +310,9 @@ def find_values(ctx: ToolContext, text: str, tables: list[str] | None = None, li
             complete = {(c.table, c.column) for c in states if c.complete}
             only = only - complete
         if only is None or only:
-            live, live_checked, not_checked = _live_check(ctx, src, scope, states, text.strip(),
-                                                          free_text=explicit, only=only)
+            live, live_checked, not_checked = _live_check(
+                ctx, src, scope, states, text.strip(), free_text=explicit, only=only
+            )
             replaced = {(m.table, m.column) for m in live}
             matches = [m for m in matches if (m.table, m.column) not in replaced] + live
     distinct = {(c.table, c.column): c.n_values for c in states if c.status == "indexed" and c.complete}
@@ -275,11 +323,19 @@ def find_values(ctx: ToolContext, text: str, tables: list[str] | None = None, li
     notes = []
     if built.errors:
         notes.append(f"{len(built.errors)} tables could not be indexed: " + "; ".join(built.errors[:2]))
-    return FindValuesResult(text=text, source=src.name, matches=matches[:limit], columns_matched=len(matches),
-                            truncated=len(matches) > limit, tables_searched=len(scope),
-                            index_tables_built=built.scanned, live_checked=live_checked,
-                            not_checked=not_checked, notes=notes,
-                            index_age_s=None if built_at is None else round(max(0.0, time.time() - built_at), 1))
+    return FindValuesResult(
+        text=text,
+        source=src.name,
+        matches=matches[:limit],
+        columns_matched=len(matches),
+        truncated=len(matches) > limit,
+        tables_searched=len(scope),
+        index_tables_built=built.scanned,
+        live_checked=live_checked,
+        not_checked=not_checked,
+        notes=notes,
+        index_age_s=None if built_at is None else round(max(0.0, time.time() - built_at), 1),
+    )
 
 
 def _ttl(ctx: ToolContext) -> float:
@@ -308,9 +364,16 @@ def _word_matches(index: ValueIndex, text: str, indexed: dict[int, ColumnState])
         state = indexed[value.cid]
         current = best.get(value.cid)
         if current is None or value.count > current.count:
-            best[value.cid] = ValueMatch(table=state.table, column=state.column, value=value.value,
-                                         count=value.count, match="one word", score=0.4, sampled=state.sampled,
-                                         word=value.norm)
+            best[value.cid] = ValueMatch(
+                table=state.table,
+                column=state.column,
+                value=value.value,
+                count=value.count,
+                match="one word",
+                score=0.4,
+                sampled=state.sampled,
+                word=value.norm,
+            )
     return list(best.values())
 
 
@@ -373,9 +436,15 @@ def match_values(index: ValueIndex, text: str, cids: set[int]) -> list[tuple[Ind
     return sorted(out.values(), key=lambda x: -x[2])
 
 
-def _live_check(ctx: ToolContext, src: Source, scope: list[TableInfo], states: list[ColumnState],
-                text: str, free_text: bool, only: set[tuple[str, str]] | None = None,
-                ) -> tuple[list[ValueMatch], list[str], int]:
+def _live_check(
+    ctx: ToolContext,
+    src: Source,
+    scope: list[TableInfo],
+    states: list[ColumnState],
+    text: str,
+    free_text: bool,
+    only: set[tuple[str, str]] | None = None,
+) -> tuple[list[ValueMatch], list[str], int]:
     """Query the text columns the index does not cover (over the cap, id-like, failed; free text
     only when asked, being the costliest scan): one aggregate query per table, smallest tables
     first, at most MAX_LIVE_COLUMNS columns and LIVE_BUDGET_S seconds in all."""
@@ -424,8 +493,9 @@ def _live_check(ctx: ToolContext, src: Source, scope: list[TableInfo], states: l
             aggs += [f"count(CASE WHEN {cond} THEN 1 END)", f"min(CASE WHEN {cond} THEN {ctext} END)"]
         sql = f"SELECT {', '.join(aggs)} FROM {quote_table(table, dialect)} WHERE {' OR '.join(conds)}"
         try:
-            row = src.execute(sql, timeout_s=min(remaining, ctx.limits.query_timeout_s),
-                              limits=FetchLimits(max_rows=1)).rows[0]
+            row = src.execute(
+                sql, timeout_s=min(remaining, ctx.limits.query_timeout_s), limits=FetchLimits(max_rows=1)
+            ).rows[0]
         except (QueryError, IndexError):
             continue
         for i, (name, contains) in enumerate(columns):
@@ -440,24 +510,36 @@ def _live_check(ctx: ToolContext, src: Source, scope: list[TableInfo], states: l
                 kind, score = "exact", 1.0
             else:
                 kind, score = "case-insensitive", 0.97
-            matches.append(ValueMatch(table=table.qualified, column=name, value=value, count=count, match=kind,
-                                      score=score, via="live"))
+            matches.append(
+                ValueMatch(
+                    table=table.qualified,
+                    column=name,
+                    value=value,
+                    count=count,
+                    match=kind,
+                    score=score,
+                    via="live",
+                )
+            )
     return matches, checked, max(0, uncovered - len(checked))
 
 
-def build_value_index(ctx: ToolContext, source: str | None = None, progress: Progress | None = None,
-                      refresh: bool = False) -> ValueIndexStats:
+def build_value_index(
+    ctx: ToolContext, source: str | None = None, progress: Progress | None = None, refresh: bool = False
+) -> ValueIndexStats:
     """Index the values of every base table of a source (only what is missing, unless `refresh`)."""
     src = ctx.source(source)
     catalog = src.catalog(refresh=refresh)
     scope = [t for t in catalog.tables if t.kind == "table"]
     index = value_index(ctx, src)
-    report = index.ensure(scope, refresh=refresh, progress=progress, timeout_s=ctx.limits.query_timeout_s,
-                          ttl_s=_ttl(ctx))
+    report = index.ensure(
+        scope, refresh=refresh, progress=progress, timeout_s=ctx.limits.query_timeout_s, ttl_s=_ttl(ctx)
+    )
     return index.stats(scope, report)
 
 
 # -- distinct_values --------------------------------------------------------------------------------
+
 
 class DistinctValue(BaseModel):
     value: Any
@@ -488,8 +570,9 @@ class DistinctValuesResult(BaseModel):
         return "\n".join(lines)
 
 
-def _group_counts(src: Source, table: TableInfo, column: str, ctype: str, contains: str | None, limit: int,
-                  timeout_s: float) -> tuple[list[tuple[Any, int]], int, bool, str | None]:
+def _group_counts(
+    src: Source, table: TableInfo, column: str, ctype: str, contains: str | None, limit: int, timeout_s: float
+) -> tuple[list[tuple[Any, int]], int, bool, str | None]:
     """Values by frequency: ((value, count)…, distinct total, sampled, how)."""
     dialect = src.dialect
     csql = _value_sql(quote_ident(column, dialect), ctype, dialect)
@@ -506,8 +589,10 @@ def _group_counts(src: Source, table: TableInfo, column: str, ctype: str, contai
         shown = csql
         if is_text_type(ctype, dialect) or csql != quote_ident(column, dialect) or src.traits.dynamic_types:
             shown = _cut_sql(csql, ctype, dialect)
-        sql = (f"SELECT v, n, count(*) OVER () AS groups FROM (SELECT {shown} AS v, count(*) AS n FROM {from_sql}"
-               f"{where} GROUP BY {csql}) AS g ORDER BY n DESC, v LIMIT {int(limit)}")
+        sql = (
+            f"SELECT v, n, count(*) OVER () AS groups FROM (SELECT {shown} AS v, count(*) AS n FROM {from_sql}"
+            f"{where} GROUP BY {csql}) AS g ORDER BY n DESC, v LIMIT {int(limit)}"
+        )
         try:
             rows = src.execute(sql, timeout_s=timeout_s, limits=FetchLimits(max_rows=limit)).rows
         except QueryTimeout:
@@ -532,21 +617,38 @@ def _cut_value(value: Any) -> Any:
     return value
 
 
-def distinct_values(ctx: ToolContext, table: str, column: str, contains: str | None = None, limit: int = 20,
-                    source: str | None = None) -> DistinctValuesResult:
+def distinct_values(
+    ctx: ToolContext,
+    table: str,
+    column: str,
+    contains: str | None = None,
+    limit: int = 20,
+    source: str | None = None,
+) -> DistinctValuesResult:
     """A column's values by frequency, with counts; `contains` filters case-insensitively."""
     check_limit("limit", limit, 1, 100)
     if contains is not None and (not isinstance(contains, str) or len(contains) > MAX_TEXT_CHARS):
         raise InvalidArgument(f"contains must be a text of at most {MAX_TEXT_CHARS} characters")
     src, info, col, ctype = _resolve_column(ctx, table, column, source)
-    rows, total, sampled, how = _group_counts(src, info, col, ctype, contains or None, limit,
-                                              ctx.limits.query_timeout_s)
-    return DistinctValuesResult(source=src.name, table=info.qualified, column=col, type=ctype,
-                                contains=contains or None, values=[DistinctValue(value=v, count=n) for v, n in rows],
-                                distinct_total=total, truncated=total > len(rows), sampled=sampled, sample=how)
+    rows, total, sampled, how = _group_counts(
+        src, info, col, ctype, contains or None, limit, ctx.limits.query_timeout_s
+    )
+    return DistinctValuesResult(
+        source=src.name,
+        table=info.qualified,
+        column=col,
+        type=ctype,
+        contains=contains or None,
+        values=[DistinctValue(value=v, count=n) for v, n in rows],
+        distinct_total=total,
+        truncated=total > len(rows),
+        sampled=sampled,
+        sample=how,
+    )
 
 
 # -- profile_column ---------------------------------------------------------------------------------
+
 
 class ValuePattern(BaseModel):
     pattern: str  # 9 digit, A upper, a lower; '+' a run of the previous class
@@ -578,8 +680,10 @@ class ColumnProfile(BaseModel):
 
     def to_text(self) -> str:
         approx = "~" if self.distinct_approximate else ""
-        head = (f"{self.table}.{self.column} ({self.type}): {self.rows:,} rows, {self.nulls:,} null "
-                f"({100 * self.null_fraction:.1f}%), {approx}{self.distinct:,} distinct")
+        head = (
+            f"{self.table}.{self.column} ({self.type}): {self.rows:,} rows, {self.nulls:,} null "
+            f"({100 * self.null_fraction:.1f}%), {approx}{self.distinct:,} distinct"
+        )
         if self.sampled:
             head += f" — sampled ({self.sample}): figures describe the sample"
         elif self.distinct_approximate:
@@ -593,12 +697,20 @@ class ColumnProfile(BaseModel):
         if self.avg_length is not None:
             lines.append(f"length: min {self.min_length}, max {self.max_length}, avg {self.avg_length:.1f}")
         if self.top_values:
-            lines.append("top: " + ", ".join(f"{cell_text(v.value, 40)} ({v.count:,})" for v in self.top_values))
+            lines.append(
+                "top: " + ", ".join(f"{cell_text(v.value, 40)} ({v.count:,})" for v in self.top_values)
+            )
         if self.patterns:
-            lines.append("patterns: " + ", ".join(f"{p.pattern} ({p.count:,}, e.g. {cell_text(p.example, 30)})"
-                                                  for p in self.patterns))
+            lines.append(
+                "patterns: "
+                + ", ".join(
+                    f"{p.pattern} ({p.count:,}, e.g. {cell_text(p.example, 30)})" for p in self.patterns
+                )
+            )
         if self.looks_like:
-            lines.append("looks like: " + ", ".join(f"{k} ({100 * v:.0f}%)" for k, v in self.looks_like.items()))
+            lines.append(
+                "looks like: " + ", ".join(f"{k} ({100 * v:.0f}%)" for k, v in self.looks_like.items())
+            )
         return "\n".join(lines)
 
 
@@ -609,8 +721,12 @@ def profile_column(ctx: ToolContext, table: str, column: str, source: str | None
     timeout = ctx.limits.query_timeout_s
     raw = quote_ident(col, dialect)
     csql = _value_sql(raw, ctype, dialect)
-    numeric = (bool(_NUMERIC_TYPE.search(ctype)) and not is_text_type(ctype, dialect)
-               and not _NESTED_TYPE.search(ctype) and not _NOT_SCALAR.search(ctype))
+    numeric = (
+        bool(_NUMERIC_TYPE.search(ctype))
+        and not is_text_type(ctype, dialect)
+        and not _NESTED_TYPE.search(ctype)
+        and not _NOT_SCALAR.search(ctype)
+    )
     textual = is_text_type(ctype, dialect)
     # min/max of the first characters: the same order, and a 10 MB cell stays under the byte cap
     extreme = _cut_sql(csql, ctype, dialect) if textual or src.traits.dynamic_types else csql
@@ -631,11 +747,14 @@ def profile_column(ctx: ToolContext, table: str, column: str, source: str | None
         else:
             from_sql = quote_table(info, dialect)
         try:
-            rows = src.execute(f"SELECT {', '.join(aggs)} FROM {from_sql}", timeout_s=timeout,
-                               limits=FetchLimits(max_rows=1)).rows
+            rows = src.execute(
+                f"SELECT {', '.join(aggs)} FROM {from_sql}", timeout_s=timeout, limits=FetchLimits(max_rows=1)
+            ).rows
             if not rows:
-                raise QueryError(f"profile_column could not read {info.qualified}.{col}: the summary row was "
-                                 "dropped by the result size cap; use distinct_values or run_query instead")
+                raise QueryError(
+                    f"profile_column could not read {info.qualified}.{col}: the summary row was "
+                    "dropped by the result size cap; use distinct_values or run_query instead"
+                )
             row = rows[0]
             break
         except QueryTimeout:
@@ -645,11 +764,20 @@ def profile_column(ctx: ToolContext, table: str, column: str, source: str | None
     top, _total, top_sampled, top_how = _group_counts(src, info, col, ctype, None, PATTERN_VALUES, timeout)
     rows_n, nonnull, distinct = int(row[0] or 0), int(row[1] or 0), int(row[2] or 0)
     profile = ColumnProfile(
-        source=src.name, table=info.qualified, column=col, type=ctype, rows=rows_n, nulls=rows_n - nonnull,
-        null_fraction=round((rows_n - nonnull) / rows_n, 4) if rows_n else 0.0, distinct=distinct,
-        distinct_approximate=approx or sampled, min=_cut_value(jsonable(row[3])), max=_cut_value(jsonable(row[4])),
+        source=src.name,
+        table=info.qualified,
+        column=col,
+        type=ctype,
+        rows=rows_n,
+        nulls=rows_n - nonnull,
+        null_fraction=round((rows_n - nonnull) / rows_n, 4) if rows_n else 0.0,
+        distinct=distinct,
+        distinct_approximate=approx or sampled,
+        min=_cut_value(jsonable(row[3])),
+        max=_cut_value(jsonable(row[4])),
         top_values=[DistinctValue(value=v, count=n) for v, n in top if v is not None][:PROFILE_TOP],
-        sampled=sampled or top_sampled, sample=how or top_how,
+        sampled=sampled or top_sampled,
+        sample=how or top_how,
     )
     rest = list(row[5:])
     if numeric:
@@ -704,8 +832,10 @@ def value_patterns(values: list[tuple[str, int]], top: int = 5) -> list[ValuePat
     return [ValuePattern(pattern=p, count=c, example=examples[p]) for p, c in counts.most_common(top)]
 
 
-_DATE = re.compile(r"^\d{4}-\d{1,2}-\d{1,2}([ T]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$|"
-                   r"^\d{1,2}[/.]\d{1,2}[/.]\d{2,4}( \d{1,2}:\d{2}(:\d{2})?)?$")
+_DATE = re.compile(
+    r"^\d{4}-\d{1,2}-\d{1,2}([ T]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$|"
+    r"^\d{1,2}[/.]\d{1,2}[/.]\d{2,4}( \d{1,2}:\d{2}(:\d{2})?)?$"
+)
 _TIME = re.compile(r"^\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$")
 _URL = re.compile(r"^https?://", re.IGNORECASE)

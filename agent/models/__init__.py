@@ -17,7 +17,21 @@ from flexsql.agent.models.sampling import SamplingModel, supports_sampling, supp
 from flexsql.agent.models.scripted import ScriptedModel
 
 __all__ = [
-    "ChatModel", "ChatRequest", "ModelError", "ModelReply", "ModelUnavailable", "OpenAICompatModel",
-    "ResolvedModelConfig", "SamplingModel", "ScriptedModel", "ToolCall", "Usage", "assistant_message",
-    "configured", "model_for_stage", "resolve", "supports_sampling", "supports_sampling_tools",
+    "ChatModel",
+    "ChatRequest",
+    "ModelError",
+    "ModelReply",
+    "ModelUnavailable",
+    "OpenAICompatModel",
+    "ResolvedModelConfig",
+    "SamplingModel",
+    "ScriptedModel",
+    "ToolCall",
+    "Usage",
+    "assistant_message",
+    "configured",
+    "model_for_stage",
+    "resolve",
+    "supports_sampling",
+    "supports_sampling_tools",
 ]

@@ -77,11 +77,15 @@ class ModelUnavailable(ConfigError):
     """No model endpoint is configured and no other backend (MCP sampling) is available (code `config`)."""
 
     def __init__(self, message: str | None = None) -> None:
-        super().__init__(message or (
-            "no model is configured for the agent: set base_url and model under [model] in flexsql.toml, "
-            "or FLEXSQL_MODEL__BASE_URL and FLEXSQL_MODEL__MODEL in the environment, or pass "
-            "--base-url and --model (e.g. --base-url http://127.0.0.1:8000/v1 --model openai/gpt-oss-120b); "
-            "put an API key in an environment variable and name it with api_key_env / --api-key-env"))
+        super().__init__(
+            message
+            or (
+                "no model is configured for the agent: set base_url and model under [model] in flexsql.toml, "
+                "or FLEXSQL_MODEL__BASE_URL and FLEXSQL_MODEL__MODEL in the environment, or pass "
+                "--base-url and --model (e.g. --base-url http://127.0.0.1:8000/v1 --model openai/gpt-oss-120b); "
+                "put an API key in an environment variable and name it with api_key_env / --api-key-env"
+            )
+        )
 
 
 def assistant_message(reply: ModelReply) -> dict[str, Any]:

@@ -33,7 +33,8 @@ def resolve(model_cfg: ModelConfig, stage: str) -> ResolvedModelConfig:
         raise ModelUnavailable(
             f"stage {stage} has no {' or '.join(missing)}: [model.stages.{stage}] sets some fields but "
             f"neither it nor [model] sets {' and '.join(missing)}; add them to [model] in flexsql.toml "
-            f"(or FLEXSQL_MODEL__{missing[0].upper()}) or to [model.stages.{stage}]")
+            f"(or FLEXSQL_MODEL__{missing[0].upper()}) or to [model.stages.{stage}]"
+        )
     return ResolvedModelConfig(**merged)
 
 

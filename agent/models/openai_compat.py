@@ -127,7 +127,9 @@ class OpenAICompatModel:
         self.cfg = cfg
         self.base_url = cfg.base_url.rstrip("/")
         self.name = f"openai:{cfg.model}@{display_url(self.base_url)}"
-        key = api_key if api_key is not None else (os.environ.get(cfg.api_key_env) if cfg.api_key_env else None)
+        key = (
+            api_key if api_key is not None else (os.environ.get(cfg.api_key_env) if cfg.api_key_env else None)
+        )
         self._key_set = bool(key)
         # The key lives only inside this closure and the SDK client; never an attribute a repr could show.
         secret = key or "EMPTY"  # vLLM without --api-key accepts any key; the SDK insists on one
@@ -151,7 +153,8 @@ class OpenAICompatModel:
             try:
                 async with endpoint_limiter(self.base_url, self.cfg.concurrency):
                     completion = await self._client().chat.completions.create(
-                        **self._arguments(request, use_schema))
+                        **self._arguments(request, use_schema)
+                    )
                 return self._reply(completion, request, watch)
             except openai.APIStatusError as exc:
                 if use_schema and self.cfg.response_format == "auto" and _rejects_schema(exc):
@@ -171,7 +174,8 @@ class OpenAICompatModel:
                         request,
                         f"did not answer within {self.cfg.timeout_s:g} s, {attempt + 1} attempt(s)",
                         "check that the server is up and not overloaded, or raise [model] timeout_s "
-                        "(FLEXSQL_MODEL__TIMEOUT_S)")
+                        "(FLEXSQL_MODEL__TIMEOUT_S)",
+                    )
                 delay = self._backoff(attempt)
             except openai.APIConnectionError as exc:
                 if attempt >= self.cfg.max_retries:
@@ -180,11 +184,15 @@ class OpenAICompatModel:
                         request,
                         f"cannot be reached ({type(cause).__name__}: {cause}), {attempt + 1} attempt(s)",
                         "check that the server is running and [model] base_url is right "
-                        "(it usually ends in /v1)")
+                        "(it usually ends in /v1)",
+                    )
                 delay = self._backoff(attempt)
             except openai.OpenAIError as exc:  # a malformed body and the like: retrying will not help
-                failure = self._error(request, f"answered something the SDK cannot read ({exc})",
-                                      "check that base_url points at an OpenAI-compatible API")
+                failure = self._error(
+                    request,
+                    f"answered something the SDK cannot read ({exc})",
+                    "check that base_url points at an OpenAI-compatible API",
+                )
             if failure is not None:
                 raise failure
             attempt += 1
@@ -224,8 +232,10 @@ class OpenAICompatModel:
             args["extra_body"] = cfg.extra_body
         if use_schema and request.response_schema is not None:
             name = _SCHEMA_NAME.sub("_", request.schema_name or request.stage)[:64] or "answer"
-            args["response_format"] = {"type": "json_schema",
-                                       "json_schema": {"name": name, "schema": request.response_schema}}
+            args["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": name, "schema": request.response_schema},
+            }
         return args
 
     def _client(self) -> openai.AsyncOpenAI:
@@ -236,8 +246,12 @@ class OpenAICompatModel:
             # runs at collection time, which fails once its own loop is gone (one loop per anyio.run).
             http = openai.DefaultAsyncHttpxClient(timeout=self.cfg.timeout_s)
             client = self._clients[key] = openai.AsyncOpenAI(
-                base_url=self.base_url, api_key=self._secret(), max_retries=0, timeout=self.cfg.timeout_s,
-                http_client=http)
+                base_url=self.base_url,
+                api_key=self._secret(),
+                max_retries=0,
+                timeout=self.cfg.timeout_s,
+                http_client=http,
+            )
         return client
 
     def _backoff(self, attempt: int) -> float:
@@ -248,21 +262,30 @@ class OpenAICompatModel:
 
     def _reply(self, completion: Any, request: ChatRequest, watch: Stopwatch) -> ModelReply:
         if not getattr(completion, "choices", None):
-            raise self._error(request, "answered without any choice",
-                              "check the server's logs; the request may have been cut by a proxy")
+            raise self._error(
+                request,
+                "answered without any choice",
+                "check the server's logs; the request may have been cut by a proxy",
+            )
         choice = completion.choices[0]
         message = choice.message
         extra = message.model_extra or {}
-        reasoning = getattr(message, "reasoning", None) or extra.get("reasoning") \
-            or getattr(message, "reasoning_content", None) or extra.get("reasoning_content")
+        reasoning = (
+            getattr(message, "reasoning", None)
+            or extra.get("reasoning")
+            or getattr(message, "reasoning_content", None)
+            or extra.get("reasoning_content")
+        )
         think, content = split_think(message.content)
         if think and not reasoning:
             reasoning = think
         known = request.tool_names
         calls = [
-            ToolCall(id=call.id or f"call_{i}",
-                     name=clean_tool_name(call.function.name or "", known),
-                     arguments=call.function.arguments if call.function.arguments is not None else "{}")
+            ToolCall(
+                id=call.id or f"call_{i}",
+                name=clean_tool_name(call.function.name or "", known),
+                arguments=call.function.arguments if call.function.arguments is not None else "{}",
+            )
             for i, call in enumerate(message.tool_calls or [])
             if getattr(call, "function", None) is not None
         ]
@@ -271,8 +294,10 @@ class OpenAICompatModel:
             content=content,
             tool_calls=calls,
             reasoning=reasoning if isinstance(reasoning, str) and reasoning else None,
-            usage=Usage(prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                        completion_tokens=getattr(usage, "completion_tokens", 0) or 0),
+            usage=Usage(
+                prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            ),
             finish_reason=choice.finish_reason,
             model=completion.model,
             elapsed_s=watch.elapsed,
@@ -287,31 +312,49 @@ class OpenAICompatModel:
         return text
 
     def _error(self, request: ChatRequest, what: str, todo: str) -> ModelError:
-        return ModelError(self._scrub(
-            f"model endpoint {display_url(self.base_url)} (model {self.cfg.model}, stage {request.stage}) "
-            f"{what}; {todo}"))
+        return ModelError(
+            self._scrub(
+                f"model endpoint {display_url(self.base_url)} (model {self.cfg.model}, stage {request.stage}) "
+                f"{what}; {todo}"
+            )
+        )
 
     def _status_error(self, exc: openai.APIStatusError, request: ChatRequest, attempts: int) -> ModelError:
         status = exc.status_code
         detail = _error_text(exc)
         said = f"answered HTTP {status}" + (f" ({detail})" if detail else "")
         if status in RETRYABLE_STATUS:
-            return self._error(request, f"{said}, {attempts} attempt(s)",
-                               "the server is overloaded or failing: check its logs, lower [model] "
-                               "concurrency, or raise [model] max_retries")
+            return self._error(
+                request,
+                f"{said}, {attempts} attempt(s)",
+                "the server is overloaded or failing: check its logs, lower [model] "
+                "concurrency, or raise [model] max_retries",
+            )
         if status in (401, 403):
-            where = (f"the variable {self.cfg.api_key_env}" + ("" if self._key_set else " (not set)")
-                     if self.cfg.api_key_env else "no variable: [model] api_key_env is not set")
-            return self._error(request, said,
-                               f"the API key was refused; it is read from {where} — set the right key "
-                               "there, or name another variable with api_key_env / --api-key-env")
+            where = (
+                f"the variable {self.cfg.api_key_env}" + ("" if self._key_set else " (not set)")
+                if self.cfg.api_key_env
+                else "no variable: [model] api_key_env is not set"
+            )
+            return self._error(
+                request,
+                said,
+                f"the API key was refused; it is read from {where} — set the right key "
+                "there, or name another variable with api_key_env / --api-key-env",
+            )
         if status == 404:
-            return self._error(request, said,
-                               f"check [model] model against GET {display_url(self.base_url)}/models "
-                               "and that base_url ends in /v1")
-        return self._error(request, f"rejected the request: {said}",
-                           "check [model] settings (model, max_tokens, extra_body, response_format) "
-                           "against what the server supports")
+            return self._error(
+                request,
+                said,
+                f"check [model] model against GET {display_url(self.base_url)}/models "
+                "and that base_url ends in /v1",
+            )
+        return self._error(
+            request,
+            f"rejected the request: {said}",
+            "check [model] settings (model, max_tokens, extra_body, response_format) "
+            "against what the server supports",
+        )
 
 
 def _error_text(exc: openai.APIStatusError) -> str:

@@ -63,7 +63,8 @@ class SamplingModel:
             # no structured outputs through sampling: state the schema instead
             system = (system + "\n\n" if system else "") + (
                 "Answer with one JSON object matching this JSON schema, and nothing else:\n"
-                + json.dumps(request.response_schema))
+                + json.dumps(request.response_schema)
+            )
         kwargs: dict[str, Any] = {
             "max_tokens": self.max_tokens,
             "system_prompt": system or None,
@@ -82,12 +83,14 @@ class SamplingModel:
             raise ModelError(
                 f"stage {request.stage}: the MCP client cannot answer sampling requests on this connection; "
                 "configure a model endpoint instead ([model] base_url and model in flexsql.toml, "
-                "FLEXSQL_MODEL__BASE_URL, or --base-url/--model)") from None
+                "FLEXSQL_MODEL__BASE_URL, or --base-url/--model)"
+            ) from None
         except MCPError as exc:
             raise ModelError(
                 f"stage {request.stage}: the MCP client refused the sampling request ({exc}); "
                 "check the client's sampling settings, or configure a model endpoint ([model] base_url "
-                "and model)") from None
+                "and model)"
+            ) from None
         return _reply(result, request, watch)
 
 
@@ -95,12 +98,19 @@ def _mcp_tools(tools: list[dict[str, Any]]) -> list[types.Tool]:
     out = []
     for tool in tools:
         fn = tool.get("function", tool)
-        out.append(types.Tool(name=fn["name"], description=fn.get("description"),
-                              input_schema=fn.get("parameters") or {"type": "object", "properties": {}}))
+        out.append(
+            types.Tool(
+                name=fn["name"],
+                description=fn.get("description"),
+                input_schema=fn.get("parameters") or {"type": "object", "properties": {}},
+            )
+        )
     return out
 
 
-def to_sampling_messages(messages: list[dict[str, Any]], *, tool_turns: bool) -> tuple[str, list[types.SamplingMessage]]:
+def to_sampling_messages(
+    messages: list[dict[str, Any]], *, tool_turns: bool
+) -> tuple[str, list[types.SamplingMessage]]:
     """(system prompt, sampling messages) from OpenAI chat messages. Tool calls and results become
     tool_use / tool_result blocks when the client takes tools, else plain text."""
     system: list[str] = []
@@ -116,44 +126,76 @@ def to_sampling_messages(messages: list[dict[str, Any]], *, tool_turns: bool) ->
             for call in message.get("tool_calls") or []:
                 fn = call.get("function", {})
                 if tool_turns:
-                    blocks.append(types.ToolUseContent(id=call.get("id", ""), name=fn.get("name", ""),
-                                                       input=_arguments(fn.get("arguments"))))
+                    blocks.append(
+                        types.ToolUseContent(
+                            id=call.get("id", ""),
+                            name=fn.get("name", ""),
+                            input=_arguments(fn.get("arguments")),
+                        )
+                    )
                 else:
-                    blocks.append(types.TextContent(type="text", text=f"[called {fn.get('name')}({fn.get('arguments')})]"))
+                    blocks.append(
+                        types.TextContent(
+                            type="text", text=f"[called {fn.get('name')}({fn.get('arguments')})]"
+                        )
+                    )
             if not blocks:
                 blocks = [types.TextContent(type="text", text="")]
-            out.append(types.SamplingMessage(role="assistant", content=blocks if len(blocks) > 1 or tool_turns else blocks[0]))
+            out.append(
+                types.SamplingMessage(
+                    role="assistant", content=blocks if len(blocks) > 1 or tool_turns else blocks[0]
+                )
+            )
         elif role == "tool":
             if tool_turns:
-                block = types.ToolResultContent(tool_use_id=message.get("tool_call_id", ""),
-                                                content=[types.TextContent(type="text", text=text)])
+                block = types.ToolResultContent(
+                    tool_use_id=message.get("tool_call_id", ""),
+                    content=[types.TextContent(type="text", text=text)],
+                )
                 previous = out[-1] if out else None
                 # one user message carries all results of one assistant turn (SEP-1577)
-                if previous is not None and previous.role == "user" and all(
-                        b.type == "tool_result" for b in previous.content_as_list):
+                if (
+                    previous is not None
+                    and previous.role == "user"
+                    and all(b.type == "tool_result" for b in previous.content_as_list)
+                ):
                     previous.content = [*previous.content_as_list, block]
                 else:
                     out.append(types.SamplingMessage(role="user", content=[block]))
             else:
-                out.append(types.SamplingMessage(role="user", content=types.TextContent(
-                    type="text", text=f"[result of {message.get('name') or 'the tool'}]\n{text}")))
+                out.append(
+                    types.SamplingMessage(
+                        role="user",
+                        content=types.TextContent(
+                            type="text", text=f"[result of {message.get('name') or 'the tool'}]\n{text}"
+                        ),
+                    )
+                )
     return "\n\n".join(s for s in system if s), out
 
 
 def _reply(result: Any, request: ChatRequest, watch: Stopwatch) -> ModelReply:
     blocks = result.content if isinstance(result.content, list) else [result.content]
     texts = [b.text for b in blocks if getattr(b, "type", None) == "text"]
-    calls = [ToolCall(id=b.id, name=b.name, arguments=json.dumps(b.input))
-             for b in blocks if getattr(b, "type", None) == "tool_use"]
+    calls = [
+        ToolCall(id=b.id, name=b.name, arguments=json.dumps(b.input))
+        for b in blocks
+        if getattr(b, "type", None) == "tool_use"
+    ]
     content = "\n".join(texts) if texts else None
     out_chars = len(content or "") + sum(len(c.arguments) for c in calls)
     return ModelReply(
-        content=content, tool_calls=calls,
-        usage=Usage(prompt_tokens=len(json.dumps(request.messages, default=str)) // 4,
-                    completion_tokens=max(1, out_chars // 4)),
+        content=content,
+        tool_calls=calls,
+        usage=Usage(
+            prompt_tokens=len(json.dumps(request.messages, default=str)) // 4,
+            completion_tokens=max(1, out_chars // 4),
+        ),
         finish_reason={"toolUse": "tool_calls", "endTurn": "stop", "maxTokens": "length"}.get(
-            result.stop_reason or "", result.stop_reason),
-        model=result.model, elapsed_s=watch.elapsed,
+            result.stop_reason or "", result.stop_reason
+        ),
+        model=result.model,
+        elapsed_s=watch.elapsed,
     )
 
 

@@ -27,7 +27,9 @@ class ScriptedModel:
     Usage is estimated at about 4 characters a token so budgets can be exercised.
     """
 
-    def __init__(self, script: Callable[[ChatRequest], Any] | list[ScriptReply], name: str = "scripted") -> None:
+    def __init__(
+        self, script: Callable[[ChatRequest], Any] | list[ScriptReply], name: str = "scripted"
+    ) -> None:
         self.name = name
         self.requests: list[ChatRequest] = []
         self._script = script
@@ -42,8 +44,10 @@ class ScriptedModel:
         await anyio.lowlevel.checkpoint()  # a real call yields; so does this (cancellation, fairness)
         if self._queue is not None:
             if not self._queue:
-                raise ModelError(f"scripted model {self.name}: the script has no reply left for request "
-                                 f"{len(self.requests)} (stage {request.stage}); add replies to the list")
+                raise ModelError(
+                    f"scripted model {self.name}: the script has no reply left for request "
+                    f"{len(self.requests)} (stage {request.stage}); add replies to the list"
+                )
             answer: Any = self._queue.pop(0)
         else:
             answer = self._script(request)  # type: ignore[operator]
@@ -61,16 +65,24 @@ def to_reply(answer: Any, request: ChatRequest) -> ModelReply:
         reply = ModelReply(content=answer, finish_reason="stop")
     elif isinstance(answer, dict) and "tool_calls" in answer:
         calls = [_tool_call(c, i) for i, c in enumerate(answer["tool_calls"])]
-        reply = ModelReply(content=answer.get("content"), tool_calls=calls, reasoning=answer.get("reasoning"),
-                           finish_reason="tool_calls" if calls else "stop")
+        reply = ModelReply(
+            content=answer.get("content"),
+            tool_calls=calls,
+            reasoning=answer.get("reasoning"),
+            finish_reason="tool_calls" if calls else "stop",
+        )
     elif isinstance(answer, dict):
         reply = ModelReply(content=json.dumps(answer), finish_reason="stop")
     else:
-        raise ModelError(f"scripted model: the script returned {type(answer).__name__} for stage "
-                         f"{request.stage}; return a str, a dict or a ModelReply")
+        raise ModelError(
+            f"scripted model: the script returned {type(answer).__name__} for stage "
+            f"{request.stage}; return a str, a dict or a ModelReply"
+        )
     out_chars = len(reply.content or "") + sum(len(c.arguments) for c in reply.tool_calls)
-    reply.usage = Usage(prompt_tokens=len(json.dumps(request.messages, default=str)) // 4,
-                        completion_tokens=max(1, out_chars // 4))
+    reply.usage = Usage(
+        prompt_tokens=len(json.dumps(request.messages, default=str)) // 4,
+        completion_tokens=max(1, out_chars // 4),
+    )
     reply.model = "scripted"
     return reply
 
@@ -83,5 +95,8 @@ def _tool_call(entry: Any, index: int) -> ToolCall:
     else:
         name, args = entry
         call_id = None
-    return ToolCall(id=call_id or f"call_{index}_{uuid.uuid4().hex[:8]}", name=name,
-                    arguments=args if isinstance(args, str) else json.dumps(args))
+    return ToolCall(
+        id=call_id or f"call_{index}_{uuid.uuid4().hex[:8]}",
+        name=name,
+        arguments=args if isinstance(args, str) else json.dumps(args),
+    )

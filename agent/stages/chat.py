@@ -68,8 +68,12 @@ class Run:
 
 
 def system_message(stage: str, role: str, run: Run, plans: int = 4) -> dict[str, Any]:
-    parts = [role, f"The database is the flexsql source `{run.source}` (SQL dialect: {run.dialect}). "
-                   "Every query is read-only.", format_instruction(stage, plans)]
+    parts = [
+        role,
+        f"The database is the flexsql source `{run.source}` (SQL dialect: {run.dialect}). "
+        "Every query is read-only.",
+        format_instruction(stage, plans),
+    ]
     return {"role": "system", "content": "\n\n".join(parts)}
 
 
@@ -84,9 +88,11 @@ async def call_tool(run: Run, call: ToolCall, allowed: list[str]) -> str:
     run.budget.tool_call()
     name = call.name.strip()
     if name not in allowed:
-        text = (f"not_found: there is no tool {name!r} in this step; the tools here are: {', '.join(allowed)}"
-                if name not in registry.TOOLS else f"unavailable: {name} is not offered in this step; use one of: "
-                                                   f"{', '.join(allowed)}")
+        text = (
+            f"not_found: there is no tool {name!r} in this step; the tools here are: {', '.join(allowed)}"
+            if name not in registry.TOOLS
+            else f"unavailable: {name} is not offered in this step; use one of: {', '.join(allowed)}"
+        )
         run.trace.event("tool_result", tool=name, call_id=call.id, error=True, text=text)
         return text
     try:
@@ -94,7 +100,7 @@ async def call_tool(run: Run, call: ToolCall, allowed: list[str]) -> str:
         if not isinstance(arguments, dict):
             raise ValueError("the arguments must be a JSON object")
     except ValueError as exc:
-        text = f"invalid_argument: the arguments of {name} are not a JSON object ({exc}); send e.g. {{\"table\": \"orders\"}}"
+        text = f'invalid_argument: the arguments of {name} are not a JSON object ({exc}); send e.g. {{"table": "orders"}}'
         run.trace.event("tool_result", tool=name, call_id=call.id, error=True, text=text)
         return text
     spec = registry.get(name)
@@ -133,12 +139,15 @@ def _parsed(stage: str, reply: Any, plans: int) -> BaseModel:
         return parse_output(stage, reply.reasoning, plans)
 
 
-async def converse(run: Run, stage: str, system: dict[str, Any], user: str, tools: list[str] | None = None,
-                   plans: int = 4) -> BaseModel:
+async def converse(
+    run: Run, stage: str, system: dict[str, Any], user: str, tools: list[str] | None = None, plans: int = 4
+) -> BaseModel:
     """Talk to the stage's model until it answers with the stage's object."""
     cfg = run.settings.agent
     model = run.model_for(stage)
-    allowed = [t.name for t in registry.available(run.settings, run.python, agent=True) if t.name in (tools or [])]
+    allowed = [
+        t.name for t in registry.available(run.settings, run.python, agent=True) if t.name in (tools or [])
+    ]
     offered = registry.openai_tools(run.settings, allowed, python=run.python) if allowed else None
     messages: list[dict[str, Any]] = [system, {"role": "user", "content": _with_conversation(run, user)}]
     schema = output_schema(stage, plans)
@@ -148,17 +157,39 @@ async def converse(run: Run, stage: str, system: dict[str, Any], user: str, tool
     sent = 0
     while True:
         run.budget.start_call()
-        use_tools = bool(offered) and not demand_answer and rounds < cfg.tool_rounds and tool_chars < cfg.stage_tool_chars
+        use_tools = (
+            bool(offered)
+            and not demand_answer
+            and rounds < cfg.tool_rounds
+            and tool_chars < cfg.stage_tool_chars
+        )
         if offered and not use_tools and not demand_answer:
             demand_answer = True
-            messages.append({"role": "user", "content": "The tool budget of this step is spent: answer now with "
-                                                        "the JSON object."})
-        request = ChatRequest(stage=stage, run_id=run.run_id, messages=messages, tools=offered if use_tools else None,
-                              response_schema=schema, schema_name=stage)
+            messages.append(
+                {
+                    "role": "user",
+                    "content": "The tool budget of this step is spent: answer now with the JSON object.",
+                }
+            )
+        request = ChatRequest(
+            stage=stage,
+            run_id=run.run_id,
+            messages=messages,
+            tools=offered if use_tools else None,
+            response_schema=schema,
+            schema_name=stage,
+        )
         # concurrent plans interleave their events: `call` pairs each reply with its request
         call_id = run.next_id("m")
-        run.trace.event("request", call=call_id, stage=stage, model=model.name, new_messages=messages[sent:],
-                        tools=allowed if use_tools else [], schema=not use_tools)
+        run.trace.event(
+            "request",
+            call=call_id,
+            stage=stage,
+            model=model.name,
+            new_messages=messages[sent:],
+            tools=allowed if use_tools else [],
+            schema=not use_tools,
+        )
         sent = len(messages)
         try:
             reply = await model.complete(request)
@@ -166,9 +197,17 @@ async def converse(run: Run, stage: str, system: dict[str, Any], user: str, tool
             run.budget.release()
             raise
         run.budget.charge(reply.usage.prompt_tokens, reply.usage.completion_tokens)
-        run.trace.event("reply", call=call_id, stage=stage, content=reply.content, reasoning=reply.reasoning,
-                        tool_calls=[c.model_dump() for c in reply.tool_calls], usage=reply.usage.model_dump(),
-                        finish_reason=reply.finish_reason, elapsed_s=round(reply.elapsed_s, 4))
+        run.trace.event(
+            "reply",
+            call=call_id,
+            stage=stage,
+            content=reply.content,
+            reasoning=reply.reasoning,
+            tool_calls=[c.model_dump() for c in reply.tool_calls],
+            usage=reply.usage.model_dump(),
+            finish_reason=reply.finish_reason,
+            elapsed_s=round(reply.elapsed_s, 4),
+        )
         if reply.tool_calls and use_tools:
             messages.append(assistant_message(reply))
             for call in reply.tool_calls:
@@ -187,11 +226,15 @@ async def converse(run: Run, stage: str, system: dict[str, Any], user: str, tool
             fixes += 1
             run.trace.event("unusable_reply", call=call_id, stage=stage, problem=str(exc), attempt=fixes)
             if fixes > MAX_FIXES:
-                raise ModelError(f"stage {stage}: the model's reply could not be used after {fixes} tries ({exc}); "
-                                 "check that the model follows the JSON contract, or enable json_schema "
-                                 "([model] response_format)") from None
+                raise ModelError(
+                    f"stage {stage}: the model's reply could not be used after {fixes} tries ({exc}); "
+                    "check that the model follows the JSON contract, or enable json_schema "
+                    "([model] response_format)"
+                ) from None
             answer = assistant_message(reply)
-            answer.pop("tool_calls", None)  # tools are off for the correction; a dangling call would be invalid
+            answer.pop(
+                "tool_calls", None
+            )  # tools are off for the correction; a dangling call would be invalid
             answer["content"] = answer.get("content") or ""
             messages.append(answer)
             messages.append({"role": "user", "content": f"Your reply could not be used: {exc}"})

@@ -8,27 +8,54 @@ from flexsql.agent.contract import Plan, Program
 from flexsql.agent.stages.chat import Run, converse, system_message
 from flexsql.prompts import render
 
-ROLE = ("You are the implementation step of a text-to-SQL agent. Turn the plan into ONE program that answers "
-        "the question: a SQL query in the source's dialect, or Python (language \"python\") whose last expression "
-        "is a pandas DataFrame — it may call flexsql.sql(\"SELECT …\") and use dfs['rN'] for results you ran. "
-        "Ground literals with the value tools and test pieces with run_query before answering.")
-TOOLS = ["run_query", "validate_sql", "describe_table", "sample_rows", "distinct_values", "find_values",
-         "find_join_path", "run_python"]
-REPAIR_ROLE = ("You repair a program that failed or was judged wrong, keeping the plan. Find the cause with the "
-               "tools, change the smallest thing that explains it, and test the fix.")
+ROLE = (
+    "You are the implementation step of a text-to-SQL agent. Turn the plan into ONE program that answers "
+    'the question: a SQL query in the source\'s dialect, or Python (language "python") whose last expression '
+    "is a pandas DataFrame — it may call flexsql.sql(\"SELECT …\") and use dfs['rN'] for results you ran. "
+    "Ground literals with the value tools and test pieces with run_query before answering."
+)
+TOOLS = [
+    "run_query",
+    "validate_sql",
+    "describe_table",
+    "sample_rows",
+    "distinct_values",
+    "find_values",
+    "find_join_path",
+    "run_python",
+]
+REPAIR_ROLE = (
+    "You repair a program that failed or was judged wrong, keeping the plan. Find the cause with the "
+    "tools, change the smallest thing that explains it, and test the fix."
+)
 
 
 async def implement(run: Run, plan: Plan) -> Program:
-    user = render("implement", question=run.question, plan=plan.text, source=run.source, dialect=run.dialect,
-                  external_knowledge=run.knowledge, schema_notes=run.schema_notes)
+    user = render(
+        "implement",
+        question=run.question,
+        plan=plan.text,
+        source=run.source,
+        dialect=run.dialect,
+        external_knowledge=run.knowledge,
+        schema_notes=run.schema_notes,
+    )
     out = await converse(run, "implement", system_message("implement", ROLE, run), user, TOOLS)
     assert isinstance(out, Program)
     return out
 
 
 async def repair(run: Run, plan: Plan, program: Program, error: str, result: str | None = None) -> Program:
-    user = render("repair", question=run.question, program=program.code, error=error, plan=plan.text,
-                  result=result, source=run.source, dialect=run.dialect)
+    user = render(
+        "repair",
+        question=run.question,
+        program=program.code,
+        error=error,
+        plan=plan.text,
+        result=result,
+        source=run.source,
+        dialect=run.dialect,
+    )
     out = await converse(run, "repair", system_message("repair", REPAIR_ROLE, run), user, TOOLS)
     assert isinstance(out, Program)
     return out

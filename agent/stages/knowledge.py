@@ -6,8 +6,10 @@ from __future__ import annotations
 from flexsql.agent.contract import Knowledge
 from flexsql.agent.stages.chat import Run, converse, system_message
 
-ROLE = ("You condense a reference document for a text-to-SQL agent: keep every definition, formula, code "
-        "meaning, threshold and business rule the question needs, verbatim where exact; drop the rest.")
+ROLE = (
+    "You condense a reference document for a text-to-SQL agent: keep every definition, formula, code "
+    "meaning, threshold and business rule the question needs, verbatim where exact; drop the rest."
+)
 MAX_DOC_CHARS = 60_000
 
 

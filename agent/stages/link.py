@@ -9,16 +9,19 @@ from flexsql.agent.stages.chat import Run, converse, system_message
 from flexsql.errors import FlexSQLError
 from flexsql.tools import registry
 
-ROLE = ("You are the schema-linking step of a text-to-SQL agent. Find every table the question needs (facts, "
-        "dimensions, bridge tables for joins), with the columns, join keys and notable values. On a warehouse "
-        "look at schemas first, then tables. Bias towards inclusion; name tables exactly as the catalog does.")
+ROLE = (
+    "You are the schema-linking step of a text-to-SQL agent. Find every table the question needs (facts, "
+    "dimensions, bridge tables for joins), with the columns, join keys and notable values. On a warehouse "
+    "look at schemas first, then tables. Bias towards inclusion; name tables exactly as the catalog does."
+)
 TOOLS = ["search_schema", "list_schemas", "list_tables", "describe_table", "find_join_path", "find_values"]
 
 
 def search_hits(run: Run, limit: int = 10) -> str:
     try:
-        result = registry.call(run.tools, "search_schema", {"query": run.question, "limit": limit,
-                                                             "source": run.source})
+        result = registry.call(
+            run.tools, "search_schema", {"query": run.question, "limit": limit, "source": run.source}
+        )
         return registry.result_text(result, run.settings)
     except FlexSQLError as exc:
         return f"(search_schema failed: {exc})"
@@ -50,11 +53,17 @@ def known_tables(run: Run, names: list[str]) -> tuple[list[str], list[str]]:
 async def link(run: Run) -> Linking:
     hits = search_hits(run)
     schemas = schema_overview(run)
-    user = (f"Question: {run.question}\n\n"
-            + (f"External knowledge (summary):\n{run.knowledge}\n\n" if run.knowledge else "")
-            + (f"Schemas (decide which matter first, then list_tables(schema=…)):\n{schemas}\n\n" if schemas else "")
-            + f"search_schema found (ranked):\n{hits}\n\n"
-            "Check the candidates with describe_table / find_join_path, then answer with the tables and notes.")
+    user = (
+        f"Question: {run.question}\n\n"
+        + (f"External knowledge (summary):\n{run.knowledge}\n\n" if run.knowledge else "")
+        + (
+            f"Schemas (decide which matter first, then list_tables(schema=…)):\n{schemas}\n\n"
+            if schemas
+            else ""
+        )
+        + f"search_schema found (ranked):\n{hits}\n\n"
+        "Check the candidates with describe_table / find_join_path, then answer with the tables and notes."
+    )
     out = await converse(run, "link", system_message("link", ROLE, run), user, TOOLS)
     assert isinstance(out, Linking)
     tables, unknown = known_tables(run, out.tables)

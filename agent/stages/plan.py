@@ -8,12 +8,16 @@ from flexsql.agent.stages.chat import Run, converse, system_message
 from flexsql.agent.stages.link import known_tables
 from flexsql.prompts import render
 
-ROLE = ("You are the planning step of a text-to-SQL agent. Write diverse plans in words (no SQL) that cover the "
-        "question's different valid readings; when there is one reading, give it independent methods so that "
-        "disagreement exposes mistakes. Mark code, enum and ID literals for grounding with the value tools.")
+ROLE = (
+    "You are the planning step of a text-to-SQL agent. Write diverse plans in words (no SQL) that cover the "
+    "question's different valid readings; when there is one reading, give it independent methods so that "
+    "disagreement exposes mistakes. Mark code, enum and ID literals for grounding with the value tools."
+)
 TOOLS = ["describe_table", "find_join_path", "distinct_values", "find_values", "sample_rows"]
-REVISE_ROLE = ("You revise a plan that an evaluator judged wrong. Check the feedback against the data first; "
-               "change the wrong decision and what depends on it, keep the rest. No SQL.")
+REVISE_ROLE = (
+    "You revise a plan that an evaluator judged wrong. Check the feedback against the data first; "
+    "change the wrong decision and what depends on it, keep the rest. No SQL."
+)
 
 
 def _checked(run: Run, plan: Plan) -> Plan:
@@ -24,8 +28,14 @@ def _checked(run: Run, plan: Plan) -> Plan:
 
 
 async def make_plans(run: Run, k: int) -> list[Plan]:
-    user = render("plan", question=run.question, source=run.source, external_knowledge=run.knowledge,
-                  conversation=run.conversation, schema_notes=run.schema_notes)
+    user = render(
+        "plan",
+        question=run.question,
+        source=run.source,
+        external_knowledge=run.knowledge,
+        conversation=run.conversation,
+        schema_notes=run.schema_notes,
+    )
     out = await converse(run, "plan", system_message("plan", ROLE, run, plans=k), user, TOOLS, plans=k)
     assert isinstance(out, Plans)
     plans = [_checked(run, p) for p in out.plans[:k]]
@@ -35,8 +45,16 @@ async def make_plans(run: Run, k: int) -> list[Plan]:
 
 
 async def revise_plan(run: Run, plan: Plan, feedback: str, program: str | None, result: str | None) -> Plan:
-    user = render("revise_plan", question=run.question, plan=plan.text, feedback=feedback or "(no detail given)",
-                  program=program, result=result, external_knowledge=run.knowledge, source=run.source)
+    user = render(
+        "revise_plan",
+        question=run.question,
+        plan=plan.text,
+        feedback=feedback or "(no detail given)",
+        program=program,
+        result=result,
+        external_knowledge=run.knowledge,
+        source=run.source,
+    )
     out = await converse(run, "revise_plan", system_message("revise_plan", REVISE_ROLE, run), user, TOOLS)
     assert isinstance(out, Plan)
     return _checked(run, out)

@@ -18,8 +18,17 @@ from flexsql.tools.sources.base import (
 from flexsql.tools.sources.urls import open_source, redact
 
 __all__ = [
-    "Catalog", "Column", "FetchLimits", "ForeignKey", "QueryResult", "SafetyReport", "Source", "SourceRegistry",
-    "TableInfo", "open_source", "redact",
+    "Catalog",
+    "Column",
+    "FetchLimits",
+    "ForeignKey",
+    "QueryResult",
+    "SafetyReport",
+    "Source",
+    "SourceRegistry",
+    "TableInfo",
+    "open_source",
+    "redact",
 ]
 
 
@@ -33,13 +42,17 @@ class SourceRegistry:
 
     def add(self, source: Source) -> None:
         if source.name in self._sources:
-            raise ConfigError(f"two sources are named {source.name!r}; give one a different name "
-                              "(--db NAME=URL or name = … in flexsql.toml)")
+            raise ConfigError(
+                f"two sources are named {source.name!r}; give one a different name "
+                "(--db NAME=URL or name = … in flexsql.toml)"
+            )
         self._sources[source.name] = source
 
     def get(self, name: str | None = None) -> Source:
         if not self._sources:
-            raise NotFoundError("no source is configured; start with --db URL or add [[sources]] to flexsql.toml")
+            raise NotFoundError(
+                "no source is configured; start with --db URL or add [[sources]] to flexsql.toml"
+            )
         if name is None or name == "":
             return next(iter(self._sources.values()))
         if name in self._sources:

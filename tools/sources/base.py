@@ -128,15 +128,26 @@ class Catalog(BaseModel):
         hits = [t for t in self.tables if _name_matches(t, [p.lower() for p, _ in parts])]
         raw = name.strip()
         for t in self.tables:  # dotted table names given without quotes
-            if t not in hits and "." in t.name and (raw.lower() == t.qualified.lower() or raw.lower() == t.name.lower()
-                                                     or raw.lower().endswith("." + t.name.lower())
-                                                     and _name_matches(t, [p.lower() for p in
-                                                                           raw[: -len(t.name) - 1].split(".")]
-                                                                       + [t.name.lower()])):
+            if (
+                t not in hits
+                and "." in t.name
+                and (
+                    raw.lower() == t.qualified.lower()
+                    or raw.lower() == t.name.lower()
+                    or raw.lower().endswith("." + t.name.lower())
+                    and _name_matches(
+                        t, [p.lower() for p in raw[: -len(t.name) - 1].split(".")] + [t.name.lower()]
+                    )
+                )
+            ):
                 hits.append(t)
         if len(hits) > 1:
-            exact = [t for t in hits if _name_matches_exactly(t, parts, dialect)
-                     or (dialect is None and raw in (t.qualified, t.name))]
+            exact = [
+                t
+                for t in hits
+                if _name_matches_exactly(t, parts, dialect)
+                or (dialect is None and raw in (t.qualified, t.name))
+            ]
             if exact:
                 hits = exact
         if len(hits) > 1 and self.default_schema:
@@ -147,8 +158,10 @@ class Catalog(BaseModel):
             return hits[0]
         if len(hits) > 1:
             options = ", ".join(t.qualified for t in hits[:10])
-            raise NotFoundError(f"table name {name!r} is ambiguous: it matches {options}; qualify it with its schema "
-                                'or quote it with its exact case ("Orders")')
+            raise NotFoundError(
+                f"table name {name!r} is ambiguous: it matches {options}; qualify it with its schema "
+                'or quote it with its exact case ("Orders")'
+            )
         raise NotFoundError(f"table {name!r} not found; {self.suggest(name)}")
 
     def suggest(self, name: str) -> str:
@@ -167,7 +180,7 @@ class Catalog(BaseModel):
 
 def _name_matches(table: TableInfo, wanted: list[str]) -> bool:
     parts = [p.lower() for p in (table.database, table.schema_name, table.name) if p]
-    return len(wanted) <= len(parts) and parts[-len(wanted):] == wanted
+    return len(wanted) <= len(parts) and parts[-len(wanted) :] == wanted
 
 
 def _name_matches_exactly(table: TableInfo, wanted: list[tuple[str, bool]], dialect: str | None) -> bool:
@@ -180,7 +193,7 @@ def _name_matches_exactly(table: TableInfo, wanted: list[tuple[str, bool]], dial
         from flexsql.tools.sources.traits import traits_for
 
         traits = traits_for(dialect)
-    for have, (want, quoted) in zip(parts[-len(wanted):], wanted, strict=True):
+    for have, (want, quoted) in zip(parts[-len(wanted) :], wanted, strict=True):
         if not quoted and dialect is not None:
             folded = traits.fold(want)
             if folded is None:  # names are case-insensitive (DuckDB, SQLite): every spelling is exact
@@ -206,7 +219,7 @@ def split_name(name: str) -> list[tuple[str, bool]]:
         ch = text[i]
         if close is not None:
             if ch == close:
-                if close == '"' and text[i + 1: i + 2] == '"':  # "" inside quotes is one quote
+                if close == '"' and text[i + 1 : i + 2] == '"':  # "" inside quotes is one quote
                     current.append('"')
                     i += 2
                     continue
@@ -382,8 +395,14 @@ def cut_big_cells(rows: list[tuple[Any, ...]], max_cell_bytes: int) -> int:
     for j, column in enumerate(zip(*rows, strict=False)):
         if not (len(column) <= 64 or any(_is_cuttable(v) for v in column[:64])):
             continue  # not a text or nested column (sampled): numbers and dates cannot be huge
-        lengths = [len(v) if v.__class__ in _CELL_TYPES else
-                   nested_size(v, max_cell_bytes) if v.__class__ in _NESTED_TYPES else 0 for v in column]
+        lengths = [
+            len(v)
+            if v.__class__ in _CELL_TYPES
+            else nested_size(v, max_cell_bytes)
+            if v.__class__ in _NESTED_TYPES
+            else 0
+            for v in column
+        ]
         if max(lengths, default=0) <= max_cell_bytes:
             continue
         for i, n in enumerate(lengths):
@@ -431,7 +450,9 @@ def estimate_size(rows: Sequence[Sequence[Any]]) -> int:
     return int(sum(approx_size(r) for r in sample) * n / len(sample))
 
 
-def collect(batches: Iterator[Sequence[Sequence[Any]]], limits: FetchLimits) -> tuple[list[tuple[Any, ...]], int, bool, FetchCut | None]:
+def collect(
+    batches: Iterator[Sequence[Sequence[Any]]], limits: FetchLimits
+) -> tuple[list[tuple[Any, ...]], int, bool, FetchCut | None]:
     """Keep rows up to the row and byte caps, keep counting up to `count_limit`.
 
     Works a batch at a time (row-by-row Python costs seconds on million-row results); the byte

@@ -31,14 +31,25 @@ from flexsql.tools.sources.traits import EngineTraits
 from flexsql.tools.sources.urls import file_path_of
 
 TRAITS = EngineTraits(
-    dialect="duckdb", url_schemes=("duckdb",), text_type="VARCHAR", double_type="DOUBLE",
-    approx_distinct="approx_count_distinct({expr})", explain_prefix="EXPLAIN ",
-    sample_table="{table} TABLESAMPLE SYSTEM ({pct} PERCENT)", sample_view="{table} TABLESAMPLE SYSTEM ({pct} PERCENT)",
-    sample_label="block sample", scan_above_rows=50_000_000, unquoted_case="insensitive", schema_in_names=True,
-    dynamic_types=False, ilike=True, regex_match="regexp_matches({expr}, {pattern})", double_quoted_strings=False,
+    dialect="duckdb",
+    url_schemes=("duckdb",),
+    text_type="VARCHAR",
+    double_type="DOUBLE",
+    approx_distinct="approx_count_distinct({expr})",
+    explain_prefix="EXPLAIN ",
+    sample_table="{table} TABLESAMPLE SYSTEM ({pct} PERCENT)",
+    sample_view="{table} TABLESAMPLE SYSTEM ({pct} PERCENT)",
+    sample_label="block sample",
+    scan_above_rows=50_000_000,
+    unquoted_case="insensitive",
+    schema_in_names=True,
+    dynamic_types=False,
+    ilike=True,
+    regex_match="regexp_matches({expr}, {pattern})",
+    double_quoted_strings=False,
     cloud=False,
     notes="DuckDB: double quotes are identifiers, single quotes are strings; ILIKE, regexp_matches, "
-          "strftime(date, '%Y'), date_trunc('month', d), list/struct columns (unnest, s.field), QUALIFY.",
+    "strftime(date, '%Y'), date_trunc('month', d), list/struct columns (unnest, s.field), QUALIFY.",
 )
 
 
@@ -98,15 +109,21 @@ class DuckDBSource(Source):
 
         # the engine's memory follows [limits], not the query: beyond it DuckDB spills to a private
         # temp folder (bounded too) or fails the query with an out-of-memory error
-        config = {"enable_external_access": False, "autoinstall_known_extensions": False,
-                  "autoload_known_extensions": False, "memory_limit": f"{engine_limits.memory_mb}MB",
-                  "temp_directory": str(private_dir(cache_dir() / "duckdb_tmp")),
-                  "max_temp_directory_size": f"{engine_limits.temp_mb}MB"}
+        config = {
+            "enable_external_access": False,
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False,
+            "memory_limit": f"{engine_limits.memory_mb}MB",
+            "temp_directory": str(private_dir(cache_dir() / "duckdb_tmp")),
+            "max_temp_directory_size": f"{engine_limits.temp_mb}MB",
+        }
         in_memory = self.path == ":memory:"
         if not in_memory and not Path(self.path).exists():
             raise ConfigError(f"DuckDB file not found: {self.path}; check the path in the source URL")
         if not in_memory and _file_head(self.path).startswith(b"SQLite format 3\0"):
-            raise ConfigError(f"{self.path} is a SQLite file, not DuckDB: use sqlite:///{self.path.lstrip('/')}")
+            raise ConfigError(
+                f"{self.path} is a SQLite file, not DuckDB: use sqlite:///{self.path.lstrip('/')}"
+            )
         try:
             conn = duckdb.connect(self.path, read_only=not in_memory, config=config)
         except duckdb.Error as exc:
@@ -115,19 +132,26 @@ class DuckDBSource(Source):
             if "lock" in text.lower():  # first: the lock holder's path may contain "version"
                 hint = " — another process holds a write lock on it; close that process or copy the file"
             elif "version" in text.lower() or "serializ" in text.lower():
-                hint = (f" — the file was written by a different DuckDB version (this is {duckdb.__version__}); "
-                        "open it with the version that wrote it and EXPORT/IMPORT it, or upgrade duckdb")
+                hint = (
+                    f" — the file was written by a different DuckDB version (this is {duckdb.__version__}); "
+                    "open it with the version that wrote it and EXPORT/IMPORT it, or upgrade duckdb"
+                )
             elif "lock" in text.lower():
                 hint = " — another process holds a write lock on it; close that process or copy the file"
-            raise ConfigError(f"cannot open DuckDB database {self.path}: {text.splitlines()[0]}{hint}") from None
+            raise ConfigError(
+                f"cannot open DuckDB database {self.path}: {text.splitlines()[0]}{hint}"
+            ) from None
         # DuckDB shares one database instance between the connections a process opens on the same
         # file (a second Source on it, a checksum): that instance may already be locked by us.
         external, locked = conn.execute(
-            "SELECT current_setting('enable_external_access'), current_setting('lock_configuration')").fetchone()
+            "SELECT current_setting('enable_external_access'), current_setting('lock_configuration')"
+        ).fetchone()
         if external:
             conn.close()
-            raise ConfigError(f"cannot open DuckDB database {self.path} read-only: this process already has it open "
-                              "with external access enabled; close that connection first")
+            raise ConfigError(
+                f"cannot open DuckDB database {self.path} read-only: this process already has it open "
+                "with external access enabled; close that connection first"
+            )
         if not locked:
             conn.execute("SET lock_configuration = true")
         return conn
@@ -142,7 +166,9 @@ class DuckDBSource(Source):
                 try:
                     conn.interrupt()  # a query cancelled a moment ago may still be unwinding
                     conn.close()
-                except Exception:  # duckdb "connection is busy": the handle goes with the process; nothing to save
+                except (
+                    Exception
+                ):  # duckdb "connection is busy": the handle goes with the process; nothing to save
                     pass
 
     # -- catalog --------------------------------------------------------------------------------
@@ -153,8 +179,9 @@ class DuckDBSource(Source):
                 "SELECT schema_name, table_name, comment, estimated_size FROM duckdb_tables() "
                 "WHERE NOT internal AND NOT temporary ORDER BY schema_name, table_name"
             ).fetchall():
-                tables[(schema, name)] = TableInfo(schema=schema, name=name, kind="table", comment=comment,
-                                                   row_estimate=estimate)
+                tables[(schema, name)] = TableInfo(
+                    schema=schema, name=name, kind="table", comment=comment, row_estimate=estimate
+                )
             for schema, name, comment in cur.execute(
                 "SELECT schema_name, view_name, comment FROM duckdb_views() "
                 "WHERE NOT internal AND NOT temporary ORDER BY schema_name, view_name"
@@ -172,18 +199,33 @@ class DuckDBSource(Source):
                 if ctype == "PRIMARY KEY":
                     pk_cols.setdefault((schema, name), set()).update(cols)
                 else:
-                    info.foreign_keys.append(ForeignKey(columns=list(cols), ref_schema=schema, ref_table=ref_table,
-                                                        ref_columns=list(ref_cols or [])))
+                    info.foreign_keys.append(
+                        ForeignKey(
+                            columns=list(cols),
+                            ref_schema=schema,
+                            ref_table=ref_table,
+                            ref_columns=list(ref_cols or []),
+                        )
+                    )
             for schema, name, col, dtype, nullable, comment in cur.execute(
                 "SELECT schema_name, table_name, column_name, data_type, is_nullable, comment FROM duckdb_columns() "
                 "WHERE NOT internal ORDER BY schema_name, table_name, column_index"
             ).fetchall():
                 info = tables.get((schema, name))
                 if info is not None:
-                    info.columns.append(Column(name=col, type=dtype, nullable=bool(nullable), comment=comment,
-                                               primary_key=col in pk_cols.get((schema, name), ())))
+                    info.columns.append(
+                        Column(
+                            name=col,
+                            type=dtype,
+                            nullable=bool(nullable),
+                            comment=comment,
+                            primary_key=col in pk_cols.get((schema, name), ()),
+                        )
+                    )
             default, current = cur.execute("SELECT current_schema(), current_database()").fetchone()
-            catalogs = {r[0].lower() for r in cur.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
+            catalogs = {
+                r[0].lower() for r in cur.execute("SELECT database_name FROM duckdb_databases()").fetchall()
+            }
             for info in tables.values():  # "sales"."orders" is ambiguous when a catalog is named sales too
                 if info.schema_name.lower() in catalogs:
                     info.sql_catalog = current
@@ -200,7 +242,9 @@ class DuckDBSource(Source):
             except duckdb.Error as exc:
                 raise QueryError(self._clean_error(exc)) from None
             if count != 1:
-                raise QueryError(f"refused by the engine: {count} statements in one call — send exactly one statement")
+                raise QueryError(
+                    f"refused by the engine: {count} statements in one call — send exactly one statement"
+                )
             deadline = Deadline(timeout_s, cur.interrupt)
             with deadline:
                 try:
@@ -227,12 +271,16 @@ class DuckDBSource(Source):
 
     def safety(self) -> SafetyReport:
         in_memory = self.path == ":memory:"
-        measures = ["sqlglot guard (one read statement, dangerous functions refused)",
-                    "enable_external_access=false (no file or network readers)",
-                    "lock_configuration=true (SET refused by the engine)"]
+        measures = [
+            "sqlglot guard (one read statement, dangerous functions refused)",
+            "enable_external_access=false (no file or network readers)",
+            "lock_configuration=true (SET refused by the engine)",
+        ]
         warnings = []
         if in_memory:
-            warnings.append("in-memory database: it cannot be opened read_only; writes would only touch memory")
+            warnings.append(
+                "in-memory database: it cannot be opened read_only; writes would only touch memory"
+            )
         else:
             measures.insert(1, "opened read_only")
         return SafetyReport(read_only_engine=not in_memory, measures=measures, warnings=warnings)
@@ -271,15 +319,23 @@ def _mark_infinite(rows: list[tuple[Any, ...]], types: list[str]) -> list[tuple[
             value = row[i]
             if isinstance(value, dt.datetime):
                 plain = value.replace(tzinfo=None)
-                special = "infinity" if plain == dt.datetime.max else "-infinity" if plain == dt.datetime.min else None
+                special = (
+                    "infinity"
+                    if plain == dt.datetime.max
+                    else "-infinity"
+                    if plain == dt.datetime.min
+                    else None
+                )
             elif isinstance(value, dt.date):
-                special = "infinity" if value == dt.date.max else "-infinity" if value == dt.date.min else None
+                special = (
+                    "infinity" if value == dt.date.max else "-infinity" if value == dt.date.min else None
+                )
             else:
                 special = None
             if special is not None:
                 if out is rows:
                     out = list(rows)
-                out[r] = (*out[r][:i], special, *out[r][i + 1:])
+                out[r] = (*out[r][:i], special, *out[r][i + 1 :])
     return out
 
 

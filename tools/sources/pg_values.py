@@ -47,8 +47,13 @@ def register(conn: Any) -> None:
             return bytes(data).decode("utf-8", "replace")
 
     adapters = conn.adapters
-    for name, base in (("date", DateLoader), ("timestamp", TimestampLoader), ("timestamptz", TimestamptzLoader),
-                       ("time", TimeLoader), ("timetz", TimetzLoader)):
+    for name, base in (
+        ("date", DateLoader),
+        ("timestamp", TimestampLoader),
+        ("timestamptz", TimestamptzLoader),
+        ("time", TimeLoader),
+        ("timetz", TimetzLoader),
+    ):
         adapters.register_loader(name, tolerant(base))
     adapters.register_loader("numeric", ExactNumericLoader)
     adapters.register_loader("interval", IntervalTextLoader)

@@ -99,8 +99,15 @@ _ENGINE_DENIED = re.compile(
 )
 
 
-_CREDENTIAL_CATALOG_PREFIXES = ("pg_authid", "pg_shadow", "pg_user_mapping", "pg_subscription", "pg_statistic",
-                                "pg_largeobject", "pg_db_role_setting")
+_CREDENTIAL_CATALOG_PREFIXES = (
+    "pg_authid",
+    "pg_shadow",
+    "pg_user_mapping",
+    "pg_subscription",
+    "pg_statistic",
+    "pg_largeobject",
+    "pg_db_role_setting",
+)
 
 
 def engine_refusal(sql: str) -> str | None:
@@ -110,27 +117,45 @@ def engine_refusal(sql: str) -> str | None:
         return None
     name = match.group(1)
     if name and name.lower().startswith(_CREDENTIAL_CATALOG_PREFIXES):
-        return (f"refused by the engine: the catalog {name.lower()} is not read on PostgreSQL — it holds credentials "
-                "or raw column values; read pg_roles, pg_user or pg_stats instead")
+        return (
+            f"refused by the engine: the catalog {name.lower()} is not read on PostgreSQL — it holds credentials "
+            "or raw column values; read pg_roles, pg_user or pg_stats instead"
+        )
     what = f"{name.lower()}()" if name else 'a U&"…" escape'
-    return (f"refused by the engine: {what} is not run on PostgreSQL — it can undo the read-only role, run SQL the "
-            "guard never saw, or have effects a rollback does not undo; this server is read-only")
+    return (
+        f"refused by the engine: {what} is not run on PostgreSQL — it can undo the read-only role, run SQL the "
+        "guard never saw, or have effects a rollback does not undo; this server is read-only"
+    )
 
 
-_CHANGES_SQL = ("SELECT schemaname, relname, n_tup_ins + n_tup_upd + n_tup_del, n_live_tup, "
-                "coalesce(extract(epoch FROM greatest(last_vacuum, last_autovacuum, last_analyze, "
-                "last_autoanalyze)), 0) FROM pg_stat_user_tables")
+_CHANGES_SQL = (
+    "SELECT schemaname, relname, n_tup_ins + n_tup_upd + n_tup_del, n_live_tup, "
+    "coalesce(extract(epoch FROM greatest(last_vacuum, last_autovacuum, last_analyze, "
+    "last_autoanalyze)), 0) FROM pg_stat_user_tables"
+)
 
 TRAITS = EngineTraits(
-    dialect="postgres", url_schemes=("postgresql", "postgres", "postgresql+psycopg"), text_type="TEXT",
-    double_type="DOUBLE PRECISION", approx_distinct=None, explain_prefix="EXPLAIN ",
+    dialect="postgres",
+    url_schemes=("postgresql", "postgres", "postgresql+psycopg"),
+    text_type="TEXT",
+    double_type="DOUBLE PRECISION",
+    approx_distinct=None,
+    explain_prefix="EXPLAIN ",
     # TABLESAMPLE takes no view: views are read by their first rows
-    sample_table="{table} TABLESAMPLE SYSTEM ({pct})", sample_view=None, sample_label="block sample",
-    scan_above_rows=2_000_000, unquoted_case="lower", schema_in_names=True, dynamic_types=False, ilike=True,
-    regex_match="{expr} ~ {pattern}", double_quoted_strings=False, cloud=False,
+    sample_table="{table} TABLESAMPLE SYSTEM ({pct})",
+    sample_view=None,
+    sample_label="block sample",
+    scan_above_rows=2_000_000,
+    unquoted_case="lower",
+    schema_in_names=True,
+    dynamic_types=False,
+    ilike=True,
+    regex_match="{expr} ~ {pattern}",
+    double_quoted_strings=False,
+    cloud=False,
     notes="PostgreSQL: identifiers fold to lower case unless quoted; ILIKE; date_trunc, EXTRACT; "
-          "::type casts; integer division truncates.",
-    binary_hex="encode({expr}, 'hex')"
+    "::type casts; integer division truncates.",
+    binary_hex="encode({expr}, 'hex')",
 )
 
 
@@ -151,11 +176,14 @@ class PostgresSource(Source):
         import psycopg
 
         try:
-            conn = psycopg.connect(self._conninfo, autocommit=False, connect_timeout=10,
-                                   application_name="flexsql")
+            conn = psycopg.connect(
+                self._conninfo, autocommit=False, connect_timeout=10, application_name="flexsql"
+            )
         except psycopg.Error as exc:
-            raise ConfigError(f"cannot connect to PostgreSQL at {self.display_url}: "
-                              f"{self._clean_error(exc).splitlines()[0]}") from None
+            raise ConfigError(
+                f"cannot connect to PostgreSQL at {self.display_url}: "
+                f"{self._clean_error(exc).splitlines()[0]}"
+            ) from None
         conn.read_only = True
         from flexsql.tools.sources.pg_values import register
 
@@ -199,14 +227,24 @@ class PostgresSource(Source):
                         "pg_has_role(current_user, 'pg_read_all_data', 'MEMBER'), current_schema() "
                         "FROM pg_roles r WHERE r.rolname = current_user"
                     )
-                    user, superuser, createrole, createdb, writes, version, db, reader, schema = cur.fetchone()
+                    user, superuser, createrole, createdb, writes, version, db, reader, schema = (
+                        cur.fetchone()
+                    )
                 conn.rollback()
             finally:
                 self._release(conn)
-            self._privileges = {"user": user, "superuser": superuser, "can_write": bool(writes or createrole or createdb),
-                                "version": version, "database": db, "schema": schema or "public",
-                                "reader": bool(reader) and not superuser,
-                                "drop_to": "pg_read_all_data" if (superuser or writes) and version >= 140000 and reader else None}
+            self._privileges = {
+                "user": user,
+                "superuser": superuser,
+                "can_write": bool(writes or createrole or createdb),
+                "version": version,
+                "database": db,
+                "schema": schema or "public",
+                "reader": bool(reader) and not superuser,
+                "drop_to": "pg_read_all_data"
+                if (superuser or writes) and version >= 140000 and reader
+                else None,
+            }
         return self._privileges
 
     # -- catalog --------------------------------------------------------------------------------
@@ -217,8 +255,13 @@ class PostgresSource(Source):
                 tables: dict[tuple[str, str], TableInfo] = {}
                 cur.execute(_CATALOG_SQL)
                 for schema, name, kind, comment, estimate in cur.fetchall():
-                    tables[(schema, name)] = TableInfo(schema=schema, name=name, kind="view" if kind in "vm" else "table",
-                                                       comment=comment, row_estimate=estimate)
+                    tables[(schema, name)] = TableInfo(
+                        schema=schema,
+                        name=name,
+                        kind="view" if kind in "vm" else "table",
+                        comment=comment,
+                        row_estimate=estimate,
+                    )
                 cur.execute(_COLUMNS_SQL)
                 for schema, name, col, dtype, nullable, comment in cur.fetchall():
                     info = tables.get((schema, name))
@@ -233,8 +276,14 @@ class PostgresSource(Source):
                         for col in info.columns:
                             col.primary_key = col.primary_key or col.name in cols
                     else:
-                        info.foreign_keys.append(ForeignKey(columns=list(cols), ref_schema=rschema, ref_table=rtable,
-                                                            ref_columns=list(rcols)))
+                        info.foreign_keys.append(
+                            ForeignKey(
+                                columns=list(cols),
+                                ref_schema=rschema,
+                                ref_table=rtable,
+                                ref_columns=list(rcols),
+                            )
+                        )
                 cur.execute("SELECT current_schema()")
                 default = cur.fetchone()[0]
             conn.rollback()
@@ -267,8 +316,10 @@ class PostgresSource(Source):
             self._begin(conn, timeout_s, drop_to)
         except psycopg.OperationalError as exc:
             conn.close()
-            raise QueryError(f"lost the connection to PostgreSQL at {self.display_url} and could not start a new "
-                             f"one: {self._clean_error(exc).splitlines()[0]} — check that the server is up") from None
+            raise QueryError(
+                f"lost the connection to PostgreSQL at {self.display_url} and could not start a new "
+                f"one: {self._clean_error(exc).splitlines()[0]} — check that the server is up"
+            ) from None
         return conn
 
     def _run(self, sql: str, timeout_s: float, limits: FetchLimits):
@@ -279,7 +330,9 @@ class PostgresSource(Source):
             raise QueryError(refusal)
         drop_to = self.privileges()["drop_to"]
         conn = self._fresh_transaction(timeout_s, drop_to)
-        deadline = Deadline(timeout_s + 0.5, conn.cancel_safe if hasattr(conn, "cancel_safe") else conn.cancel)
+        deadline = Deadline(
+            timeout_s + 0.5, conn.cancel_safe if hasattr(conn, "cancel_safe") else conn.cancel
+        )
         try:
             with deadline:
                 try:
@@ -328,18 +381,30 @@ class PostgresSource(Source):
         if result.status == pq.ExecStatus.COMMAND_OK:
             result = pgconn.describe_prepared(b"")
         if result.status != pq.ExecStatus.COMMAND_OK:
-            text = (result.error_message or b"").decode("utf-8", "replace").strip().removeprefix("ERROR:").strip()
+            text = (
+                (result.error_message or b"")
+                .decode("utf-8", "replace")
+                .strip()
+                .removeprefix("ERROR:")
+                .strip()
+            )
             raise QueryError(self._explain(Exception(text or "the server could not prepare the statement")))
         if result.nfields == 0:
             words = sql.strip().split(None, 1)
             what = words[0].upper() if words else "this statement"
-            raise QueryError(f"refused by the engine: {what} returns no rows, and flexsql only runs queries on "
-                             "PostgreSQL — this server is read-only")
+            raise QueryError(
+                f"refused by the engine: {what} returns no rows, and flexsql only runs queries on "
+                "PostgreSQL — this server is read-only"
+            )
 
     def _explain(self, exc: Exception) -> str:
         text = self._clean_error(exc)
         lowered = text.lower()
-        if "read-only transaction" in lowered or "permission denied" in lowered or "must be superuser" in lowered:
+        if (
+            "read-only transaction" in lowered
+            or "permission denied" in lowered
+            or "must be superuser" in lowered
+        ):
             return f"refused by the engine: {text.splitlines()[0]} — this server is read-only"
         return text
 
@@ -350,15 +415,20 @@ class PostgresSource(Source):
             rows = self.execute(_CHANGES_SQL, timeout_s=10.0, limits=FetchLimits(max_rows=1_000_000)).rows
         except QueryError:
             return None
-        counters = {f"{schema}.{name}": f"{changes}:{live}:{stamp}" for schema, name, changes, live, stamp in rows}
+        counters = {
+            f"{schema}.{name}": f"{changes}:{live}:{stamp}" for schema, name, changes, live, stamp in rows
+        }
         return {t.qualified: counters.get(t.qualified, "") for t in tables}
 
     def safety(self) -> SafetyReport:
-        measures = ["sqlglot guard (one read statement, dangerous functions refused)",
-                    "READ ONLY transaction per statement, always rolled back",
-                    "statement_timeout and client-side cancel", "prepared statements (one statement per call)",
-                    "the server describes each statement first: only statements that return rows run",
-                    "functions that could undo the role drop or run SQL from a string refused by name"]
+        measures = [
+            "sqlglot guard (one read statement, dangerous functions refused)",
+            "READ ONLY transaction per statement, always rolled back",
+            "statement_timeout and client-side cancel",
+            "prepared statements (one statement per call)",
+            "the server describes each statement first: only statements that return rows run",
+            "functions that could undo the role drop or run SQL from a string refused by name",
+        ]
         warnings: list[str] = []
         try:
             priv = self.privileges()
@@ -378,13 +448,16 @@ class PostgresSource(Source):
             warnings.append(
                 f"connected as {priv['user']!r}, a member of pg_read_all_data: that role can read the password hashes "
                 "in pg_authid and connection passwords in pg_user_mapping. flexsql refuses those catalogs, but grant "
-                "SELECT per schema instead:\n" + READ_ONLY_ROLE_SQL.format(db=priv["database"], schema=priv["schema"])
+                "SELECT per schema instead:\n"
+                + READ_ONLY_ROLE_SQL.format(db=priv["database"], schema=priv["schema"])
             )
         return SafetyReport(read_only_engine=True, measures=measures, warnings=warnings)
 
 
 # Statements DECLARE … CURSOR accepts: queries (after comments and parentheses), not SHOW / EXPLAIN.
-_DECLARABLE = re.compile(r"^(?:\s+|--[^\n]*\n|/\*.*?\*/|\()*(SELECT|WITH|VALUES|TABLE)\b", re.IGNORECASE | re.DOTALL)
+_DECLARABLE = re.compile(
+    r"^(?:\s+|--[^\n]*\n|/\*.*?\*/|\()*(SELECT|WITH|VALUES|TABLE)\b", re.IGNORECASE | re.DOTALL
+)
 
 _TYPE_NAMES: dict[int, str] = {}
 

@@ -62,7 +62,7 @@ def _engine_check(sql: str) -> str:
         raise _engine_refusal("the statement is empty")
     first, nxt = tokens[0], tokens[1] if len(tokens) > 1 else None
     if first.token_type == TokenType.COMMAND and first.text.upper() == "EXPLAIN" and nxt is not None:
-        body = nxt.text if nxt.token_type == TokenType.STRING else sql[nxt.start:]
+        body = nxt.text if nxt.token_type == TokenType.STRING else sql[nxt.start :]
         if body.lstrip().upper().startswith(("ANALYZE", "ANALYSE")):
             raise _engine_refusal("EXPLAIN ANALYZE (it executes the statement)")
         _engine_check(body)
@@ -110,8 +110,10 @@ def _outer_order(text: str) -> str:
     if order is None or not isinstance(query, exp.Query):
         return ""
     outputs = list(query.selects)
-    if any(isinstance(sel, exp.Star) or (isinstance(sel, exp.Column) and isinstance(sel.this, exp.Star))
-           for sel in outputs):
+    if any(
+        isinstance(sel, exp.Star) or (isinstance(sel, exp.Column) and isinstance(sel.this, exp.Star))
+        for sel in outputs
+    ):
         outputs = []
     keys: list[str] = []
     for ordered in order.expressions:
@@ -122,7 +124,11 @@ def _outer_order(text: str) -> str:
         else:
             for i, sel in enumerate(outputs, 1):
                 bare = isinstance(key, exp.Column) and not key.table
-                if (bare and key.name.upper() == sel.alias_or_name.upper()) or key == sel.unalias() or key == sel:
+                if (
+                    (bare and key.name.upper() == sel.alias_or_name.upper())
+                    or key == sel.unalias()
+                    or key == sel
+                ):
                     position = i
                     break
         if position is None:
@@ -158,16 +164,28 @@ def connect_kwargs(url: str) -> dict[str, Any]:
 
 
 TRAITS = EngineTraits(
-    dialect="snowflake", url_schemes=("snowflake",), text_type="VARCHAR", double_type=None,
-    approx_distinct="approx_count_distinct({expr})", explain_prefix="EXPLAIN ",
+    dialect="snowflake",
+    url_schemes=("snowflake",),
+    text_type="VARCHAR",
+    double_type=None,
+    approx_distinct="approx_count_distinct({expr})",
+    explain_prefix="EXPLAIN ",
     # block sampling exists for tables only; views are sampled row by row
-    sample_table="{table} SAMPLE SYSTEM ({pct})", sample_view="{table} SAMPLE BERNOULLI ({pct})", sample_label="sample",
-    scan_above_rows=2_000_000, unquoted_case="upper", schema_in_names=True, dynamic_types=False, ilike=True,
+    sample_table="{table} SAMPLE SYSTEM ({pct})",
+    sample_view="{table} SAMPLE BERNOULLI ({pct})",
+    sample_label="sample",
+    scan_above_rows=2_000_000,
+    unquoted_case="upper",
+    schema_in_names=True,
+    dynamic_types=False,
+    ilike=True,
     # REGEXP_LIKE matches the whole value; REGEXP_INSTR finds a match anywhere, like the other engines
-    regex_match="REGEXP_INSTR({expr}, {pattern}) > 0", double_quoted_strings=False, cloud=True,
+    regex_match="REGEXP_INSTR({expr}, {pattern}) > 0",
+    double_quoted_strings=False,
+    cloud=True,
     notes="Snowflake: unquoted identifiers are UPPER case; VARIANT paths col:field::string, "
-          "LATERAL FLATTEN(input => col); ILIKE; DATE_TRUNC; QUALIFY; sharded tables → UNION ALL or wildcards.",
-    binary_hex="lower(hex_encode({expr}))"
+    "LATERAL FLATTEN(input => col); ILIKE; DATE_TRUNC; QUALIFY; sharded tables → UNION ALL or wildcards.",
+    binary_hex="lower(hex_encode({expr}))",
 )
 
 
@@ -193,15 +211,23 @@ class SnowflakeSource(Source):
         try:
             import snowflake.connector
         except ImportError:
-            raise ConfigError("the Snowflake connector is not installed; run: pip install 'flexsql[snowflake]'") from None
-        params = {"MULTI_STATEMENT_COUNT": 1, "STATEMENT_TIMEOUT_IN_SECONDS": self._statement_timeout,
-                  "QUERY_TAG": "flexsql", "CLIENT_OUT_OF_BAND_TELEMETRY_ENABLED": False}
+            raise ConfigError(
+                "the Snowflake connector is not installed; run: pip install 'flexsql[snowflake]'"
+            ) from None
+        params = {
+            "MULTI_STATEMENT_COUNT": 1,
+            "STATEMENT_TIMEOUT_IN_SECONDS": self._statement_timeout,
+            "QUERY_TAG": "flexsql",
+            "CLIENT_OUT_OF_BAND_TELEMETRY_ENABLED": False,
+        }
         try:
-            return snowflake.connector.connect(session_parameters=params, network_timeout=60, login_timeout=30,
-                                               **self._kwargs)
+            return snowflake.connector.connect(
+                session_parameters=params, network_timeout=60, login_timeout=30, **self._kwargs
+            )
         except Exception as exc:
-            raise ConfigError(f"cannot connect to Snowflake {self.display_url}: "
-                              f"{self._clean_error(exc).splitlines()[0]}") from None
+            raise ConfigError(
+                f"cannot connect to Snowflake {self.display_url}: {self._clean_error(exc).splitlines()[0]}"
+            ) from None
 
     def close(self) -> None:
         with self._lock:
@@ -231,9 +257,14 @@ class SnowflakeSource(Source):
                 "ORDER BY table_schema, table_name"
             )
             for db, schema, name, ttype, comment, rows in cur.fetchall():
-                tables[(schema, name)] = TableInfo(database=db, schema=schema, name=name,
-                                                   kind="view" if "VIEW" in str(ttype).upper() else "table",
-                                                   comment=comment or None, row_estimate=rows)
+                tables[(schema, name)] = TableInfo(
+                    database=db,
+                    schema=schema,
+                    name=name,
+                    kind="view" if "VIEW" in str(ttype).upper() else "table",
+                    comment=comment or None,
+                    row_estimate=rows,
+                )
             self._add_views(cur, prefix, tables)
             cur.execute(
                 f"SELECT table_schema, table_name, column_name, data_type, is_nullable, comment "
@@ -243,8 +274,14 @@ class SnowflakeSource(Source):
             for schema, name, col, dtype, nullable, comment in cur.fetchall():
                 info = tables.get((schema, name))
                 if info is not None:
-                    info.columns.append(Column(name=col, type=dtype, nullable=str(nullable).upper() == "YES",
-                                               comment=comment or None))
+                    info.columns.append(
+                        Column(
+                            name=col,
+                            type=dtype,
+                            nullable=str(nullable).upper() == "YES",
+                            comment=comment or None,
+                        )
+                    )
             self._load_keys(cur, tables)
             return Catalog(tables=list(tables.values()), default_schema=self._kwargs.get("schema"))
         finally:
@@ -254,10 +291,14 @@ class SnowflakeSource(Source):
     def _add_views(cur: Any, prefix: str, tables: dict[tuple[str, str], TableInfo]) -> None:
         """Snowflake lists views in information_schema.tables; emulators may only have them in .views."""
         try:
-            cur.execute(f"SELECT table_catalog, table_schema, table_name FROM {prefix}information_schema.views "
-                        "WHERE table_schema <> 'INFORMATION_SCHEMA'")
+            cur.execute(
+                f"SELECT table_catalog, table_schema, table_name FROM {prefix}information_schema.views "
+                "WHERE table_schema <> 'INFORMATION_SCHEMA'"
+            )
             for db, schema, name in cur.fetchall():
-                tables.setdefault((schema, name), TableInfo(database=db, schema=schema, name=name, kind="view"))
+                tables.setdefault(
+                    (schema, name), TableInfo(database=db, schema=schema, name=name, kind="view")
+                )
         except Exception:
             return
 
@@ -275,8 +316,11 @@ class SnowflakeSource(Source):
             for row in cur.fetchall():
                 info = tables.get((row[6], row[7]))
                 if info is not None:
-                    info.foreign_keys.append(ForeignKey(columns=[row[8]], ref_schema=row[2], ref_table=row[3],
-                                                        ref_columns=[row[4]]))
+                    info.foreign_keys.append(
+                        ForeignKey(
+                            columns=[row[8]], ref_schema=row[2], ref_table=row[3], ref_columns=[row[4]]
+                        )
+                    )
         except Exception:  # keys are informative only; a missing privilege or emulator gap is fine
             return
 
@@ -332,12 +376,18 @@ class SnowflakeSource(Source):
     def safety(self) -> SafetyReport:
         return SafetyReport(
             read_only_engine=False,
-            measures=["sqlglot guard (one read statement, dangerous functions, stages and sequences refused)",
-                      "MULTI_STATEMENT_COUNT=1", f"STATEMENT_TIMEOUT_IN_SECONDS={self._statement_timeout}",
-                      "QUERY_TAG=flexsql", "client-side abort at the deadline",
-                      "every statement but SHOW / DESCRIBE / EXPLAIN runs wrapped as a subquery, so Snowflake's "
-                      "parser refuses non-queries; a token check refuses a second statement, NEXTVAL, stages and "
-                      "file readers first"],
-            warnings=["Snowflake has no read-only session switch: connect with a role that has only "
-                      "USAGE and SELECT grants (GRANT SELECT ON ALL TABLES IN DATABASE … TO ROLE flexsql_reader)"],
+            measures=[
+                "sqlglot guard (one read statement, dangerous functions, stages and sequences refused)",
+                "MULTI_STATEMENT_COUNT=1",
+                f"STATEMENT_TIMEOUT_IN_SECONDS={self._statement_timeout}",
+                "QUERY_TAG=flexsql",
+                "client-side abort at the deadline",
+                "every statement but SHOW / DESCRIBE / EXPLAIN runs wrapped as a subquery, so Snowflake's "
+                "parser refuses non-queries; a token check refuses a second statement, NEXTVAL, stages and "
+                "file readers first",
+            ],
+            warnings=[
+                "Snowflake has no read-only session switch: connect with a role that has only "
+                "USAGE and SELECT grants (GRANT SELECT ON ALL TABLES IN DATABASE … TO ROLE flexsql_reader)"
+            ],
         )

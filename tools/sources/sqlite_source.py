@@ -32,16 +32,36 @@ SQLITE_MAX_VALUE_BYTES = 64 * 1024 * 1024
 _TABLE_PRAGMAS = {"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list"}
 # Pragmas that only read when called without a value; given a value they write, so that is denied.
 _READ_PRAGMAS = {
-    "database_list", "table_list", "collation_list", "function_list", "module_list", "pragma_list",
-    "compile_options", "encoding", "page_count", "page_size", "user_version", "schema_version",
-    "application_id", "freelist_count", "data_version", "foreign_keys",
+    "database_list",
+    "table_list",
+    "collation_list",
+    "function_list",
+    "module_list",
+    "pragma_list",
+    "compile_options",
+    "encoding",
+    "page_count",
+    "page_size",
+    "user_version",
+    "schema_version",
+    "application_id",
+    "freelist_count",
+    "data_version",
+    "foreign_keys",
 }
-_ALLOWED_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
+_ALLOWED_ACTIONS = {
+    sqlite3.SQLITE_SELECT,
+    sqlite3.SQLITE_READ,
+    sqlite3.SQLITE_FUNCTION,
+    sqlite3.SQLITE_RECURSIVE,
+}
 _SCHEMA_TABLES = {"sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema"}
 _DENIED_FUNCTIONS = {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer", "zipfile"}
 
 
-def _authorizer(action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None) -> int:
+def _authorizer(
+    action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None
+) -> int:
     if action == sqlite3.SQLITE_FUNCTION:
         return sqlite3.SQLITE_DENY if (arg2 or "").lower() in _DENIED_FUNCTIONS else sqlite3.SQLITE_OK
     if action in _ALLOWED_ACTIONS:
@@ -58,12 +78,25 @@ def _authorizer(action: int, arg1: str | None, arg2: str | None, _db: str | None
 
 
 TRAITS = EngineTraits(
-    dialect="sqlite", url_schemes=("sqlite", "sqlite3"), text_type="TEXT", double_type=None, approx_distinct=None,
-    explain_prefix="EXPLAIN QUERY PLAN ", sample_table=None, sample_view=None, sample_label="sample",
-    scan_above_rows=2_000_000, unquoted_case="insensitive", schema_in_names=False, dynamic_types=True, ilike=False,
-    regex_match=None, double_quoted_strings=True, cloud=False,
+    dialect="sqlite",
+    url_schemes=("sqlite", "sqlite3"),
+    text_type="TEXT",
+    double_type=None,
+    approx_distinct=None,
+    explain_prefix="EXPLAIN QUERY PLAN ",
+    sample_table=None,
+    sample_view=None,
+    sample_label="sample",
+    scan_above_rows=2_000_000,
+    unquoted_case="insensitive",
+    schema_in_names=False,
+    dynamic_types=True,
+    ilike=False,
+    regex_match=None,
+    double_quoted_strings=True,
+    cloud=False,
     notes="SQLite: dates are TEXT (strftime('%Y', d), date(d)); no ILIKE (LIKE is case-insensitive for ASCII); "
-          "|| concatenates; integer division truncates (CAST(x AS REAL)).",
+    "|| concatenates; integer division truncates (CAST(x AS REAL)).",
 )
 
 
@@ -101,10 +134,14 @@ class SQLiteSource(Source):
             except OSError:
                 head = b""
             if head[8:12] == b"DUCK":
-                raise ConfigError(f"{self.path} is a DuckDB file, not SQLite: use duckdb:///{self.path.lstrip('/')}")
+                raise ConfigError(
+                    f"{self.path} is a DuckDB file, not SQLite: use duckdb:///{self.path.lstrip('/')}"
+                )
             if head and not head.startswith(b"SQLite format 3\0"):
-                raise ConfigError(f"{self.path} is not a SQLite database file (it does not start with the SQLite "
-                                  "header); check the path in the source URL")
+                raise ConfigError(
+                    f"{self.path} is not a SQLite database file (it does not start with the SQLite "
+                    "header); check the path in the source URL"
+                )
         try:
             conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
         except sqlite3.Error as exc:
@@ -142,16 +179,26 @@ class SQLiteSource(Source):
                 tables.append(info)
                 continue
             for _cid, col, ctype, notnull, _default, pk in described:
-                info.columns.append(Column(name=col, type=ctype or "", nullable=not notnull, primary_key=bool(pk)))
+                info.columns.append(
+                    Column(name=col, type=ctype or "", nullable=not notnull, primary_key=bool(pk))
+                )
             fks: dict[int, ForeignKey] = {}
-            for fid, _seq, ref_table, from_col, to_col, *_ in conn.execute("SELECT * FROM pragma_foreign_key_list(?)", (name,)):
-                fk = fks.setdefault(fid, ForeignKey(columns=[], ref_schema="main", ref_table=ref_table, ref_columns=[]))
+            for fid, _seq, ref_table, from_col, to_col, *_ in conn.execute(
+                "SELECT * FROM pragma_foreign_key_list(?)", (name,)
+            ):
+                fk = fks.setdefault(
+                    fid, ForeignKey(columns=[], ref_schema="main", ref_table=ref_table, ref_columns=[])
+                )
                 fk.columns.append(from_col)
                 if to_col:
                     fk.ref_columns.append(to_col)
             for fk in fks.values():
                 if not fk.ref_columns:  # REFERENCES t without columns means t's primary key
-                    fk.ref_columns = [r[1] for r in conn.execute("SELECT * FROM pragma_table_info(?)", (fk.ref_table,)) if r[5]]
+                    fk.ref_columns = [
+                        r[1]
+                        for r in conn.execute("SELECT * FROM pragma_table_info(?)", (fk.ref_table,))
+                        if r[5]
+                    ]
             info.foreign_keys = list(fks.values())
             tables.append(info)
         self._estimate_rows(conn, tables)
@@ -218,23 +265,32 @@ class SQLiteSource(Source):
         if "readonly" in text or "read-only" in text:
             return f"refused by the engine: {text} — this server is read-only"
         if "too big" in text:
-            return (f"{text}: a value (or an intermediate one) would exceed {SQLITE_MAX_VALUE_BYTES:,} bytes, the "
-                    "largest flexsql lets SQLite build — select substr(col, 1, n) or length(col) instead")
+            return (
+                f"{text}: a value (or an intermediate one) would exceed {SQLITE_MAX_VALUE_BYTES:,} bytes, the "
+                "largest flexsql lets SQLite build — select substr(col, 1, n) or length(col) instead"
+            )
         return text
 
     def data_versions(self, tables: list[TableInfo]) -> dict[str, str] | None:
         return file_data_versions(self.path, tables)
 
     def safety(self) -> SafetyReport:
-        return SafetyReport(read_only_engine=True, measures=[
-            "sqlglot guard (one read statement, dangerous functions refused)",
-            "opened mode=ro", "authorizer denies writes, ATTACH, PRAGMA writes and extension loading",
-            "progress handler cancels at the timeout"])
+        return SafetyReport(
+            read_only_engine=True,
+            measures=[
+                "sqlglot guard (one read statement, dangerous functions refused)",
+                "opened mode=ro",
+                "authorizer denies writes, ATTACH, PRAGMA writes and extension loading",
+                "progress handler cancels at the timeout",
+            ],
+        )
 
 
 def _sqlite_type(rows: list[tuple[Any, ...]], index: int) -> str:
     for row in rows:
         value = row[index]
         if value is not None:
-            return {int: "INTEGER", float: "REAL", str: "TEXT", bytes: "BLOB"}.get(type(value), type(value).__name__)
+            return {int: "INTEGER", float: "REAL", str: "TEXT", bytes: "BLOB"}.get(
+                type(value), type(value).__name__
+            )
     return ""

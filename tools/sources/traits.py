@@ -142,8 +142,11 @@ _module_of: dict[str, str] = {}  # dialect -> the engine module that defines its
 def engine_modules() -> list[str]:
     """The engine modules of this package: every `<name>_source` module."""
     package = importlib.import_module("flexsql.tools.sources")
-    return sorted(f"flexsql.tools.sources.{m.name}" for m in pkgutil.iter_modules(package.__path__)
-                  if m.name.endswith("_source"))
+    return sorted(
+        f"flexsql.tools.sources.{m.name}"
+        for m in pkgutil.iter_modules(package.__path__)
+        if m.name.endswith("_source")
+    )
 
 
 def all_traits() -> dict[str, EngineTraits]:
@@ -157,8 +160,10 @@ def all_traits() -> dict[str, EngineTraits]:
             for name in engine_modules():
                 traits = getattr(importlib.import_module(name), "TRAITS", None)
                 if not isinstance(traits, EngineTraits):
-                    raise ConfigError(f"engine module {name} defines no TRAITS = EngineTraits(...); every "
-                                      "engine module must (see flexsql.tools.sources.traits)")
+                    raise ConfigError(
+                        f"engine module {name} defines no TRAITS = EngineTraits(...); every "
+                        "engine module must (see flexsql.tools.sources.traits)"
+                    )
                 found[traits.dialect] = traits
                 _module_of[traits.dialect] = name
             _by_dialect = found

@@ -38,8 +38,12 @@ def redact(url: str) -> str:
 
 
 # Where each engine's client reads a password from the environment.
-_PASSWORD_ENV = {"postgresql": "PGPASSWORD", "postgres": "PGPASSWORD", "postgresql+psycopg": "PGPASSWORD",
-                 "snowflake": "SNOWFLAKE_PASSWORD"}
+_PASSWORD_ENV = {
+    "postgresql": "PGPASSWORD",
+    "postgres": "PGPASSWORD",
+    "postgresql+psycopg": "PGPASSWORD",
+    "snowflake": "SNOWFLAKE_PASSWORD",
+}
 
 
 def split_password(url: str) -> tuple[str, dict[str, str]]:
@@ -54,8 +58,9 @@ def split_password(url: str) -> tuple[str, dict[str, str]]:
         return url, {}
     userinfo, host = parts.netloc.rsplit("@", 1)
     netloc = f"{userinfo.split(':', 1)[0]}@{host}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)), \
-        {_PASSWORD_ENV[scheme]: unquote(parts.password)}
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)), {
+        _PASSWORD_ENV[scheme]: unquote(parts.password)
+    }
 
 
 def secrets_in(url: str) -> list[str]:
