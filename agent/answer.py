@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from flexsql.agent.budget import Spent as Usage
 from flexsql.agent.select import GroupScore
-from flexsql.tools.render import table_text
+from flexsql.tools.runtime.render import table_text
 
 Status = Literal["answered", "needs_clarification", "unanswerable", "reply", "failed"]
 

@@ -21,7 +21,7 @@ from mcp.server.elicitation import render_elicitation_schema
 from pydantic import BaseModel, Field, ValidationError, create_model
 
 from flexsql.agent.answer import Answer
-from flexsql.tools.context import ToolContext
+from flexsql.tools.runtime.context import ToolContext
 
 INPUT_KEY = "clarify"
 MAX_PENDING = 32  # per session: questions asked and not answered yet

@@ -37,9 +37,9 @@ from flexsql.agent.stages.plan import make_plans, revise_plan
 from flexsql.agent.trace import Trace
 from flexsql.config import Settings
 from flexsql.errors import BudgetExceeded, FlexSQLError, error_text
-from flexsql.tools import registry
-from flexsql.tools.context import ToolContext
-from flexsql.tools.sources.base import CancelHooks, active_cancel_hooks
+from flexsql.tools.engines.base import CancelHooks, active_cancel_hooks
+from flexsql.tools.runtime import registry
+from flexsql.tools.runtime.context import ToolContext
 
 _RESULT_REF = re.compile(r"""dfs\[\s*['"]([A-Za-z0-9_-]+)['"]\s*\]""")
 

@@ -1,7 +1,7 @@
 """Execution-grounded selection: which of several candidate programs answers the question.
 
 Candidates are grouped by result equivalence — the equivalence `compare_results` uses
-(`flexsql.tools.equivalence.compare_tables`, ordered only when both results are), closed
+(`flexsql.tools.sql.equivalence.compare_tables`, ordered only when both results are), closed
 transitively with union-find — and each group is scored by what its results and its evaluator
 verdicts show. The best group's simplest member is chosen; every group stays in the answer with
 its score, signals and reasons. No model is involved and the result is deterministic.
@@ -55,9 +55,9 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from flexsql.errors import InvalidArgument
-from flexsql.tools.context import ToolContext
-from flexsql.tools.equivalence import compare_tables, normalize_value
-from flexsql.tools.results import StoredResult
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.runtime.results import StoredResult
+from flexsql.tools.sql.equivalence import compare_tables, normalize_value
 
 W_SUPPORT = 1.0
 W_OK = 1.0

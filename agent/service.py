@@ -24,9 +24,9 @@ from flexsql.agent.roles import diff_roles, role_state
 from flexsql.agent.trace import Trace, secret_values
 from flexsql.config import Settings
 from flexsql.paths import cache_dir, private_dir
-from flexsql.tools.context import ToolContext
-from flexsql.tools.registry import NeedsInput
-from flexsql.tools.render import table_text
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.runtime.registry import NeedsInput
+from flexsql.tools.runtime.render import table_text
 
 FOLLOW_UP = (
     "If this question follows up an earlier turn, edit the previous SQL: keep its structure (tables, "

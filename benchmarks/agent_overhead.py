@@ -26,8 +26,8 @@ from flexsql.agent.pipeline import Question, answer
 from flexsql.config import Settings
 from flexsql.demo_db import demo_url
 from flexsql.server.sessions import SessionState
-from flexsql.tools import registry
-from flexsql.tools.sources import SourceRegistry, open_source
+from flexsql.tools.engines import SourceRegistry, open_source
+from flexsql.tools.runtime import registry
 
 QUESTIONS = [
     ("How many orders are there?", "SELECT count(*) AS n FROM orders"),

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import duckdb
 
-from flexsql.tools.sources import open_source
+from flexsql.tools.engines import open_source
 
 TARGET_COLD_S = 3.0
 TARGET_CACHED_MS = 50.0
@@ -74,7 +74,7 @@ def cold_fresh_process(url: str) -> tuple[float, float]:
     code = (
         "import time, sys\n"
         "t0 = time.perf_counter()\n"
-        "from flexsql.tools.sources import open_source\n"
+        "from flexsql.tools.engines import open_source\n"
         "t1 = time.perf_counter()\n"
         f"c = open_source({url!r}).catalog()\n"
         "t2 = time.perf_counter()\n"

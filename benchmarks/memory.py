@@ -28,9 +28,9 @@ CHILD = r"""
 import json, resource, sys, time
 from flexsql.config import LimitsConfig
 from flexsql.errors import FlexSQLError
-from flexsql.tools.context import ToolContext
+from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.query import run_query
-from flexsql.tools.sources import SourceRegistry, open_source
+from flexsql.tools.engines import SourceRegistry, open_source
 
 url, sql = sys.argv[1], sys.argv[2]
 src = open_source(url, name="bench")

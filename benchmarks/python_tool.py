@@ -22,10 +22,10 @@ from pathlib import Path
 import duckdb
 
 from flexsql.config import SandboxConfig
-from flexsql.tools.context import ToolContext
+from flexsql.tools.engines import SourceRegistry
 from flexsql.tools.python_tool import run_python
-from flexsql.tools.sandbox import get_sandbox, rows_from_table, table_from_rows
-from flexsql.tools.sources import SourceRegistry
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.sandbox.supervisor import get_sandbox, rows_from_table, table_from_rows
 
 RESULTS = Path(__file__).parent / "results" / "python_tool.json"
 
@@ -168,7 +168,7 @@ def main() -> int:
         (
             "  of which ResultStore.put",
             f"{store:.0f} ms",
-            "tools/results.py: approx_size() per row + pydantic validation",
+            "tools/runtime/results.py: approx_size() per row + pydantic validation",
         ),
         (
             "hand-over without ResultStore.put, first / cached",

@@ -549,7 +549,7 @@ class PlainBM25:
     stopwords leave the question. No stemming, no expansion, no values, no reinforcement."""
 
     def __init__(self, catalog: Any, schema_names: bool = False, stopwords: bool = False) -> None:
-        from flexsql.tools.search import STOPWORDS
+        from flexsql.tools.search.ranking import STOPWORDS
 
         self.stopwords = STOPWORDS if stopwords else frozenset()
         self.tables = catalog.tables
@@ -605,10 +605,10 @@ class PerDatabase:
         self._open: dict[str, Any] = {}
 
     def _searcher(self, db: str) -> Any:
-        from flexsql.tools.context import ToolContext
-        from flexsql.tools.search import SearchIndex
-        from flexsql.tools.sources import SourceRegistry, open_source
-        from flexsql.tools.values import build_value_index
+        from flexsql.tools.engines import SourceRegistry, open_source
+        from flexsql.tools.runtime.context import ToolContext
+        from flexsql.tools.search.ranking import SearchIndex
+        from flexsql.tools.values.find import build_value_index
 
         if db not in self._open:
             source = open_source(f"sqlite:///{self.databases / db / f'{db}.sqlite'}", name=db)
@@ -623,7 +623,7 @@ class PerDatabase:
         return self._open[db]
 
     def search(self, question: str, k: int, db: str) -> tuple[list[str], list[tuple[str, str]]]:
-        from flexsql.tools.search import search_schema
+        from flexsql.tools.search.ranking import search_schema
 
         found = self._searcher(db)
         if isinstance(found, PlainBM25):
@@ -687,7 +687,7 @@ def evaluate(questions: list[dict[str, Any]], searcher: Any, databases: Path, ma
 def _params(text: str | None) -> Any:
     import dataclasses
 
-    from flexsql.tools.search import Params
+    from flexsql.tools.search.ranking import Params
 
     if not text:
         return None
@@ -724,10 +724,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    from flexsql.tools.context import ToolContext
-    from flexsql.tools.search import Params, SearchIndex, search_schema
-    from flexsql.tools.sources import SourceRegistry, open_source
-    from flexsql.tools.values import build_value_index
+    from flexsql.tools.engines import SourceRegistry, open_source
+    from flexsql.tools.runtime.context import ToolContext
+    from flexsql.tools.search.ranking import Params, SearchIndex, search_schema
+    from flexsql.tools.values.find import build_value_index
 
     databases = args.data / "databases"
     started = time.perf_counter()

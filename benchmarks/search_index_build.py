@@ -22,9 +22,9 @@ from pathlib import Path
 
 import duckdb
 
-from flexsql.tools.context import ToolContext
-from flexsql.tools.search import search_schema
-from flexsql.tools.sources import SourceRegistry, open_source
+from flexsql.tools.engines import SourceRegistry, open_source
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.search.ranking import search_schema
 
 HERE = Path(__file__).resolve().parent
 

@@ -58,9 +58,9 @@ sys.path.insert(0, str(HERE.parent))
 from flexsql.agent import select as sel  # noqa: E402
 from flexsql.config import LimitsConfig  # noqa: E402
 from flexsql.errors import FlexSQLError  # noqa: E402
-from flexsql.tools.context import ToolContext  # noqa: E402
+from flexsql.tools.engines import SourceRegistry, open_source  # noqa: E402
 from flexsql.tools.query import run_query  # noqa: E402
-from flexsql.tools.sources import SourceRegistry, open_source  # noqa: E402
+from flexsql.tools.runtime.context import ToolContext  # noqa: E402
 
 P, Q, R = 0.4, 0.8, 0.3
 KS = (4, 8)

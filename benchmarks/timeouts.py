@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from engines import engine_url, pg_dsn  # noqa: E402
 
 from flexsql.errors import QueryTimeout  # noqa: E402
-from flexsql.tools.sources import open_source  # noqa: E402
+from flexsql.tools.engines import open_source  # noqa: E402
 
 LONG = {
     "duckdb": "SELECT count(*) FROM range(1000000000000) a",

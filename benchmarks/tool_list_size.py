@@ -20,7 +20,7 @@ from rich.table import Table
 from flexsql.config import Settings
 from flexsql.demo_db import demo_url
 from flexsql.server.app import build_server
-from flexsql.tools.sources import SourceRegistry, open_source
+from flexsql.tools.engines import SourceRegistry, open_source
 
 
 async def measure() -> list[dict]:

@@ -23,9 +23,11 @@ import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from flexsql.tools import catalog, query, search, values  # noqa: E402
-from flexsql.tools.context import ToolContext  # noqa: E402
-from flexsql.tools.sources import SourceRegistry, open_source  # noqa: E402
+from flexsql.tools import catalog, query
+from flexsql.tools.engines import SourceRegistry, open_source  # noqa: E402
+from flexsql.tools.runtime.context import ToolContext  # noqa: E402
+from flexsql.tools.search import ranking as search
+from flexsql.tools.values import find as values
 
 TARGETS_MS = {
     "describe_table": 20,

@@ -97,9 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    from flexsql.tools.context import ToolContext
-    from flexsql.tools.sources import SourceRegistry, open_source
-    from flexsql.tools.values import build_value_index, find_values
+    from flexsql.tools.engines import SourceRegistry, open_source
+    from flexsql.tools.runtime.context import ToolContext
+    from flexsql.tools.values.find import build_value_index, find_values
 
     databases = args.data / "databases"
     path = build_spider_catalog(databases, args.workdir / f"spider-{catalog_stamp(databases)}.duckdb")

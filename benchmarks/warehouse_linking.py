@@ -4,7 +4,7 @@ For each of the 328 open Spider 2.0-Snow tasks, `search_schema` runs over that t
 (built by warehouse_catalog.py, one DuckDB file per database) with the task's question only (no
 external knowledge, no value index), and we check where the gold tables land. A sharded family or
 release series (tables of one schema whose names differ only in digits and whose columns largely
-agree, tools/search_families.py) counts as found when any of its members is returned, so a gold
+agree, tools/search/families.py) counts as found when any of its members is returned, so a gold
 list of 114 daily shards is one unit. Figures: all-gold@5/10/20/50, recall@10 of the gold units,
 warm latency median/p95, the cold first call per database (fresh process state: catalog load plus
 index, or cache load), a BM25 baseline in the same run (names and comments, one document per
@@ -107,10 +107,10 @@ def _gold_band(n: int) -> str:
 def evaluate(
     tasks: list[dict[str, Any]], workdir: Path, limit: int, overrides: dict[str, float] | None = None
 ) -> dict[str, Any]:
-    from flexsql.tools.context import ToolContext
-    from flexsql.tools.search import search_schema
-    from flexsql.tools.search_families import family_units
-    from flexsql.tools.sources import SourceRegistry, open_source
+    from flexsql.tools.engines import SourceRegistry, open_source
+    from flexsql.tools.runtime.context import ToolContext
+    from flexsql.tools.search.families import family_units
+    from flexsql.tools.search.ranking import search_schema
 
     by_db: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for t in tasks:
@@ -276,7 +276,7 @@ def print_report(rep: dict[str, Any]) -> None:
 def _synonyms(mode: str) -> dict[str, Any]:
     """Switch the WordNet expansion on or off for this run; on: build its index first (once per
     machine, outside the per-database cold call) and say how long that took."""
-    from flexsql.tools.search_synonyms import ENV, wordnet, wordnet_dir
+    from flexsql.tools.search.synonyms import ENV, wordnet, wordnet_dir
 
     if mode == "off":
         os.environ[ENV] = "off"

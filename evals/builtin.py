@@ -19,10 +19,10 @@ from flexsql.config import Settings
 from flexsql.errors import ConfigError, FlexSQLError, error_code, error_text
 from flexsql.evals.runners import Prediction, Runner, safe_name
 from flexsql.evals.tasks import DatabaseLocator, Task, find_external_knowledge
-from flexsql.tools.context import ToolContext
-from flexsql.tools.results import ResultStore
-from flexsql.tools.sources import SourceRegistry, open_source
-from flexsql.tools.sources.base import set_engine_limits
+from flexsql.tools.engines import SourceRegistry, open_source
+from flexsql.tools.engines.base import set_engine_limits
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.runtime.results import ResultStore
 
 
 class BuiltinRunner(Runner):

@@ -68,14 +68,14 @@ class InProcessExecutor(Executor):
         with self._lock:
             source = self._sources.get(url)
             if source is None:
-                from flexsql.tools.sources import open_source
+                from flexsql.tools.engines import open_source
 
                 source = open_source(url)
                 self._sources[url] = source
             return source
 
     def execute(self, url: str, sql: str, timeout_s: float) -> TableResult:
-        from flexsql.tools.sources.base import FetchLimits
+        from flexsql.tools.engines.base import FetchLimits
 
         source = self.source(url)
         # scoring compares whole values: no byte or cell cap (a cut cell would compare as its prefix)

@@ -51,8 +51,8 @@ from flexsql.evals.scoring import (
 from flexsql.evals.sqltext import orders_result
 from flexsql.evals.tasks import DatabaseLocator, Task, extract_sql, load_tasks
 from flexsql.paths import write_private
-from flexsql.tools.sources.traits import traits_for_url
-from flexsql.tools.sources.urls import redact
+from flexsql.tools.engines.traits import traits_for_url
+from flexsql.tools.engines.urls import redact
 
 RESULTS = "results.jsonl"
 SUBMISSION = "submission"

@@ -29,7 +29,7 @@ from flexsql.evals.execution import flexsql_command
 from flexsql.evals.gold import GoldStore
 from flexsql.evals.tasks import DatabaseLocator, Task, extract_sql, find_external_knowledge
 from flexsql.paths import write_private
-from flexsql.tools.sources.urls import split_password
+from flexsql.tools.engines.urls import split_password
 
 RUNNERS = ("gold", "predictions", "command", "builtin")
 PLACEHOLDERS = (

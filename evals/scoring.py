@@ -15,7 +15,7 @@ The `spider2` scorer follows the official evaluation as /shared SCORING.md descr
   and any passing variant passes the task.
 
 `spider2-strict` maps gold columns one-to-one to predicted columns and compares rows as a multiset
-(`flexsql.tools.equivalence.compare_tables`), keeps NULL distinct from 0, and uses `condition_cols`
+(`flexsql.tools.sql.equivalence.compare_tables`), keeps NULL distinct from 0, and uses `condition_cols`
 as written (`expand_strict`).
 """
 
@@ -32,7 +32,7 @@ from typing import Any, Literal
 import pandas as pd
 from pydantic import BaseModel
 
-from flexsql.tools.equivalence import Equivalence, compare_tables, show_value
+from flexsql.tools.sql.equivalence import Equivalence, compare_tables, show_value
 
 ScorerName = Literal["spider2", "spider2-strict", "ex"]
 SCORERS: tuple[str, ...] = ("spider2", "spider2-strict", "ex")

@@ -13,8 +13,8 @@ from flexsql.server.prompts import register_prompts
 from flexsql.server.sessions import SessionState
 from flexsql.server.toolkit import READ_ONLY, mcp_handler
 from flexsql.tools import catalog as catalog_tools
-from flexsql.tools import registry
-from flexsql.tools.sources import SourceRegistry
+from flexsql.tools.engines import SourceRegistry
+from flexsql.tools.runtime import registry
 
 
 def build_server(

@@ -13,8 +13,8 @@ from flexsql import __version__
 from flexsql.agent.flags import model_options
 from flexsql.config import Settings, SourceConfig, load_settings
 from flexsql.errors import ConfigError, FlexSQLError, NotFoundError
-from flexsql.tools.sources import SourceRegistry, open_source
-from flexsql.tools.sources.base import set_engine_limits
+from flexsql.tools.engines import SourceRegistry, open_source
+from flexsql.tools.engines.base import set_engine_limits
 
 DB_HELP = (
     "source URL, repeatable; NAME=URL names it. Forms: duckdb:///path/to.duckdb, sqlite:///path/to.sqlite, "
@@ -205,7 +205,7 @@ def call(
 
     from flexsql.errors import error_text
     from flexsql.server.sessions import SessionState
-    from flexsql.tools import registry
+    from flexsql.tools.runtime import registry
 
     try:
         spec = registry.get(tool)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from flexsql.tools.sources.urls import file_path_of, secrets_in
+from flexsql.tools.engines.urls import file_path_of, secrets_in
 
 PLUGIN_TOOL_PREFIX = "mcp__plugin_flexsql_flexsql__"
 CLIENTS = ("claude", "cursor", "vscode", "claude-desktop")

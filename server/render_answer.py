@@ -7,7 +7,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from flexsql.agent.answer import Answer
-from flexsql.tools.render import cell_text
+from flexsql.tools.runtime.render import cell_text
 
 
 def print_answer(answer: Answer, console: Console | None = None) -> None:

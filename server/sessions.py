@@ -9,9 +9,9 @@ from typing import Any
 from mcp.server.mcpserver import Context
 
 from flexsql.config import Settings
-from flexsql.tools.context import ToolContext
-from flexsql.tools.results import ResultStore
-from flexsql.tools.sources import SourceRegistry
+from flexsql.tools.engines import SourceRegistry
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.runtime.results import ResultStore
 
 
 class SessionState:
@@ -27,7 +27,7 @@ class SessionState:
     def __init__(self, sources: SourceRegistry, settings: Settings) -> None:
         self.sources = sources
         self.settings = settings
-        # per-source caches shared by all sessions; nothing per-session may go here (tools/context.py)
+        # per-source caches shared by all sessions; nothing per-session may go here (tools/runtime/context.py)
         self.caches: dict[str, Any] = {}
         self._contexts: OrderedDict[str, ToolContext] = OrderedDict()
         self._lock = threading.Lock()

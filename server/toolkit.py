@@ -18,10 +18,17 @@ from pydantic import BaseModel
 
 from flexsql.config import Settings
 from flexsql.errors import FlexSQLError, error_text
-from flexsql.tools.context import ToolContext
-from flexsql.tools.registry import ERROR_META, NeedsInput, ToolEnv, ToolSpec, error_payload, result_text
-from flexsql.tools.render import bounded_structured
-from flexsql.tools.sources.base import CancelHooks, active_cancel_hooks
+from flexsql.tools.engines.base import CancelHooks, active_cancel_hooks
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.runtime.registry import (
+    ERROR_META,
+    NeedsInput,
+    ToolEnv,
+    ToolSpec,
+    error_payload,
+    result_text,
+)
+from flexsql.tools.runtime.render import bounded_structured
 
 log = logging.getLogger("flexsql.server")
 
@@ -62,7 +69,7 @@ async def run_spec(
     spec: ToolSpec, tc: ToolContext, arguments: dict[str, Any], env: ToolEnv
 ) -> CallToolResult | InputRequiredResult:
     """Validate and run one call; a cancelled call cancels its query on the engine."""
-    from flexsql.tools import registry
+    from flexsql.tools.runtime import registry
 
     hooks = CancelHooks()
     token = active_cancel_hooks.set(hooks)

@@ -15,7 +15,7 @@ from flexsql.errors import ConfigError
 from flexsql.server.app import build_server
 from flexsql.server.disconnect import CancelOnDisconnect
 from flexsql.server.host_check import AllowedHosts, HostCheck, advertised_base, is_loopback
-from flexsql.tools.sources import SourceRegistry
+from flexsql.tools.engines import SourceRegistry
 
 log = logging.getLogger("flexsql.server")
 
@@ -35,7 +35,7 @@ class StaticTokenVerifier:
 def _prewarm_python(settings: Settings, allowed: bool) -> None:
     """Start run_python's sandbox template in the background so the first call is fast."""
     if settings.sandbox.enabled if settings.sandbox.enabled is not None else allowed:
-        from flexsql.tools.sandbox import prewarm
+        from flexsql.tools.sandbox.supervisor import prewarm
 
         prewarm()
 

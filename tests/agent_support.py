@@ -28,8 +28,8 @@ from flexsql.agent.answer import Answer
 from flexsql.agent.service import ask_question
 from flexsql.config import AgentConfig, LimitsConfig, ModelConfig, Settings
 from flexsql.server.sessions import SessionState
-from flexsql.tools.context import ToolContext
-from flexsql.tools.sources import SourceRegistry, open_source
+from flexsql.tools.engines import SourceRegistry, open_source
+from flexsql.tools.runtime.context import ToolContext
 
 CITIES = ["Paris", "Lyon", "Berlin", "Madrid", "Rome"]
 STATUSES = ["shipped", "pending", "cancelled"]

@@ -41,7 +41,7 @@ def shop_url(engine: str, tmp_path: Path):
 @pytest.fixture
 def shop(shop_url: str):
     """An open Source on the shop database, closed after the test."""
-    from flexsql.tools.sources import open_source
+    from flexsql.tools.engines import open_source
 
     source = open_source(shop_url, name="shop")
     yield source

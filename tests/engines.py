@@ -252,7 +252,7 @@ def engine_url(engine: str, directory: Path) -> Iterator[str]:
 def content_checksum(engine: str, url: str) -> str:
     """A checksum of every table's rows and the table list, read with a plain (writable) driver
     connection, so a change by any route shows up."""
-    from flexsql.tools.sources import open_source
+    from flexsql.tools.engines import open_source
 
     digest = hashlib.sha256()
     source = open_source(url)
@@ -266,7 +266,7 @@ def content_checksum(engine: str, url: str) -> str:
     finally:
         source.close()
     if engine in ("duckdb", "sqlite"):
-        from flexsql.tools.sources.urls import file_path_of
+        from flexsql.tools.engines.urls import file_path_of
 
         digest.update(Path(file_path_of(url)).read_bytes())
     return digest.hexdigest()

@@ -43,7 +43,7 @@ from engines import (
 )
 
 from flexsql.errors import QueryError, RefusedError
-from flexsql.tools.sources import open_source
+from flexsql.tools.engines import open_source
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from engines import pg_dsn
 
-from flexsql.tools import registry
-from flexsql.tools.context import ToolContext
-from flexsql.tools.sources import SourceRegistry, open_source
+from flexsql.tools.engines import SourceRegistry, open_source
+from flexsql.tools.runtime import registry
+from flexsql.tools.runtime.context import ToolContext
 
 BLOB = bytes([0xAA, 0xBB, 0x01])
 SHOWN = "0xaabb01"

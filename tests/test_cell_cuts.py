@@ -10,10 +10,10 @@ import pytest
 from flexsql.config import LimitsConfig
 from flexsql.errors import InvalidArgument
 from flexsql.tools.compare import compare_results
-from flexsql.tools.context import ToolContext
+from flexsql.tools.engines import SourceRegistry, open_source
 from flexsql.tools.python_tool import run_python
 from flexsql.tools.query import fetch_rows, run_query
-from flexsql.tools.sources import SourceRegistry, open_source
+from flexsql.tools.runtime.context import ToolContext
 
 LONG = 5000  # characters of the long value: over a 1 KiB cell cap, far under the default 1 MiB
 

@@ -31,7 +31,7 @@ from flexsql.config import AgentConfig, ModelConfig, Settings
 from flexsql.server.app import build_server
 from flexsql.server.cli import main as flexsql_main
 from flexsql.server.sessions import SessionState
-from flexsql.tools.sources import SourceRegistry, open_source
+from flexsql.tools.engines import SourceRegistry, open_source
 
 pytestmark = pytest.mark.anyio
 

@@ -23,7 +23,7 @@ from flexsql.demo_db import (
     demo_url,
 )
 from flexsql.errors import InvalidArgument
-from flexsql.tools.sources import open_source
+from flexsql.tools.engines import open_source
 
 SMALL = 0.1  # 10,000 order lines: builds in well under a second
 

@@ -14,7 +14,7 @@ import re
 import pytest
 
 from flexsql.errors import RefusedError
-from flexsql.tools.guard import MAX_SQL_CHARS, check_sql, is_denied_function
+from flexsql.tools.sql.guard import MAX_SQL_CHARS, check_sql, is_denied_function
 
 DIALECTS = ["duckdb", "sqlite", "postgres", "snowflake"]
 EVERY = tuple(DIALECTS)
@@ -356,7 +356,7 @@ def test_denied_function_table(name, dialect, denied):
     ],
 )
 def test_postgres_engine_name_net(sql, refused):
-    from flexsql.tools.sources.postgres_source import engine_refusal
+    from flexsql.tools.engines.postgres_source import engine_refusal
 
     message = engine_refusal(sql)
     if refused is None:
@@ -379,7 +379,7 @@ def test_postgres_engine_name_net(sql, refused):
     ],
 )
 def test_snowflake_wrapper_sends(sql, sent):
-    from flexsql.tools.sources.snowflake_source import SnowflakeSource
+    from flexsql.tools.engines.snowflake_source import SnowflakeSource
 
     assert SnowflakeSource.engine_wrap(sql) == sent
 
@@ -405,7 +405,7 @@ def test_snowflake_wrapper_sends(sql, sent):
 )
 def test_snowflake_wrapper_refuses(sql, reason):
     from flexsql.errors import QueryError
-    from flexsql.tools.sources.snowflake_source import SnowflakeSource
+    from flexsql.tools.engines.snowflake_source import SnowflakeSource
 
     with pytest.raises(QueryError) as info:
         SnowflakeSource.engine_wrap(sql)

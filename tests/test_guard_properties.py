@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flexsql.errors import NotFoundError, QueryError, RefusedError
-from flexsql.tools.guard import check_sql
-from flexsql.tools.sources import open_source
+from flexsql.tools.engines import open_source
+from flexsql.tools.sql.guard import check_sql
 
 DIALECTS = ["duckdb", "sqlite", "postgres", "snowflake"]
 ALLOWED_ERRORS = (RefusedError, QueryError, NotFoundError)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from flexsql.errors import FlexSQLError, QueryError, RefusedError
-from flexsql.tools.guard import check_sql
+from flexsql.tools.sql.guard import check_sql
 
 DIALECTS = {"duckdb": "duckdb", "sqlite": "sqlite", "postgres": "postgres", "snowflake": "snowflake"}
 ALL = tuple(DIALECTS)
@@ -77,7 +77,7 @@ def test_guard_verdict(sql, dialect, expected):
 
 @pytest.mark.parametrize("sql", [s for s, v in TABLE if verdict(v, "snowflake") != "ok?"])
 def test_snowflake_engine_layer_agrees_with_the_guard(sql):
-    from flexsql.tools.sources.snowflake_source import SnowflakeSource
+    from flexsql.tools.engines.snowflake_source import SnowflakeSource
 
     allowed = _guard(sql, "snowflake") == "ok"
     try:
@@ -93,7 +93,7 @@ def test_snowflake_engine_layer_agrees_with_the_guard(sql):
 def shop_source(request, tmp_path):
     from engines import engine_url
 
-    from flexsql.tools.sources import open_source
+    from flexsql.tools.engines import open_source
 
     with engine_url(request.param, tmp_path) as url:
         source = open_source(url, name="shop")
@@ -132,7 +132,7 @@ def test_allowed_rows_run_on_every_engine(shop_source):
     ],
 )
 def test_snowflake_wrapper_keeps_the_order_outside(sql, outer):
-    from flexsql.tools.sources.snowflake_source import SnowflakeSource
+    from flexsql.tools.engines.snowflake_source import SnowflakeSource
 
     assert SnowflakeSource.engine_wrap(sql) == f"SELECT * FROM (\n{sql}\n){outer}"
 
@@ -165,7 +165,7 @@ def test_importing_the_guard_leaves_sqlglots_logger_alone(caplog):
 
     import sqlglot
 
-    import flexsql.tools.guard  # noqa: F401
+    import flexsql.tools.sql.guard  # noqa: F401
 
     assert logging.getLogger("sqlglot").level == logging.NOTSET
     with caplog.at_level(logging.WARNING, logger="sqlglot"):
@@ -180,7 +180,7 @@ def test_importing_the_guard_leaves_sqlglots_logger_alone(caplog):
 def test_a_refused_show_says_which_form_runs() -> None:
     """`SHOW '/etc/passwd'` used to answer "SHOW is not allowed — only … SHOW … run", contradicting itself."""
     from flexsql.errors import RefusedError
-    from flexsql.tools.guard import check_sql
+    from flexsql.tools.sql.guard import check_sql
 
     with pytest.raises(RefusedError) as caught:
         check_sql("SHOW '/etc/passwd'", "duckdb")

@@ -21,12 +21,12 @@ from engines import require_pg
 
 from flexsql.errors import ConfigError, FlexSQLError, NotFoundError
 from flexsql.tools.catalog import describe_table, list_tables
-from flexsql.tools.context import ToolContext
+from flexsql.tools.engines import SourceRegistry, open_source
 from flexsql.tools.query import run_query, sample_rows
-from flexsql.tools.render import cell_text
-from flexsql.tools.sources import SourceRegistry, open_source
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.runtime.render import cell_text
 from flexsql.tools.validate import validate_sql
-from flexsql.tools.values import distinct_values, find_values, profile_column
+from flexsql.tools.values.find import distinct_values, find_values, profile_column
 
 
 def context(url: str) -> ToolContext:

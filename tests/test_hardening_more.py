@@ -22,9 +22,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_support import http_server, server_env, text_of
 
 from flexsql.config import LimitsConfig, SandboxConfig
-from flexsql.tools.context import ToolContext
+from flexsql.tools.engines import SourceRegistry, open_source
 from flexsql.tools.python_tool import run_python
-from flexsql.tools.sources import SourceRegistry, open_source
+from flexsql.tools.runtime.context import ToolContext
 
 TOKEN = "hardening-token-" + "x" * 24
 MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}

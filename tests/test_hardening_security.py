@@ -14,8 +14,8 @@ import pytest
 from engines import make_duckdb, require_pg
 
 from flexsql.errors import QueryError, RefusedError
-from flexsql.tools.guard import check_sql
-from flexsql.tools.sources import open_source
+from flexsql.tools.engines import open_source
+from flexsql.tools.sql.guard import check_sql
 
 # -- PostgreSQL credential catalogs -------------------------------------------------------------------
 
@@ -100,7 +100,7 @@ def test_postgres_superuser_connection_cannot_read_password_hashes():
 def test_recommended_read_only_role_reads_tables_but_not_password_hashes():
     import psycopg
 
-    from flexsql.tools.sources.postgres_source import READ_ONLY_ROLE_SQL
+    from flexsql.tools.engines.postgres_source import READ_ONLY_ROLE_SQL
 
     dsn = _pg_superuser_dsn()
     role, schema = "flexsql_r_" + uuid.uuid4().hex[:8], "flexsql_s_" + uuid.uuid4().hex[:8]
@@ -201,7 +201,7 @@ def test_eval_run_json_redacts_the_password(tmp_path):
 
 
 def test_value_index_cache_is_private_to_its_user(tmp_path, monkeypatch):
-    from flexsql.tools.value_index import ValueIndex
+    from flexsql.tools.values.index import ValueIndex
 
     cache = tmp_path / "cache"
     monkeypatch.setenv("FLEXSQL_CACHE_DIR", str(cache))
@@ -222,7 +222,7 @@ def test_value_index_cache_is_private_to_its_user(tmp_path, monkeypatch):
 
 
 def test_existing_world_readable_cache_is_tightened(tmp_path, monkeypatch):
-    from flexsql.tools.value_index import ValueIndex
+    from flexsql.tools.values.index import ValueIndex
 
     cache = tmp_path / "cache"
     (cache / "value_index").mkdir(parents=True, mode=0o755)

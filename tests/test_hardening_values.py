@@ -13,12 +13,12 @@ from engines import require_pg
 
 from flexsql.config import LimitsConfig
 from flexsql.tools.compare import compare_results
-from flexsql.tools.context import ToolContext
-from flexsql.tools.equivalence import compare_tables
+from flexsql.tools.engines import FetchLimits, SourceRegistry, open_source
+from flexsql.tools.engines.base import collect
 from flexsql.tools.query import run_query
-from flexsql.tools.render import bounded_structured, cell_text, jsonable
-from flexsql.tools.sources import FetchLimits, SourceRegistry, open_source
-from flexsql.tools.sources.base import collect
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.runtime.render import bounded_structured, cell_text, jsonable
+from flexsql.tools.sql.equivalence import compare_tables
 
 D = decimal.Decimal
 BIG18 = "12345678901234567"

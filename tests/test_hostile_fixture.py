@@ -15,14 +15,14 @@ from hostile import hostile_url
 from flexsql.errors import FlexSQLError
 from flexsql.tools.catalog import describe_table, list_schemas, list_sources, list_tables
 from flexsql.tools.compare import compare_results
-from flexsql.tools.context import ToolContext
+from flexsql.tools.engines import SourceRegistry, open_source
 from flexsql.tools.joins import find_join_path
 from flexsql.tools.query import fetch_rows, run_query, sample_rows
-from flexsql.tools.search import search_schema
-from flexsql.tools.sources import SourceRegistry, open_source
-from flexsql.tools.sql_build import quote_ident, quote_table
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.search.ranking import search_schema
+from flexsql.tools.sql.build import quote_ident, quote_table
 from flexsql.tools.validate import validate_sql
-from flexsql.tools.values import distinct_values, find_values, profile_column
+from flexsql.tools.values.find import distinct_values, find_values, profile_column
 
 
 @pytest.fixture(scope="module", params=["duckdb", "sqlite", "postgres", "snowflake"])

@@ -10,10 +10,10 @@ import duckdb
 import pytest
 
 from flexsql.config import LimitsConfig
-from flexsql.tools.context import ToolContext
+from flexsql.tools.engines import SourceRegistry, open_source
+from flexsql.tools.engines.base import FetchLimits, cut_big_cells
 from flexsql.tools.query import run_query
-from flexsql.tools.sources import SourceRegistry, open_source
-from flexsql.tools.sources.base import FetchLimits, cut_big_cells
+from flexsql.tools.runtime.context import ToolContext
 
 ELEMENTS = 2_000_000
 

@@ -43,8 +43,8 @@ def test_wheel_has_only_the_flexsql_package_and_ships_data(wheel):
     assert top == {"flexsql"}, top
     for expected in (
         "flexsql/py.typed",
-        "flexsql/tools/guard.py",
-        "flexsql/tools/sources/duckdb_source.py",
+        "flexsql/tools/sql/guard.py",
+        "flexsql/tools/engines/duckdb_source.py",
         "flexsql/server/cli.py",
         "flexsql/prompts/plan.md",
         "flexsql/evals/__init__.py",
@@ -111,7 +111,7 @@ def test_non_editable_install_in_a_clean_venv_runs_the_cli(wheel, tmp_path):
         [
             str(python),
             "-c",
-            "import flexsql.tools.guard as g, flexsql.agent as a; print(g.__file__); print(a.__file__)",
+            "import flexsql.tools.sql.guard as g, flexsql.agent as a; print(g.__file__); print(a.__file__)",
         ],
         cwd=run_dir,
         env=env,

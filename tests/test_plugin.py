@@ -67,7 +67,7 @@ def server_tools(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
 
     from flexsql.config import Settings
     from flexsql.server.app import build_server
-    from flexsql.tools.sources import SourceRegistry, open_source
+    from flexsql.tools.engines import SourceRegistry, open_source
 
     source = open_source(make_duckdb(tmp_path_factory.mktemp("tools")), name="shop")
     server = build_server(Settings(), SourceRegistry([source]), allow_python=True)

@@ -115,7 +115,7 @@ def test_template_mistakes_are_caught_when_loading(body: str, args: str, problem
 def server(tmp_path: Path):
     from flexsql.config import Settings
     from flexsql.server.app import build_server
-    from flexsql.tools.sources import SourceRegistry, open_source
+    from flexsql.tools.engines import SourceRegistry, open_source
 
     source = open_source(make_duckdb(tmp_path), name="shop")
     yield build_server(Settings(), SourceRegistry([source]))

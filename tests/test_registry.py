@@ -15,8 +15,9 @@ from mcp import Client
 
 from flexsql.config import Settings
 from flexsql.server.app import build_server
-from flexsql.tools import python_tool, registry
-from flexsql.tools.sources import SourceRegistry, open_source
+from flexsql.tools import python_tool
+from flexsql.tools.engines import SourceRegistry, open_source
+from flexsql.tools.runtime import registry
 
 SNAPSHOT = Path(__file__).parent / "fixtures" / "tools_list.json"
 pytestmark = pytest.mark.anyio

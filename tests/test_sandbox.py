@@ -17,10 +17,10 @@ from engines import engine_url
 
 from flexsql.config import SandboxConfig
 from flexsql.errors import InvalidArgument, NotFoundError, RefusedError
-from flexsql.tools.context import ToolContext
+from flexsql.tools.engines import FetchLimits, SourceRegistry, open_source
 from flexsql.tools.python_tool import PythonResult, run_python, run_python_description
-from flexsql.tools.sandbox import detect_isolation, get_sandbox, rows_from_table, table_from_rows
-from flexsql.tools.sources import FetchLimits, SourceRegistry, open_source
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.sandbox.supervisor import detect_isolation, get_sandbox, rows_from_table, table_from_rows
 
 TEST_SANDBOX = SandboxConfig(
     timeout_s=10, cpu_s=10, memory_mb=512, file_mb=32, max_processes=64, max_output_chars=2000
@@ -364,7 +364,7 @@ def test_working_directories_of_dead_servers_are_removed(tmp_path):
     import sys
     import tempfile
 
-    from flexsql.tools.sandbox import BASE_PREFIX, Sandbox
+    from flexsql.tools.sandbox.supervisor import BASE_PREFIX, Sandbox
 
     dead = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True

@@ -21,10 +21,10 @@ import pytest
 from engines import engine_url
 
 from flexsql.config import SandboxConfig
-from flexsql.tools.context import ToolContext
+from flexsql.tools.engines import SourceRegistry, open_source
 from flexsql.tools.python_tool import PythonResult, run_python
-from flexsql.tools.sandbox import Sandbox, SandboxLimits, detect_isolation
-from flexsql.tools.sources import SourceRegistry, open_source
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.sandbox.supervisor import Sandbox, SandboxLimits, detect_isolation
 
 ATTACK_SANDBOX = SandboxConfig(
     timeout_s=2, cpu_s=5, memory_mb=256, file_mb=16, max_processes=32, max_output_chars=1000
@@ -191,7 +191,7 @@ ATTACKS = [
     Attack("read_config_file", "open({config_path!r}).read()", all_of(denied, no_secret_in_output)),
     Attack(
         "import_server_package",
-        "import flexsql.tools.sources",
+        "import flexsql.tools.engines",
         lambda r, e: assert_failed_with(r, ("ModuleNotFoundError",)),
     ),
     Attack("read_etc_shadow", "open('/etc/shadow').read()", denied),
@@ -441,7 +441,7 @@ def _wait_until_no_process_of(uid: int, seconds: float = 3.0) -> bool:
 
 def test_template_survives_a_killed_child_and_restarts_when_killed(env: Env):
     """Even if the template itself dies (not something user code can do), the next call starts a new one."""
-    from flexsql.tools.sandbox import get_sandbox
+    from flexsql.tools.sandbox.supervisor import get_sandbox
 
     sandbox = get_sandbox()
     pid = sandbox.start()["pid"]

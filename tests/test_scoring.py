@@ -20,7 +20,7 @@ from flexsql.evals.scoring import (
     score_spider2,
     score_spider2_strict,
 )
-from flexsql.tools.equivalence import compare_tables
+from flexsql.tools.sql.equivalence import compare_tables
 
 FIXTURES = Path(__file__).parent / "fixtures" / "spider2"
 

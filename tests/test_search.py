@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from flexsql.errors import InvalidArgument
-from flexsql.tools import value_index as vi
-from flexsql.tools.context import ToolContext
-from flexsql.tools.search import identifier_terms, search_schema, stem, text_terms
-from flexsql.tools.sources import SourceRegistry, open_source
-from flexsql.tools.values import build_value_index
+from flexsql.tools.engines import SourceRegistry, open_source
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.search.ranking import identifier_terms, search_schema, stem, text_terms
+from flexsql.tools.values import index as vi
+from flexsql.tools.values.find import build_value_index
 
 SCHEMAS = ["sales", "hr", "inventory", "music", "sports", "finance"]
 FILLER_A = [

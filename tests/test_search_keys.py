@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 
-from flexsql.tools.context import ToolContext
-from flexsql.tools.search import search_index, search_schema
-from flexsql.tools.search_keys import key_entity
-from flexsql.tools.sources import SourceRegistry, open_source
+from flexsql.tools.engines import SourceRegistry, open_source
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.search.keys import key_entity
+from flexsql.tools.search.ranking import search_index, search_schema
 
 
 @pytest.fixture()

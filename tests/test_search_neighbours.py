@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flexsql.tools.context import ToolContext
-from flexsql.tools.search import search_schema
-from flexsql.tools.sources import SourceRegistry, open_source
+from flexsql.tools.engines import SourceRegistry, open_source
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.search.ranking import search_schema
 
 
 def _search(path: Path, statements: list[str], query: str) -> list[tuple[str, list[str]]]:

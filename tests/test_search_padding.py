@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flexsql.tools.context import ToolContext
-from flexsql.tools.search import SCHEMA_FILLER, search_schema
-from flexsql.tools.sources import SourceRegistry, open_source
+from flexsql.tools.engines import SourceRegistry, open_source
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.search.ranking import SCHEMA_FILLER, search_schema
 
 
 def test_schema_only_hits_rank_last_and_say_so(tmp_path: Path) -> None:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from flexsql.tools import search_synonyms as syn
-from flexsql.tools.context import ToolContext
-from flexsql.tools.search import search_schema
-from flexsql.tools.sources import SourceRegistry, open_source
+from flexsql.tools.search import synonyms as syn
+from flexsql.tools.engines import SourceRegistry, open_source
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.search.ranking import search_schema
 
 # name -> (lemmas, [(pointer symbol, target name)], gloss); pointers are written both ways as WordNet does
 NOUNS: dict[str, tuple[list[str], list[tuple[str, str]], str]] = {

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from flexsql.tools.context import ToolContext
-from flexsql.tools.sources import SourceRegistry, open_source
-from flexsql.tools.values import find_values
+from flexsql.tools.engines import SourceRegistry, open_source
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.values.find import find_values
 
 
 @pytest.fixture()

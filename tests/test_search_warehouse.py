@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from flexsql.errors import NotFoundError
-from flexsql.tools.context import ToolContext
-from flexsql.tools.search import search_schema
-from flexsql.tools.search_families import families, family_units, question_dates
-from flexsql.tools.sources import SourceRegistry, open_source
-from flexsql.tools.values import find_values
+from flexsql.tools.engines import SourceRegistry, open_source
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.search.families import families, family_units, question_dates
+from flexsql.tools.search.ranking import search_schema
+from flexsql.tools.values.find import find_values
 
 FILLER_SCHEMAS = [f"dataset_{i:02d}" for i in range(12)]
 EVENT_COLS = (
@@ -208,7 +208,7 @@ def forum_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 def _forum_search(url: str, question: str, **params):
     import dataclasses
 
-    from flexsql.tools.search import Params, SearchIndex
+    from flexsql.tools.search.ranking import Params, SearchIndex
 
     source = open_source(url, name="forum")
     try:
@@ -279,7 +279,7 @@ def test_twins_of_wide_tables_are_told_from_a_sketch_of_their_columns() -> None:
     import heapq
     import zlib
 
-    from flexsql.tools.search import SKETCH_SIZE, _jaccard
+    from flexsql.tools.search.ranking import SKETCH_SIZE, _jaccard
 
     def sketch(names: set[str]) -> frozenset[int]:
         return frozenset(heapq.nsmallest(SKETCH_SIZE, {zlib.crc32(n.encode()) for n in names}))

@@ -13,10 +13,10 @@ import pytest
 
 from flexsql.agent.select import CandidateIn, expected_shape, select_candidates, select_result
 from flexsql.errors import InvalidArgument, NotFoundError
-from flexsql.tools.context import ToolContext
+from flexsql.tools.engines import SourceRegistry, open_source
 from flexsql.tools.python_tool import run_python
 from flexsql.tools.query import run_query
-from flexsql.tools.sources import SourceRegistry, open_source
+from flexsql.tools.runtime.context import ToolContext
 
 ROWS = [
     ("north", "apple", 10, 0.0),

@@ -157,7 +157,7 @@ async def test_cancelling_a_call_cancels_its_query(shop, engine):
     """The in-process server: a client-side cancel of run_query stops the engine's work."""
     from flexsql.config import Settings
     from flexsql.server.app import build_server
-    from flexsql.tools.sources import SourceRegistry
+    from flexsql.tools.engines import SourceRegistry
 
     long_sql = {
         "duckdb": "SELECT count(*) FROM range(1000000000000)",

@@ -14,11 +14,11 @@ import pytest
 from mcp import Client
 from mcp_support import http_server, text_of
 
-from flexsql.tools.context import ToolContext
+from flexsql.tools.engines import SourceRegistry, open_source
 from flexsql.tools.python_tool import run_python
 from flexsql.tools.query import fetch_rows, run_query
-from flexsql.tools.results import ResultStore
-from flexsql.tools.sources import SourceRegistry, open_source
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.runtime.results import ResultStore
 
 pytestmark = pytest.mark.anyio
 

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from flexsql.errors import NotFoundError, QueryError, QueryTimeout
-from flexsql.tools.sources import FetchLimits
+from flexsql.tools.engines import FetchLimits
 
 LONG_QUERY = {
     "duckdb": "SELECT count(*) FROM range(1000000000000) a",
@@ -88,7 +88,7 @@ def test_timeout_cancels_long_query_and_source_stays_usable(shop, engine):
 
 
 def test_repr_and_errors_hide_password(tmp_path):
-    from flexsql.tools.sources import open_source
+    from flexsql.tools.engines import open_source
 
     source = open_source("postgresql://reader:s3cr3t-pw@127.0.0.1:1/nowhere")
     assert "s3cr3t-pw" not in repr(source) and "s3cr3t-pw" not in source.display_url
@@ -107,8 +107,8 @@ def _write_from_another_process(path: str) -> subprocess.CompletedProcess[str]:
 def test_duckdb_releases_its_file_lock_when_idle(tmp_path, monkeypatch):
     from engines import make_duckdb
 
-    from flexsql.tools.sources import open_source
-    from flexsql.tools.sources.duckdb_source import DuckDBSource
+    from flexsql.tools.engines import open_source
+    from flexsql.tools.engines.duckdb_source import DuckDBSource
 
     url = make_duckdb(tmp_path)
     path = str(tmp_path / "shop.duckdb")
@@ -143,6 +143,6 @@ def test_duckdb_releases_its_file_lock_when_idle(tmp_path, monkeypatch):
     ],
 )
 def test_file_urls_map_to_paths(url, path):
-    from flexsql.tools.sources.urls import file_path_of
+    from flexsql.tools.engines.urls import file_path_of
 
     assert file_path_of(url) == path

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from flexsql.config import Settings
-from flexsql.tools import registry
-from flexsql.tools.context import ToolContext
-from flexsql.tools.sources import SourceRegistry, open_source
+from flexsql.tools.engines import SourceRegistry, open_source
+from flexsql.tools.runtime import registry
+from flexsql.tools.runtime.context import ToolContext
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ import pytest
 from flexsql.config import LimitsConfig
 from flexsql.errors import InvalidArgument, NotFoundError, RefusedError
 from flexsql.tools import catalog, joins, query, validate
-from flexsql.tools.context import ToolContext
-from flexsql.tools.sources import SourceRegistry, open_source
+from flexsql.tools.engines import SourceRegistry, open_source
+from flexsql.tools.runtime.context import ToolContext
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ import pytest
 import sqlglot
 
 from flexsql.errors import ConfigError
-from flexsql.tools.sources import Source, TableInfo, open_source
-from flexsql.tools.sources.traits import (
+from flexsql.tools.engines import Source, TableInfo, open_source
+from flexsql.tools.engines.traits import (
     EngineTraits,
     all_traits,
     engine_modules,
@@ -22,8 +22,8 @@ from flexsql.tools.sources.traits import (
     traits_for,
     traits_for_url,
 )
-from flexsql.tools.sql_build import quote_literal, quote_table
-from flexsql.tools.value_index import sample_from
+from flexsql.tools.sql.build import quote_literal, quote_table
+from flexsql.tools.values.index import sample_from
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -192,7 +192,7 @@ def test_unknown_engines_are_explained() -> None:
 def test_model_instructions_carry_each_engines_notes(tmp_path: Path) -> None:
     from flexsql.config import Settings
     from flexsql.server.app import build_server
-    from flexsql.tools.sources import SourceRegistry
+    from flexsql.tools.engines import SourceRegistry
 
     sources = SourceRegistry(
         [open_source("duckdb://:memory:"), open_source(f"sqlite:///{tmp_path / 'a.sqlite'}")]
@@ -206,9 +206,9 @@ def test_no_engine_branches_left_in_the_tools() -> None:
     """Engine-specific SQL lives in the traits: these modules test no dialect by name."""
     branch = re.compile(r"""dialect\s*(==|!=|in\s*[(\[{])|["'](duckdb|sqlite|postgres|snowflake)["']""")
     for rel in (
-        "tools/sql_build.py",
-        "tools/values.py",
-        "tools/value_index.py",
+        "tools/sql/build.py",
+        "tools/values/find.py",
+        "tools/values/index.py",
         "tools/validate.py",
         "evals/harness.py",
     ):

@@ -9,10 +9,10 @@ import pytest
 from engines import content_checksum
 
 from flexsql.errors import InvalidArgument, NotFoundError
-from flexsql.tools import value_index as vi
-from flexsql.tools.context import ToolContext
-from flexsql.tools.sources import SourceRegistry, open_source
-from flexsql.tools.values import build_value_index, distinct_values, find_values, profile_column
+from flexsql.tools.engines import SourceRegistry, open_source
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.values import index as vi
+from flexsql.tools.values.find import build_value_index, distinct_values, find_values, profile_column
 
 
 @pytest.fixture
@@ -127,7 +127,7 @@ def test_refresh_picks_up_new_data(shop, shop_url: str) -> None:
 
     build_value_index(ToolContext(sources=SourceRegistry([shop])))
     shop.close()
-    from flexsql.tools.sources.urls import file_path_of
+    from flexsql.tools.engines.urls import file_path_of
 
     conn = duckdb.connect(file_path_of(shop_url))
     conn.execute("INSERT INTO customers VALUES (6, 'Fran Ortiz', 'Spain', 'B2C')")
@@ -275,7 +275,7 @@ def test_user_text_never_writes(ctx: ToolContext, shop_url: str, engine: str) ->
 
 
 def test_value_patterns_and_kinds() -> None:
-    from flexsql.tools.values import looks_like, shape, value_patterns
+    from flexsql.tools.values.find import looks_like, shape, value_patterns
 
     assert [(shape(v)) for v in ("AB-1234", "x9", "Alice Martin", "2024-01-05")] == [
         "AA-9999",
@@ -315,7 +315,7 @@ def test_profile_and_distinct_on_booleans_json_and_arrays(shop, shop_url: str, e
     if engine == "duckdb":
         import duckdb
 
-        from flexsql.tools.sources.urls import file_path_of
+        from flexsql.tools.engines.urls import file_path_of
 
         conn = duckdb.connect(file_path_of(shop_url))
         for statement in ddl:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from flexsql.tools.context import ToolContext
-from flexsql.tools.sources import SourceRegistry, open_source
-from flexsql.tools.value_index import normalize
-from flexsql.tools.values import find_values
+from flexsql.tools.engines import SourceRegistry, open_source
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.values.find import find_values
+from flexsql.tools.values.index import normalize
 
 
 @pytest.mark.parametrize(

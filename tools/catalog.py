@@ -10,11 +10,11 @@ from typing import Any
 from pydantic import BaseModel
 
 from flexsql.errors import InvalidArgument
-from flexsql.tools.args import check_limit
-from flexsql.tools.context import ToolContext
-from flexsql.tools.render import cell_text
-from flexsql.tools.sources import Catalog, FetchLimits, TableInfo
-from flexsql.tools.sql_build import quote_table
+from flexsql.tools.engines import Catalog, FetchLimits, TableInfo
+from flexsql.tools.runtime.args import check_limit
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.runtime.render import cell_text
+from flexsql.tools.sql.build import quote_table
 
 
 # -- list_sources ---------------------------------------------------------------------------------

@@ -1,13 +1,13 @@
 """compare_results: group result handles into equivalence classes and say how the others differ.
-The equivalence itself lives in flexsql.tools.equivalence (shared with the strict scorer)."""
+The equivalence itself lives in flexsql.tools.sql.equivalence (shared with the strict scorer)."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel
 
 from flexsql.errors import InvalidArgument
-from flexsql.tools.context import ToolContext
-from flexsql.tools.equivalence import compare_tables
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.sql.equivalence import compare_tables
 
 
 class PairDifference(BaseModel):

@@ -12,8 +12,10 @@ from typing import Annotated
 from pydantic import Field
 
 from flexsql.config import Settings
-from flexsql.tools import catalog, compare, joins, python_tool, query, search, validate, values
-from flexsql.tools.registry import ToolArgs, ToolEnv, ToolSpec
+from flexsql.tools import catalog, compare, joins, python_tool, query, validate
+from flexsql.tools.runtime.registry import ToolArgs, ToolEnv, ToolSpec
+from flexsql.tools.search import ranking as search
+from flexsql.tools.values import find as values
 
 Source = str | None  # the server's instructions say the default: the first source
 

@@ -10,8 +10,8 @@ from collections import defaultdict
 from pydantic import BaseModel
 
 from flexsql.errors import InvalidArgument
-from flexsql.tools.context import ToolContext
-from flexsql.tools.sources import Catalog, TableInfo
+from flexsql.tools.engines import Catalog, TableInfo
+from flexsql.tools.runtime.context import ToolContext
 
 DECLARED_COST = 1.0
 INFERRED_COST = 1.6

@@ -4,7 +4,7 @@ The results named by `result_ids` arrive as pandas DataFrames (`dfs["r1"]`, and 
 handed over as Arrow files rather than queried again. The value of the last expression comes back; a
 DataFrame or Series becomes a new result_id (stored like a query result, so compare_results and fetch_rows
 work on it). `flexsql.sql("SELECT …")` inside the code runs a read-only query through the server (the guard
-and the source's limits apply). The process, its limits and its isolation are in flexsql.tools.sandbox.
+and the source's limits apply). The process, its limits and its isolation are in flexsql.tools.sandbox.supervisor.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from pydantic import BaseModel
 
 from flexsql.config import SandboxConfig
 from flexsql.errors import InvalidArgument, RefusedError
-from flexsql.tools.context import ToolContext
 from flexsql.tools.query import store_limits
-from flexsql.tools.render import jsonable, table_text
-from flexsql.tools.results import StoredResult
-from flexsql.tools.sandbox import (
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.runtime.render import jsonable, table_text
+from flexsql.tools.runtime.results import StoredResult
+from flexsql.tools.sandbox.supervisor import (
     Isolation,
     RunOutcome,
     SandboxLimits,

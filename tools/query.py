@@ -7,13 +7,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from flexsql.errors import InvalidArgument
-from flexsql.tools.args import check_limit
-from flexsql.tools.context import ToolContext
-from flexsql.tools.render import jsonable, table_text
-from flexsql.tools.results import StoredResult
-from flexsql.tools.sources import FetchLimits
-from flexsql.tools.sql_build import parse_condition, quote_ident, quote_table
-from flexsql.tools.sql_order import orders_result
+from flexsql.tools.engines import FetchLimits
+from flexsql.tools.runtime.args import check_limit
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.runtime.render import jsonable, table_text
+from flexsql.tools.runtime.results import StoredResult
+from flexsql.tools.sql.build import parse_condition, quote_ident, quote_table
+from flexsql.tools.sql.order import orders_result
 
 MAX_RETURN_ROWS = 100_000
 

@@ -12,9 +12,9 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from flexsql.errors import FlexSQLError, NotFoundError, RefusedError
-from flexsql.tools.context import ToolContext
-from flexsql.tools.guard import check_sql
-from flexsql.tools.sources import Catalog, FetchLimits
+from flexsql.tools.engines import Catalog, FetchLimits
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.sql.guard import check_sql
 
 
 class SqlIssue(BaseModel):

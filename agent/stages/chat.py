@@ -26,9 +26,9 @@ from flexsql.agent.models.base import ChatModel, ChatRequest, ToolCall, assistan
 from flexsql.agent.trace import Trace
 from flexsql.config import Settings
 from flexsql.errors import FlexSQLError, ModelError, error_text
-from flexsql.tools import registry
-from flexsql.tools.context import ToolContext
-from flexsql.tools.sources.base import CancelHooks, active_cancel_hooks
+from flexsql.tools.engines.base import CancelHooks, active_cancel_hooks
+from flexsql.tools.runtime import registry
+from flexsql.tools.runtime.context import ToolContext
 
 MAX_FIXES = 2  # corrections of an unusable reply before the stage fails
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from flexsql.agent.contract import Linking
 from flexsql.agent.stages.chat import Run, converse, system_message
 from flexsql.errors import FlexSQLError
-from flexsql.tools import registry
+from flexsql.tools.runtime import registry
 
 ROLE = (
     "You are the schema-linking step of a text-to-SQL agent. Find every table the question needs (facts, "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from flexsql.errors import ConfigError, NotFoundError
-from flexsql.tools.sources.base import (
+from flexsql.tools.engines.base import (
     Catalog,
     Column,
     FetchLimits,
@@ -15,7 +15,7 @@ from flexsql.tools.sources.base import (
     Source,
     TableInfo,
 )
-from flexsql.tools.sources.urls import open_source, redact
+from flexsql.tools.engines.urls import open_source, redact
 
 __all__ = [
     "Catalog",

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field, PrivateAttr
 from flexsql.errors import NotFoundError, QueryError, QueryTimeout
 
 if TYPE_CHECKING:
-    from flexsql.tools.sources.traits import EngineTraits
+    from flexsql.tools.engines.traits import EngineTraits
 
 DEFAULT_MAX_ROWS = 1_000
 DEFAULT_MAX_BYTES = 8_000_000
@@ -190,7 +190,7 @@ def _name_matches_exactly(table: TableInfo, wanted: list[tuple[str, bool]], dial
     if len(wanted) > len(parts):
         return False
     if dialect is not None:
-        from flexsql.tools.sources.traits import traits_for
+        from flexsql.tools.engines.traits import traits_for
 
         traits = traits_for(dialect)
     for have, (want, quoted) in zip(parts[-len(wanted) :], wanted, strict=True):
@@ -522,7 +522,7 @@ class Source(ABC):
     @property
     def display_url(self) -> str:
         """The URL with any password or token removed: safe for logs and tool output."""
-        from flexsql.tools.sources.urls import redact
+        from flexsql.tools.engines.urls import redact
 
         return redact(self._url)
 
@@ -550,7 +550,7 @@ class Source(ABC):
     ) -> QueryResult:
         """Run one read statement. The guard checks it first unless `guarded=False`, which only
         tests use to prove the engine-level read-only layer holds on its own."""
-        from flexsql.tools.guard import check_sql
+        from flexsql.tools.sql.guard import check_sql
 
         text = check_sql(sql, self.dialect) if guarded else sql
         limits = limits or FetchLimits()
@@ -599,7 +599,7 @@ class Source(ABC):
         (columns, types, rows, counted, more_than_counted, what collect() cut)."""
 
     def _clean_error(self, exc: BaseException) -> str:
-        from flexsql.tools.sources.urls import scrub_secrets
+        from flexsql.tools.engines.urls import scrub_secrets
 
         text = str(exc).strip() or type(exc).__name__
         return scrub_secrets(text, self._url)

@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import quote
 
 from flexsql.errors import ConfigError, QueryError
-from flexsql.tools.sources.base import (
+from flexsql.tools.engines.base import (
     Catalog,
     Column,
     Deadline,
@@ -24,8 +24,8 @@ from flexsql.tools.sources.base import (
     file_data_versions,
     timeout_error,
 )
-from flexsql.tools.sources.traits import EngineTraits
-from flexsql.tools.sources.urls import file_path_of
+from flexsql.tools.engines.traits import EngineTraits
+from flexsql.tools.engines.urls import file_path_of
 
 # Pragmas whose argument names a table or index (they only read).
 SQLITE_MAX_VALUE_BYTES = 64 * 1024 * 1024

@@ -1,6 +1,6 @@
 """The sandboxed side of run_python: a pre-warmed template process ("zygote") and the child it forks per call.
 
-This file runs as a script (`python -I -S sandbox_worker.py --zygote FD`), never imported by the server, and
+This file runs as a script (`python -I -S worker.py --zygote FD`), never imported by the server, and
 imports only the standard library plus pandas, numpy, pyarrow and duckdb: nothing of flexsql that could reach
 a source, a connection string or a credential.
 
@@ -1255,9 +1255,7 @@ def _write_table(table, name: str) -> None:
 def main(argv: list[str]) -> int:
     if len(argv) == 3 and argv[1] == "--zygote":
         return zygote_main(int(argv[2]))
-    print(
-        "usage: sandbox_worker.py --zygote FD (started by flexsql's run_python, not by hand)", file=sys.stderr
-    )
+    print("usage: worker.py --zygote FD (started by flexsql's run_python, not by hand)", file=sys.stderr)
     return 2
 
 

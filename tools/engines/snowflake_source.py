@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from flexsql.errors import ConfigError, QueryError
-from flexsql.tools.sources.base import (
+from flexsql.tools.engines.base import (
     Catalog,
     Column,
     Deadline,
@@ -28,7 +28,7 @@ from flexsql.tools.sources.base import (
     fetch_batches,
     timeout_error,
 )
-from flexsql.tools.sources.traits import EngineTraits
+from flexsql.tools.engines.traits import EngineTraits
 
 
 def _engine_refusal(what: str) -> QueryError:
@@ -49,7 +49,7 @@ def _engine_check(sql: str) -> str:
     from sqlglot.tokens import TokenType
 
     from flexsql.errors import RefusedError
-    from flexsql.tools.guard import token_walk
+    from flexsql.tools.sql.guard import token_walk
 
     tokens = _tokens(sql)
     cut = next((t.start for t in tokens if t.token_type == TokenType.SEMICOLON), None)
@@ -84,7 +84,7 @@ def _engine_check(sql: str) -> str:
             raise _engine_refusal(f"{tok.text.upper()} (not a query)")
     if depth != 0:
         raise _engine_refusal("an unclosed '(' (it would swallow flexsql's wrapper)")
-    try:  # the guard's own token walk, the same code as the parse-level layer (tools/guard.py)
+    try:  # the guard's own token walk, the same code as the parse-level layer (tools/sql/guard.py)
         token_walk(sql, "snowflake", tokens)
     except RefusedError as exc:
         raise QueryError(str(exc).replace("refused: ", "refused by the engine: ", 1)) from None
@@ -99,7 +99,7 @@ def _outer_order(text: str) -> str:
     import sqlglot
     from sqlglot import exp
 
-    from flexsql.tools.sql_order import outermost_query, top_level_order
+    from flexsql.tools.sql.order import outermost_query, top_level_order
 
     try:
         tree = sqlglot.parse_one(text, read="snowflake")

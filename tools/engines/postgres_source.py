@@ -26,7 +26,7 @@ import threading
 from typing import Any
 
 from flexsql.errors import ConfigError, QueryError
-from flexsql.tools.sources.base import (
+from flexsql.tools.engines.base import (
     Catalog,
     Column,
     Deadline,
@@ -39,7 +39,7 @@ from flexsql.tools.sources.base import (
     fetch_batches,
     timeout_error,
 )
-from flexsql.tools.sources.traits import EngineTraits
+from flexsql.tools.engines.traits import EngineTraits
 
 # Per-schema grants, not pg_read_all_data: that role can also read pg_authid (password hashes),
 # pg_user_mapping and pg_subscription (connection passwords).
@@ -185,7 +185,7 @@ class PostgresSource(Source):
                 f"{self._clean_error(exc).splitlines()[0]}"
             ) from None
         conn.read_only = True
-        from flexsql.tools.sources.pg_values import register
+        from flexsql.tools.engines.postgres_values import register
 
         register(conn)  # infinity timestamps, 24:00, numeric NaN and intervals load as what they are
         return conn

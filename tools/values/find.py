@@ -23,13 +23,13 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from flexsql.errors import InvalidArgument, NotFoundError, QueryError, QueryTimeout
-from flexsql.tools.args import check_limit
-from flexsql.tools.context import ToolContext
-from flexsql.tools.render import cell_text, jsonable
-from flexsql.tools.sources.base import Catalog, FetchLimits, Source, TableInfo
-from flexsql.tools.sources.traits import traits_for
-from flexsql.tools.sql_build import as_text, quote_ident, quote_literal, quote_table
-from flexsql.tools.value_index import (
+from flexsql.tools.engines.base import Catalog, FetchLimits, Source, TableInfo
+from flexsql.tools.engines.traits import traits_for
+from flexsql.tools.runtime.args import check_limit
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.runtime.render import cell_text, jsonable
+from flexsql.tools.sql.build import as_text, quote_ident, quote_literal, quote_table
+from flexsql.tools.values.index import (
     SAMPLE_ROWS,
     ColumnState,
     IndexedValue,
@@ -249,7 +249,7 @@ def find_values(
     """Which table.column holds values like `text` (exact, case-insensitive, accents/punctuation,
     word order, partial, typos), with the stored spelling and row count. `schema` keeps one schema;
     `context` (the question, or the words around the literal) ranks the columns by relevance to it."""
-    from flexsql.tools.search_value_context import rank_bonus, spread_schemas
+    from flexsql.tools.values.context import rank_bonus, spread_schemas
 
     if not isinstance(text, str) or not text.strip():
         raise InvalidArgument("text is required: the value to look for, e.g. 'France' or 'Desk Lamp'")

@@ -3,7 +3,7 @@
 Design (measured on the 2-core dev box; see benchmarks/python_tool.py):
 - Spawning `python -c "import pandas, pyarrow, duckdb"` per call costs ~1 s, far over the 300 ms budget;
   forking a warm template costs 20-35 ms per trivial call (median, including all confinement).
-  So one template process (the "zygote", tools/sandbox_worker.py) is started per server process, in an empty
+  So one template process (the "zygote", tools/sandbox/worker.py) is started per server process, in an empty
   environment, inside `unshare --net` when available, and imports pandas/numpy/pyarrow/duckdb once. For each
   call it forks a fresh child that confines itself (Landlock, rlimits, uid drop, audit hook) and runs the
   code once; the template never runs user code and never sees data, so no state crosses calls or sessions.
@@ -64,10 +64,10 @@ from pydantic import BaseModel, ConfigDict
 
 from flexsql.config import SandboxConfig
 from flexsql.errors import FlexSQLError, RefusedError
-from flexsql.tools.sources.base import active_cancel_hooks
+from flexsql.tools.engines.base import active_cancel_hooks
 
 MB = 1024 * 1024
-WORKER = Path(__file__).with_name("sandbox_worker.py")
+WORKER = Path(__file__).with_name("worker.py")
 RESULT_NAME = re.compile(r"result-[0-9a-f]{16}\.arrow")
 BASE_PREFIX = "flexsql-sandbox-"
 MAX_RPC_LINE = 4 * MB

@@ -23,7 +23,7 @@ from sqlglot import exp
 from flexsql.errors import ConfigError
 
 if TYPE_CHECKING:
-    from flexsql.tools.sources.base import Source
+    from flexsql.tools.engines.base import Source
 
 
 @dataclass(frozen=True)
@@ -141,9 +141,9 @@ _module_of: dict[str, str] = {}  # dialect -> the engine module that defines its
 
 def engine_modules() -> list[str]:
     """The engine modules of this package: every `<name>_source` module."""
-    package = importlib.import_module("flexsql.tools.sources")
+    package = importlib.import_module("flexsql.tools.engines")
     return sorted(
-        f"flexsql.tools.sources.{m.name}"
+        f"flexsql.tools.engines.{m.name}"
         for m in pkgutil.iter_modules(package.__path__)
         if m.name.endswith("_source")
     )
@@ -162,7 +162,7 @@ def all_traits() -> dict[str, EngineTraits]:
                 if not isinstance(traits, EngineTraits):
                     raise ConfigError(
                         f"engine module {name} defines no TRAITS = EngineTraits(...); every "
-                        "engine module must (see flexsql.tools.sources.traits)"
+                        "engine module must (see flexsql.tools.engines.traits)"
                     )
                 found[traits.dialect] = traits
                 _module_of[traits.dialect] = name
@@ -186,7 +186,7 @@ def traits_for_url(url: str) -> EngineTraits | None:
 
 def source_class(traits: EngineTraits) -> type[Source]:
     """The Source subclass of the engine module that defines `traits`."""
-    from flexsql.tools.sources.base import Source
+    from flexsql.tools.engines.base import Source
 
     all_traits()
     module = importlib.import_module(_module_of[traits.dialect])

@@ -7,8 +7,8 @@ from sqlglot import exp, parse_one
 from sqlglot.errors import SqlglotError
 
 from flexsql.errors import InvalidArgument
-from flexsql.tools.sources import TableInfo
-from flexsql.tools.sources.traits import traits_for
+from flexsql.tools.engines import TableInfo
+from flexsql.tools.engines.traits import traits_for
 
 
 def quote_ident(name: str, dialect: str) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from flexsql.errors import ConfigError, QueryError
-from flexsql.tools.sources.base import (
+from flexsql.tools.engines.base import (
     Catalog,
     Column,
     Deadline,
@@ -27,8 +27,8 @@ from flexsql.tools.sources.base import (
     file_data_versions,
     timeout_error,
 )
-from flexsql.tools.sources.traits import EngineTraits
-from flexsql.tools.sources.urls import file_path_of
+from flexsql.tools.engines.traits import EngineTraits
+from flexsql.tools.engines.urls import file_path_of
 
 TRAITS = EngineTraits(
     dialect="duckdb",
@@ -105,7 +105,7 @@ class DuckDBSource(Source):
         import duckdb
 
         from flexsql.paths import cache_dir, private_dir
-        from flexsql.tools.sources.base import engine_limits
+        from flexsql.tools.engines.base import engine_limits
 
         # the engine's memory follows [limits], not the query: beyond it DuckDB spills to a private
         # temp folder (bounded too) or fails the query with an out-of-memory error

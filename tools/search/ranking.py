@@ -25,11 +25,11 @@ from functools import lru_cache
 from pydantic import BaseModel
 
 from flexsql.errors import InvalidArgument
-from flexsql.tools.context import ToolContext
-from flexsql.tools.search_families import date_members, families, question_dates
-from flexsql.tools.search_keys import inferred_links
-from flexsql.tools.sources.base import Catalog, Source, TableInfo
-from flexsql.tools.value_index import ValueIndex, fold, normalize, split_identifier
+from flexsql.tools.engines.base import Catalog, Source, TableInfo
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.search.families import date_members, families, question_dates
+from flexsql.tools.search.keys import inferred_links
+from flexsql.tools.values.index import ValueIndex, fold, normalize, split_identifier
 
 MAX_QUERY_CHARS = 2000
 
@@ -504,7 +504,7 @@ class Params:
     inferred_share: float = 0.25  # like fk_share, for links inferred from `<entity>_id` column names
     inferred_sources: int = 5  # how many top tables pass it on
     inferred_with_declared: bool = False  # infer links in schemas that declare foreign keys too
-    # WordNet expansion of question words (tools/search_synonyms.py; off where WordNet is absent):
+    # WordNet expansion of question words (tools/search/synonyms.py; off where WordNet is absent):
     # weights of a synonym, a broader and a narrower word, times sense_decay per rarer sense
     synonym_weight: float = 0.4
     broader_weight: float = 0.25
@@ -821,7 +821,7 @@ def search_index(ctx: ToolContext, source: Source) -> SearchIndex:
 
 
 def _value_index_if_built(ctx: ToolContext, source: Source) -> ValueIndex | None:
-    from flexsql.tools.values import value_index
+    from flexsql.tools.values.find import value_index
 
     index = value_index(ctx, source)
     return None if index.is_empty() else index
@@ -896,7 +896,7 @@ def search_schema(
     ctx: ToolContext, query: str, limit: int = 10, source: str | None = None
 ) -> SchemaSearchResult:
     """Tables and columns ranked for a question or keywords, each with why it matched."""
-    from flexsql.tools.args import check_limit
+    from flexsql.tools.runtime.args import check_limit
 
     if not isinstance(query, str) or not query.strip():
         raise InvalidArgument(
@@ -1167,7 +1167,7 @@ def _synonym_terms(
 ) -> list[tuple[str, float, str]]:
     """(catalog term, weight, why) for catalog words WordNet relates to a question word or phrase
     ('medications' -> drug): low weights, so a word the question itself uses always counts more."""
-    from flexsql.tools.search_synonyms import BROADER, NARROWER, SYNONYM, question_phrases, wordnet
+    from flexsql.tools.search.synonyms import BROADER, NARROWER, SYNONYM, question_phrases, wordnet
 
     wn = wordnet()
     if wn is None:

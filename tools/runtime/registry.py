@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from flexsql.config import Settings
 from flexsql.errors import InvalidArgument, NotFoundError, UnavailableError, error_code, error_text
-from flexsql.tools.context import ToolContext
+from flexsql.tools.runtime.context import ToolContext
 
 Progress = Callable[[float, float, str], None]
 

@@ -114,7 +114,7 @@ def open_source(url: str, name: str | None = None, description: str = ""):  # ->
     """Open a source from its URL (lazily: nothing connects until first use)."""
     if "://" not in url:
         raise ConfigError(f"not a source URL: {redact(url)!r}; use one of: {URL_FORMS}")
-    from flexsql.tools.sources.traits import source_class, traits_for_url
+    from flexsql.tools.engines.traits import source_class, traits_for_url
 
     scheme = url.split("://", 1)[0].lower()
     name = name or source_name_for(url)

@@ -34,9 +34,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from flexsql.errors import QueryError, QueryTimeout
-from flexsql.tools.sources.base import FetchLimits, Source, TableInfo
-from flexsql.tools.sources.traits import all_traits, traits_for
-from flexsql.tools.sql_build import as_text, quote_ident, quote_table
+from flexsql.tools.engines.base import FetchLimits, Source, TableInfo
+from flexsql.tools.engines.traits import all_traits, traits_for
+from flexsql.tools.sql.build import as_text, quote_ident, quote_table
 
 INDEX_VERSION = "2"  # 2: emoji and other symbols are tokens
 CAP_PER_COLUMN = 1000  # distinct values kept per column (the most frequent ones)

@@ -1,0 +1,1 @@
+"""What every tool runs with: the context, the result store, the registry, text rendering."""

@@ -1,0 +1,1 @@
+"""search_schema: words, the index, ranking rules, families, keys, synonyms."""

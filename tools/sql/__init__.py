@@ -1,0 +1,1 @@
+"""The SQL layer: the read-only guard, conditions, ordering, result equivalence."""

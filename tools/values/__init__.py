@@ -1,0 +1,1 @@
+"""Values: the persistent value index, find_values, distinct_values, profile_column."""
