@@ -7,8 +7,9 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from flexsql.agent.budget import Spent as Usage
-from flexsql.agent.select import GroupScore
-from flexsql.tools.runtime.render import table_text
+from flexsql.tools.runtime.registry import ToolResult
+from flexsql.tools.runtime.render import TextBudget, table_text
+from flexsql.tools.select import GroupScore
 
 Status = Literal["answered", "needs_clarification", "unanswerable", "reply", "failed"]
 
@@ -34,7 +35,7 @@ class CandidateOut(BaseModel):
     repaired_from: str | None = None
 
 
-class Answer(BaseModel):
+class Answer(ToolResult):
     status: Status
     question: str
     sql: str | None = None  # the chosen program when it is SQL
@@ -57,7 +58,8 @@ class Answer(BaseModel):
     trace: str | None = None  # path of the JSONL trace, when written
     conversation_id: str | None = None
 
-    def to_text(self, max_chars: int = 4000, cell_chars: int = 200) -> str:
+    def to_text(self, budget: TextBudget = TextBudget()) -> str:
+        max_chars, cell_chars = budget.max_chars, budget.cell_chars
         lines = [
             f"status: {self.status}"
             + (f" (budget spent: {self.budget_exhausted}; best so far)" if self.budget_exhausted else "")

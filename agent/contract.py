@@ -1,4 +1,4 @@
-"""The model-facing contract (DESIGN.md § "The agent"): stage names, each stage's JSON output as a
+"""The model-facing contract (docs/contract.md): stage names, each stage's JSON output as a
 pydantic model and a JSON schema, and the lenient parser for endpoints without guided decoding.
 
 Users serve stages with their own models and guided decoding against exactly these shapes, and the

@@ -355,7 +355,7 @@ def history_text(conv: Conversation, max_chars: int = 4000) -> str:
         tail.append(sql_line)
     if last_sql is not None and last_sql.role_state is not None and not last_sql.role_state.error:
         n = conv.dropped + sql_index + 1
-        tail.append(f"Role-state of the last SQL (turn {n}):\n{last_sql.role_state.to_text(max_chars=600)}")
+        tail.append(f"Role-state of the last SQL (turn {n}):\n{last_sql.role_state.summary(max_chars=600)}")
     pending = pending_clarification(conv)
     if pending is not None:
         text = f'Pending clarification: the previous turn asked "{pending.clarifying_question or "(no question)"}"'

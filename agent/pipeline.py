@@ -26,7 +26,6 @@ from flexsql.agent.answer import Answer, CandidateOut, PlanOut
 from flexsql.agent.budget import Budget
 from flexsql.agent.contract import Plan, Program
 from flexsql.agent.models.base import ChatModel
-from flexsql.agent.select import CandidateIn, select_candidates
 from flexsql.agent.stages.chat import Run
 from flexsql.agent.stages.classify import classify
 from flexsql.agent.stages.evaluate import evaluate
@@ -37,9 +36,11 @@ from flexsql.agent.stages.plan import make_plans, revise_plan
 from flexsql.agent.trace import Trace
 from flexsql.config import Settings
 from flexsql.errors import BudgetExceeded, FlexSQLError, error_text
-from flexsql.tools.engines.base import CancelHooks, active_cancel_hooks
-from flexsql.tools.runtime import registry
+from flexsql.tools.engines import CancelHooks, active_cancel_hooks
 from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.runtime.registry import ToolEnv, result_text
+from flexsql.tools.select import CandidateIn, select_candidates
+from flexsql.tools.toolbox import TOOLS
 
 _RESULT_REF = re.compile(r"""dfs\[\s*['"]([A-Za-z0-9_-]+)['"]\s*\]""")
 
@@ -75,18 +76,16 @@ async def _execute(run: Run, program: Program) -> tuple[str | None, int | None, 
 
 
 async def _run_program(run: Run, program: Program) -> tuple[str | None, int | None, str | None, str]:
-    env = registry.ToolEnv(settings=run.settings, python_enabled=run.python)
+    env = ToolEnv(settings=run.settings, python_enabled=run.python)
     try:
         if program.language == "sql":
-            out = await registry.acall(
-                run.tools, "run_query", {"sql": program.code, "source": run.source}, env
-            )
-            return out.result_id, out.total_rows, None, registry.result_text(out, run.settings)  # type: ignore[attr-defined]
+            out = await TOOLS.acall(run.tools, "run_query", {"sql": program.code, "source": run.source}, env)
+            return out.result_id, out.total_rows, None, result_text(out, run.settings)  # type: ignore[attr-defined]
         known = [rid for rid in dict.fromkeys(_RESULT_REF.findall(program.code))]
-        out = await registry.acall(
+        out = await TOOLS.acall(
             run.tools, "run_python", {"code": program.code, "result_ids": known or None}, env
         )
-        text = registry.result_text(out, run.settings)
+        text = result_text(out, run.settings)
         if out.error:  # type: ignore[attr-defined]
             return None, None, f"the Python program failed:\n{text}", text
         if not out.result_id:  # type: ignore[attr-defined]
@@ -235,7 +234,7 @@ def _selected(run: Run, state: _State) -> Answer:
             **common,
         )
     stored = run.tools.results.get(chosen.result_id)
-    preview = registry.call(
+    preview = TOOLS.call(
         run.tools,
         "fetch_rows",
         {"result_id": chosen.result_id, "offset": 0, "limit": run.settings.limits.preview_rows},

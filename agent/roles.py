@@ -32,8 +32,8 @@ __all__ = ["FilterRole", "LiteralChange", "OrderRole", "RoleDiff", "RoleState", 
 
 SetOp = Literal["union", "union all", "intersect", "except"]
 _LIST_ROLES = ("tables", "select", "filter", "join", "group", "having", "order")
-_SHOWN = 8  # entries per role in to_text
-_ENTRY = 120  # characters per entry in to_text
+_SHOWN = 8  # entries per role in a summary
+_ENTRY = 120  # characters per entry in a summary
 
 
 def _short(text: str) -> str:
@@ -94,13 +94,13 @@ class RoleState(BaseModel):
         values = getattr(self, role)
         return [v.text() if isinstance(v, FilterRole | OrderRole) else v for v in values]
 
-    def to_text(self, max_chars: int = 600) -> str:
+    def summary(self, max_chars: int = 600) -> str:
         """One compact line per query, nested queries indented: what a prompt shows of the SQL."""
         if self.error:
             return f"(no role-state: {self.error})"
         lines = [self._line()]
         for nested in self.nested:
-            lines.append(f"  [{nested.kind}] " + nested.state.to_text(max_chars).replace("\n", "\n  "))
+            lines.append(f"  [{nested.kind}] " + nested.state.summary(max_chars).replace("\n", "\n  "))
         text = "\n".join(lines)
         return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
 
@@ -149,7 +149,7 @@ class RoleDiff(BaseModel):
     def empty(self) -> bool:
         return not (self.added or self.removed or self.literals or self.changed or self.nested)
 
-    def to_text(self, max_chars: int = 600) -> str:
+    def summary(self, max_chars: int = 600) -> str:
         if self.empty:
             return "no change in roles"
         parts = [f"{role} +{v}" for role, values in self.added.items() for v in values]
@@ -157,7 +157,7 @@ class RoleDiff(BaseModel):
         parts += [f"filter {c.text()}" for c in self.literals]
         parts += [f"{k}: {old} → {new}" for k, (old, new) in self.changed.items()]
         for kind, sub in self.nested.items():
-            parts.append(f"[{kind}] {sub.to_text(max_chars)}" if not sub.empty else f"[{kind}]")
+            parts.append(f"[{kind}] {sub.summary(max_chars)}" if not sub.empty else f"[{kind}]")
         text = "; ".join(parts)
         return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
 
@@ -199,10 +199,15 @@ def role_state(sql: str, dialect: str | None = None) -> RoleState:
 
 
 def _dialect(dialect: str | None) -> str | None:
+    """A sqlglot dialect name (what `Source.dialect` gives); an unknown name reads as generic SQL
+    rather than failing the role-state."""
     if dialect is None:
         return None
-    d = dialect.lower()
-    return {"postgresql": "postgres", "sqlite3": "sqlite", "mssql": "tsql"}.get(d, d)
+    try:
+        sqlglot.Dialect.get_or_raise(dialect.lower())
+    except ValueError:
+        return None
+    return dialect.lower()
 
 
 def _arg(node: exp.Expression, name: str) -> Any:

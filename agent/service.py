@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import Field
+
 from flexsql.agent import clarify
 from flexsql.agent.answer import Answer, Usage
 from flexsql.agent.conversation import ConversationStore, Turn, history_text, pending_clarification
@@ -24,8 +26,8 @@ from flexsql.agent.roles import diff_roles, role_state
 from flexsql.agent.trace import Trace, secret_values
 from flexsql.config import Settings
 from flexsql.paths import cache_dir, private_dir
-from flexsql.tools.runtime.context import ToolContext
-from flexsql.tools.runtime.registry import NeedsInput
+from flexsql.tools.runtime.context import SourceName, ToolContext
+from flexsql.tools.runtime.registry import NeedsInput, ToolArgs, ToolEnv, tool
 from flexsql.tools.runtime.render import table_text
 
 FOLLOW_UP = (
@@ -167,7 +169,7 @@ async def ask_question(
             )
             if previous is not None and previous.role_state is not None and result.sql:
                 diff = diff_roles(previous.role_state, turn.role_state or role_state(result.sql, dialect))
-                trace.event("role_diff", diff=diff.model_dump(), text=diff.to_text())
+                trace.event("role_diff", diff=diff.model_dump(), text=diff.summary())
             store.append(conversation_id, turn)
             result.conversation_id = conversation_id
         return result
@@ -185,9 +187,23 @@ def _turn_type(result: Answer) -> Literal["answerable", "ambiguous", "unanswerab
     }.get(result.status)  # type: ignore[return-value]
 
 
-async def ask_tool(tools: ToolContext, args: Any, env: Any) -> Answer:
-    """The MCP `ask` tool: progress notifications per stage, cancellable, the caller's model when
-    the client offers sampling and no endpoint is configured."""
+class Ask(ToolArgs):
+    question: str
+    source: SourceName = None
+    conversation_id: str | None = None
+    external_knowledge: str | None = Field(None, description="a document defining its terms")
+
+
+@tool(
+    lambda s: (
+        f"Answer a question with the FlexSQL agent ({s.agent.plans} plans, repair, selection by execution): "
+        "status, SQL, result, candidates. Needs [model] or client sampling."
+    ),
+    agent_tool=False,
+)
+async def ask(tools: ToolContext, args: Ask, env: ToolEnv) -> Answer:
+    """The agent as a tool (MCP `ask`): progress notifications per stage, cancellable, the caller's
+    model when the client offers sampling and no endpoint is configured."""
     ctx = env.mcp_context
     stages = ["classify", "knowledge", "link", "plan", "run", "repair", "evaluate", "revise_plan", "select"]
     count = {"n": 0}

@@ -24,7 +24,7 @@ from rich.table import Table
 from flexsql.agent.models.scripted import ScriptedModel
 from flexsql.agent.pipeline import Question, answer
 from flexsql.config import Settings
-from flexsql.demo_db import demo_url
+from flexsql.demo_db.cache import demo_url
 from flexsql.server.sessions import SessionState
 from flexsql.tools.engines import SourceRegistry, open_source
 from flexsql.tools.runtime import registry

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import duckdb
 
-from flexsql.demo_db import GENERATOR_VERSION, build_demo_db
+from flexsql.demo_db.build import build_demo_db
+from flexsql.demo_db.cache import GENERATOR_VERSION
 
 RESULTS = Path(__file__).parent / "results" / "demo_build.json"
 TARGET_S = {1.0: 5.0, 100.0: 60.0}

@@ -66,7 +66,7 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0)
     args = parser.parse_args()
 
-    from flexsql.demo_db import demo_url
+    from flexsql.demo_db.cache import demo_url
 
     db = demo_url(args.scale)
     with http_server(db) as (url, proc):

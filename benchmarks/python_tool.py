@@ -23,9 +23,10 @@ import duckdb
 
 from flexsql.config import SandboxConfig
 from flexsql.tools.engines import SourceRegistry
-from flexsql.tools.python_tool import run_python
+from flexsql.tools.python_tool import RunPython, run_python
 from flexsql.tools.runtime.context import ToolContext
-from flexsql.tools.sandbox.supervisor import get_sandbox, rows_from_table, table_from_rows
+from flexsql.tools.sandbox.arrow_io import rows_from_table, table_from_rows
+from flexsql.tools.sandbox.supervisor import get_sandbox
 
 RESULTS = Path(__file__).parent / "results" / "python_tool.json"
 
@@ -73,8 +74,8 @@ def main() -> int:
         "network_namespace": info.get("network_namespace"),
     }
 
-    run_python(ctx, "1 + 1")  # first fork pays the lazy first-use paths once
-    trivial = timed(lambda: run_python(ctx, "1 + 1"), args.calls)
+    run_python(ctx, RunPython(code="1 + 1"))  # first fork pays the lazy first-use paths once
+    trivial = timed(lambda: run_python(ctx, RunPython(code="1 + 1")), args.calls)
     data["trivial_call_ms"] = {
         "median": statistics.median(trivial),
         "p90": sorted(trivial)[int(0.9 * len(trivial))],
@@ -99,7 +100,7 @@ def main() -> int:
     # the first hand-over converts the stored rows to Arrow (kept with the result); later ones reuse it
     for _attempt in range(args.repeat):
         start, cpu = time.perf_counter(), time.process_time()
-        result = run_python(ctx, "df", result_ids=[stored.result_id])
+        result = run_python(ctx, RunPython(code="df", result_ids=[stored.result_id]))
         handover.append((time.perf_counter() - start) * 1000)
         handover_cpu.append((time.process_time() - cpu) * 1000 + result.cpu_ms)
         assert result.ok and result.total_rows == args.rows, result.to_text()

@@ -31,6 +31,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from flexsql.tools.search.ranking import SearchSchema
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "spider"
@@ -549,7 +551,7 @@ class PlainBM25:
     stopwords leave the question. No stemming, no expansion, no values, no reinforcement."""
 
     def __init__(self, catalog: Any, schema_names: bool = False, stopwords: bool = False) -> None:
-        from flexsql.tools.search.ranking import STOPWORDS
+        from flexsql.tools.search.text import STOPWORDS
 
         self.stopwords = STOPWORDS if stopwords else frozenset()
         self.tables = catalog.tables
@@ -607,7 +609,7 @@ class PerDatabase:
     def _searcher(self, db: str) -> Any:
         from flexsql.tools.engines import SourceRegistry, open_source
         from flexsql.tools.runtime.context import ToolContext
-        from flexsql.tools.search.ranking import SearchIndex
+        from flexsql.tools.search.index import SearchIndex
         from flexsql.tools.values.find import build_value_index
 
         if db not in self._open:
@@ -629,7 +631,7 @@ class PerDatabase:
         if isinstance(found, PlainBM25):
             tables, columns = found.search(question, k)
         else:
-            result = search_schema(found, question, limit=k)
+            result = search_schema(found, SearchSchema(query=question, limit=k))
             tables, columns = [t.table for t in result.tables], [(c.table, c.column) for c in result.columns]
         name = lambda t: f"{db}.{t.rsplit('.', 1)[-1]}"  # noqa: E731
         return [name(t) for t in tables], [(name(t), c) for t, c in columns]
@@ -687,7 +689,7 @@ def evaluate(questions: list[dict[str, Any]], searcher: Any, databases: Path, ma
 def _params(text: str | None) -> Any:
     import dataclasses
 
-    from flexsql.tools.search.ranking import Params
+    from flexsql.tools.search.index import Params
 
     if not text:
         return None
@@ -726,7 +728,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from flexsql.tools.engines import SourceRegistry, open_source
     from flexsql.tools.runtime.context import ToolContext
-    from flexsql.tools.search.ranking import Params, SearchIndex, search_schema
+    from flexsql.tools.search.index import Params, SearchIndex
+    from flexsql.tools.search.ranking import search_schema
     from flexsql.tools.values.find import build_value_index
 
     databases = args.data / "databases"
@@ -752,7 +755,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def run(question: str, k: int, db: str = "") -> tuple[list[str], list[tuple[str, str]]]:
             ctx.caches[f"search:{source.name}"] = index
-            result = search_schema(ctx, question, limit=k)
+            result = search_schema(ctx, SearchSchema(query=question, limit=k))
             return [t.table for t in result.tables], [(c.table, c.column) for c in result.columns]
 
         return run

@@ -8,7 +8,7 @@ and read back the way the evaluator reads them, and scored against the task's wh
 its real condition_cols and with every other condition_cols shape, under the lite and snow flavors.
 
 The reference verdict comes from `official_reference` below: a literal re-statement of the official
-evaluate.py logic as ../shared/SCORING.md describes it, on pandas DataFrames, written separately
+evaluate.py logic (the rules docs/scoring.md describes), on pandas DataFrames, written separately
 from flexsql.evals.scoring on purpose. Agreement must be 100%.
 
 Usage: python benchmarks/scorer_agreement.py [--gold DIR] [--limit N]

@@ -24,7 +24,7 @@ import duckdb
 
 from flexsql.tools.engines import SourceRegistry, open_source
 from flexsql.tools.runtime.context import ToolContext
-from flexsql.tools.search.ranking import search_schema
+from flexsql.tools.search.ranking import SearchSchema, search_schema
 
 HERE = Path(__file__).resolve().parent
 
@@ -50,12 +50,12 @@ def measure(path: Path) -> dict[str, float]:
         load = time.perf_counter() - started
         ctx = ToolContext(sources=SourceRegistry([source]))
         started = time.perf_counter()
-        search_schema(ctx, "sales report metric by region", limit=20)
+        search_schema(ctx, SearchSchema(query="sales report metric by region", limit=20))
         cold = time.perf_counter() - started
         warm = []
         for _ in range(5):
             started = time.perf_counter()
-            search_schema(ctx, "region note of the sales report", limit=20)
+            search_schema(ctx, SearchSchema(query="region note of the sales report", limit=20))
             warm.append(time.perf_counter() - started)
         return {
             "columns": sum(len(t.columns) for t in catalog.tables),

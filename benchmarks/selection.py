@@ -1,4 +1,4 @@
-"""Selection among candidates (flexsql.agent.select) on Spider train, with a simulated model.
+"""Selection among candidates (flexsql.tools.select) on Spider train, with a simulated model.
 
 Candidate pools. For each sampled question of `spider/train.json`, on its SQLite database:
 - correct programs: the gold SQL and rewrites of it made with sqlglot that return the same result
@@ -26,7 +26,7 @@ question) and `oracle` (some candidate is right).
 Weights. The questions are split in two halves: `tune` (a coordinate-descent search over the score
 weights of select.py on precomputed group features, maximising the mean `select` accuracy of the
 four settings) and `report` (the table and the floors). The weights found are printed; the ones in
-agent/select.py were set from them.
+tools/select.py were set from them.
 
     .venv/bin/python benchmarks/selection.py [--data ../shared/data/spider] [--questions 400] [--trials 4]
 
@@ -55,11 +55,14 @@ RESULTS = HERE / "results" / "selection.json"
 
 sys.path.insert(0, str(HERE.parent))
 
-from flexsql.agent import select as sel  # noqa: E402
 from flexsql.config import LimitsConfig  # noqa: E402
 from flexsql.errors import FlexSQLError  # noqa: E402
+from flexsql.tools import select as sel  # noqa: E402
 from flexsql.tools.engines import SourceRegistry, open_source  # noqa: E402
-from flexsql.tools.query import run_query  # noqa: E402
+from flexsql.tools.query import (  # noqa: E402
+    RunQuery,
+    run_query,  # noqa: E402
+)
 from flexsql.tools.runtime.context import ToolContext  # noqa: E402
 
 P, Q, R = 0.4, 0.8, 0.3
@@ -297,7 +300,7 @@ class Pool:
 def _run(ctx: ToolContext, code: str) -> Any:
     """The stored result of `code`, or None when it fails (a mutant may not run)."""
     try:
-        return ctx.results.get(run_query(ctx, code, max_rows=0).result_id)
+        return ctx.results.get(run_query(ctx, RunQuery(sql=code, max_rows=0)).result_id)
     except FlexSQLError:
         return None
 
@@ -638,7 +641,7 @@ def main() -> None:
             }
     for name, f in floors.items():
         print(f"floor {name}: {f['floor']}: {f['value']:.3f} {'met' if f['met'] else 'NOT MET'}")
-    print(f"weights in agent/select.py: {sel._WEIGHTS} (tune objective {module_tune:.4f})")
+    print(f"weights in tools/select.py: {sel._WEIGHTS} (tune objective {module_tune:.4f})")
     print(f"weights found on the tune split: {tuned} (tune objective {tuned_objective:.4f})")
     print(
         "tune objective (mean select accuracy of the 4 settings) at each value, the other weights as found:"

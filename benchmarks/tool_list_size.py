@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from flexsql.config import Settings
-from flexsql.demo_db import demo_url
+from flexsql.demo_db.cache import demo_url
 from flexsql.server.app import build_server
 from flexsql.tools.engines import SourceRegistry, open_source
 

@@ -24,10 +24,14 @@ import duckdb
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from flexsql.tools import catalog, query
+from flexsql.tools.catalog import DescribeTable, ListTables
 from flexsql.tools.engines import SourceRegistry, open_source  # noqa: E402
+from flexsql.tools.query import SampleRows
 from flexsql.tools.runtime.context import ToolContext  # noqa: E402
 from flexsql.tools.search import ranking as search
+from flexsql.tools.search.ranking import SearchSchema
 from flexsql.tools.values import find as values
+from flexsql.tools.values.find import FindValues
 
 TARGETS_MS = {
     "describe_table": 20,
@@ -108,7 +112,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args()
 
-    from flexsql.demo_db import demo_db_path, demo_url
+    from flexsql.demo_db.cache import demo_db_path, demo_url
 
     started = time.perf_counter()
     url = demo_url(args.scale)
@@ -125,29 +129,47 @@ def main() -> None:
         stats = values.build_value_index(demo, refresh=True)
         index_s = time.perf_counter() - started
         cases: list[tuple[str, str, Callable[[], Any]]] = [
-            ("describe_table", "demo", lambda: catalog.describe_table(demo, "order_items")),
+            (
+                "describe_table",
+                "demo",
+                lambda: catalog.describe_table(demo, DescribeTable(table="order_items")),
+            ),
             (
                 "search_schema",
                 "demo",
-                lambda: search.search_schema(demo, "net revenue by product category in France"),
+                lambda: search.search_schema(
+                    demo, SearchSchema(query="net revenue by product category in France")
+                ),
             ),
-            ("find_values", "demo", lambda: values.find_values(demo, "Frnace")),
-            ("sample_rows", "demo", lambda: query.sample_rows(demo, "order_items", limit=10)),
-            ("list_tables", "demo", lambda: catalog.list_tables(demo)),
+            ("find_values", "demo", lambda: values.find_values(demo, FindValues(text="Frnace"))),
+            (
+                "sample_rows",
+                "demo",
+                lambda: query.sample_rows(demo, SampleRows(table="order_items", limit=10)),
+            ),
+            ("list_tables", "demo", lambda: catalog.list_tables(demo, ListTables())),
         ]
         wide = ToolContext(sources=SourceRegistry([open_source(wide_catalog(Path(tmp)), name="wide")]))
         wide_tables = wide.source().catalog().tables
         described, sampled = wide_tables[len(wide_tables) // 2].qualified, wide_tables[0].qualified
         cases += [
-            ("describe_table", "2000 tables", lambda: catalog.describe_table(wide, described)),
+            (
+                "describe_table",
+                "2000 tables",
+                lambda: catalog.describe_table(wide, DescribeTable(table=described)),
+            ),
             (
                 "search_schema",
                 "2000 tables",
-                lambda: search.search_schema(wide, "which supplier invoices were paid"),
+                lambda: search.search_schema(wide, SearchSchema(query="which supplier invoices were paid")),
             ),
-            ("find_values", "2000 tables", lambda: values.find_values(wide, "value 42")),
-            ("sample_rows", "2000 tables", lambda: query.sample_rows(wide, sampled, limit=10)),
-            ("list_tables", "2000 tables", lambda: catalog.list_tables(wide)),
+            ("find_values", "2000 tables", lambda: values.find_values(wide, FindValues(text="value 42"))),
+            (
+                "sample_rows",
+                "2000 tables",
+                lambda: query.sample_rows(wide, SampleRows(table=sampled, limit=10)),
+            ),
+            ("list_tables", "2000 tables", lambda: catalog.list_tables(wide, ListTables())),
         ]
         for tool, where, fn in cases:
             ms, out = median_ms(fn, args.repeat)

@@ -31,6 +31,8 @@ sys.path.insert(0, str(HERE))
 
 from schema_linking import DEFAULT_DATA, build_spider_catalog, catalog_stamp, sqlite_schema  # noqa: E402
 
+from flexsql.tools.values.find import FindValues  # noqa: E402
+
 TOP = 3
 
 
@@ -154,10 +156,12 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             result = find_values(
                 ctx,
-                case["literal"],
-                limit=TOP,
-                schema=schema if scope == "database" else None,
-                context=case["question"] if scope == "catalog+context" else None,
+                FindValues(
+                    text=case["literal"],
+                    limit=TOP,
+                    schema=schema if scope == "database" else None,
+                    context=case["question"] if scope == "catalog+context" else None,
+                ),
             )
             times.append((time.perf_counter() - t0) * 1000)
             got = [(m.table.lower(), m.column.lower()) for m in result.matches]

@@ -38,6 +38,8 @@ sys.path.insert(0, str(HERE))
 
 from warehouse_catalog import DEFAULT_DATA, DEFAULT_WORKDIR, build_all  # noqa: E402
 
+from flexsql.tools.search.ranking import SearchSchema  # noqa: E402
+
 KS = (5, 10, 20, 50)
 SIZE_BANDS = ((0, 20, "<=20"), (21, 100, "21-100"), (101, 500, "101-500"), (501, 10**9, ">500"))
 
@@ -124,7 +126,7 @@ def evaluate(
         source = open_source(f"duckdb:///{path}", name=db.lower())
         ctx = ToolContext(sources=SourceRegistry([source]))
         started = time.perf_counter()
-        search_schema(ctx, db_tasks[0]["instruction"][:2000], limit=limit)
+        search_schema(ctx, SearchSchema(query=db_tasks[0]["instruction"][:2000], limit=limit))
         cold_s = time.perf_counter() - started
         if overrides:  # query-time weights only (the index is built with the defaults)
             engine = ctx.caches[f"search:{source.name}"]
@@ -144,7 +146,7 @@ def evaluate(
             units = {unit_of.get(g, g) for g in gold}
             question = task["instruction"][:2000]
             t0 = time.perf_counter()
-            result = search_schema(ctx, question, limit=limit)
+            result = search_schema(ctx, SearchSchema(query=question, limit=limit))
             ms = (time.perf_counter() - t0) * 1000
             got = [unit_of.get(h.table.lower(), h.table.lower()) for h in result.tables]
             base = [unit_of.get(q.lower(), q.lower()) for q in bm25.search(question, limit)]

@@ -20,7 +20,6 @@ from flexsql.errors import ConfigError, FlexSQLError, error_code, error_text
 from flexsql.evals.runners import Prediction, Runner, safe_name
 from flexsql.evals.tasks import DatabaseLocator, Task, find_external_knowledge
 from flexsql.tools.engines import SourceRegistry, open_source
-from flexsql.tools.engines.base import set_engine_limits
 from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.runtime.results import ResultStore
 
@@ -48,7 +47,6 @@ class BuiltinRunner(Runner):
                 )
             }
         )
-        set_engine_limits(settings.limits.engine_memory_mb, settings.limits.engine_temp_mb)
         self.locator = locator
         self.out_dir = Path(out_dir)
         self.external_knowledge = external_knowledge
@@ -63,7 +61,7 @@ class BuiltinRunner(Runner):
             registry = self._sources.get(url)
             if registry is None:
                 registry = self._sources[url] = SourceRegistry()
-                registry.add(open_source(url, name="db"))
+                registry.add(open_source(url, name="db", limits=self.settings.limits))
                 self._caches[url] = {}
         limits = self.settings.limits
         return ToolContext(

@@ -75,7 +75,7 @@ class InProcessExecutor(Executor):
             return source
 
     def execute(self, url: str, sql: str, timeout_s: float) -> TableResult:
-        from flexsql.tools.engines.base import FetchLimits
+        from flexsql.tools.engines import FetchLimits
 
         source = self.source(url)
         # scoring compares whole values: no byte or cell cap (a cut cell would compare as its prefix)
@@ -90,7 +90,10 @@ class InProcessExecutor(Executor):
         if result.truncated:
             raise ExecutionFailure("too_large", f"the result has more than {self.max_rows} rows")
         return TableResult(
-            columns=result.columns, rows=result.rows, engine=source.engine, elapsed_s=result.elapsed_ms / 1000
+            columns=result.columns,
+            rows=result.rows,
+            engine=source.engine.name,
+            elapsed_s=result.elapsed_ms / 1000,
         )
 
     def close(self) -> None:

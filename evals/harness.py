@@ -51,7 +51,7 @@ from flexsql.evals.scoring import (
 from flexsql.evals.sqltext import orders_result
 from flexsql.evals.tasks import DatabaseLocator, Task, extract_sql, load_tasks
 from flexsql.paths import write_private
-from flexsql.tools.engines.traits import traits_for_url
+from flexsql.tools.engines import engine_for_url
 from flexsql.tools.engines.urls import redact
 
 RESULTS = "results.jsonl"
@@ -194,7 +194,7 @@ class Evaluation:
             answer_text=prediction.answer_text,
         )
         if self.runner.name == "builtin":
-            # the contract (DESIGN.md): builtin lines carry the agent's `status`; `outcome` is the evaluation's
+            # docs/scoring.md: builtin lines carry the agent's `status`; `outcome` is the evaluation's
             record.update(
                 agent_status=prediction.status,
                 model_calls=prediction.model_calls,
@@ -565,10 +565,10 @@ class _Gold:
 
 
 def _dialect(url: str) -> str:
-    traits = traits_for_url(url)
-    return traits.dialect if traits else url.split("://", 1)[0].lower()
+    engine = engine_for_url(url)
+    return engine.dialect if engine else url.split("://", 1)[0].lower()
 
 
 def _cloud(url: str) -> bool:
-    traits = traits_for_url(url)
-    return traits is not None and traits.cloud
+    engine = engine_for_url(url)
+    return engine is not None and engine.cloud

@@ -1,7 +1,7 @@
 """Scorers: `spider2` (the official Spider 2.0 verdicts, quirks included), `spider2-strict` (the
 same inputs, with the official weaknesses fixed) and `ex` (Spider 1.0 / BIRD execution match).
 
-The `spider2` scorer follows the official evaluation as /shared SCORING.md describes it:
+The `spider2` scorer follows the official evaluation (described in words in docs/scoring.md):
 - both tables are read through pandas `read_csv` with its default type inference (a SQL result is
   written to CSV and read back first, as the official evaluator does);
 - each table becomes a list of column vectors via `DataFrame.transpose().values.tolist()` (so a

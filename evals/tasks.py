@@ -21,9 +21,9 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from flexsql.errors import ConfigError, NotFoundError
+from flexsql.tools.engines import engine_for_path
 
 Benchmark = Literal["spider2-lite", "spider2-snow", "spider", "dialogue"]
-DB_SUFFIXES = (".sqlite", ".sqlite3", ".db", ".duckdb")
 
 
 class Turn(BaseModel):
@@ -195,11 +195,13 @@ class DatabaseLocator:
                 )
             index: dict[str, Path] = {}
             for entry in sorted(self.dbs_dir.iterdir()):
-                if entry.is_file() and entry.suffix.lower() in DB_SUFFIXES:
+                if entry.is_file() and engine_for_path(entry.name) is not None:
                     index.setdefault(entry.stem.lower(), entry)
                 elif entry.is_dir():
                     files = [
-                        f for f in sorted(entry.iterdir()) if f.is_file() and f.suffix.lower() in DB_SUFFIXES
+                        f
+                        for f in sorted(entry.iterdir())
+                        if f.is_file() and engine_for_path(f.name) is not None
                     ]
                     same = [f for f in files if f.stem.lower() == entry.name.lower()]
                     if same or len(files) == 1:
@@ -229,8 +231,9 @@ class DatabaseLocator:
                 f"database {db!r} not found under {self.dbs_dir} "
                 f"(looked for {db}.sqlite/.db/.duckdb or {db}/{db}.sqlite){hint}"
             )
-        scheme = "duckdb" if path.suffix.lower() == ".duckdb" else "sqlite"
-        return f"{scheme}:///{path.resolve()}"
+        engine = engine_for_path(path.name)
+        assert engine is not None  # _files() keeps only files an engine opens
+        return f"{engine.url_schemes[0]}:///{path.resolve()}"
 
 
 def find_external_knowledge(task: Task, folder: Path | None) -> Path | None:

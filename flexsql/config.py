@@ -26,9 +26,14 @@ class StrictModel(BaseModel):
 
 
 class SourceConfig(StrictModel):
-    url: str
-    name: str | None = None
-    description: str = ""
+    url: str = Field(
+        description="Source URL: duckdb:///path, sqlite:///path, postgresql://user@host:port/db or "
+        "snowflake://user@account/DB/SCHEMA?warehouse=…"
+    )
+    name: str | None = Field(
+        None, description="The name tools take as `source` (default: derived from the URL)"
+    )
+    description: str = Field("", description="What the source holds; list_sources shows it")
 
     @field_validator("url")
     @classmethod
@@ -41,33 +46,91 @@ class SourceConfig(StrictModel):
 class SandboxConfig(StrictModel):
     """Limits of run_python's sandbox process."""
 
-    enabled: bool | None = None  # None: on for stdio and loopback HTTP, off otherwise
-    timeout_s: float = Field(30.0, gt=0, le=600)
-    cpu_s: int = Field(60, gt=0, le=3600)
-    memory_mb: int = Field(2048, ge=128, le=65536)
-    file_mb: int = Field(100, ge=1, le=10240)
-    max_processes: int = Field(64, ge=1, le=4096)
-    max_output_chars: int = Field(8000, ge=100, le=1_000_000)
+    enabled: bool | None = Field(
+        None, description="Offer run_python; unset: on for stdio and loopback HTTP, off otherwise"
+    )
+    timeout_s: float = Field(
+        30.0,
+        gt=0,
+        le=600,
+        description="Wall-clock seconds per run_python call (a call may only ask for less)",
+    )
+    cpu_s: int = Field(60, gt=0, le=3600, description="CPU seconds per run_python call")
+    memory_mb: int = Field(
+        2048, ge=128, le=65536, description="Memory a run_python call may add to the sandbox process, in MB"
+    )
+    file_mb: int = Field(100, ge=1, le=10240, description="Largest file a run_python call may write, in MB")
+    max_processes: int = Field(
+        64,
+        ge=1,
+        le=4096,
+        description="Processes and threads of the sandbox (raised to 2 × cores + 8 when lower)",
+    )
+    max_output_chars: int = Field(
+        8000, ge=100, le=1_000_000, description="Characters of stdout and of stderr kept per run_python call"
+    )
 
 
 class LimitsConfig(StrictModel):
     """Defaults for the tools' output and execution."""
 
-    query_timeout_s: float = Field(30.0, gt=0, le=3600)
-    preview_rows: int = Field(20, ge=1, le=500)
-    cell_chars: int = Field(200, ge=10, le=10_000)
-    output_chars: int = Field(4000, ge=500, le=100_000)
-    store_rows: int = Field(1_000_000, ge=1000, le=50_000_000)
-    store_mb: int = Field(512, ge=16, le=65536)
-    # longest cell kept from a fetch (longer ones are cut, and the result says so)
-    store_cell_kb: int = Field(1024, ge=1, le=1_048_576)
-    # structured_content of one tool result, in JSON bytes (MCP clients refuse SSE events over 1 MiB)
-    structured_kb: int = Field(1024, ge=16, le=1_048_576)
-    # the engine's own memory and spill budget (DuckDB memory_limit, max_temp_directory_size)
-    engine_memory_mb: int = Field(2048, ge=64, le=1_048_576)
-    engine_temp_mb: int = Field(10240, ge=0, le=10_485_760)
-    # value-index entries older than this are rebuilt even when the engine shows no change (Snowflake has no signal)
-    value_index_ttl_s: float = Field(24 * 3600.0, gt=0, le=365 * 86400)
+    query_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        le=3600,
+        description="Seconds before a query is cancelled on the engine (a call's timeout_s overrides it)",
+    )
+    preview_rows: int = Field(
+        20, ge=1, le=500, description="Rows a query result shows unless max_rows says otherwise"
+    )
+    cell_chars: int = Field(200, ge=10, le=10_000, description="Characters shown of one cell in text output")
+    output_chars: int = Field(
+        4000,
+        ge=500,
+        le=100_000,
+        description="Characters of one tool's text output (longer text is cut, with a note)",
+    )
+    store_rows: int = Field(
+        1_000_000,
+        ge=1000,
+        le=50_000_000,
+        description="Rows of one query kept in the result store (fetch_rows, run_python)",
+    )
+    store_mb: int = Field(
+        512,
+        ge=16,
+        le=65536,
+        description="Size of the result store, in MB (a session's store, and one result in it)",
+    )
+    store_cell_kb: int = Field(
+        1024,
+        ge=1,
+        le=1_048_576,
+        description="Longest cell kept from a fetch, in KB (longer ones are cut, and the result says so)",
+    )
+    structured_kb: int = Field(
+        1024,
+        ge=16,
+        le=1_048_576,
+        description="structured_content of one tool result, in KB of JSON "
+        "(MCP clients refuse SSE events over 1 MiB)",
+    )
+    engine_memory_mb: int = Field(
+        2048, ge=64, le=1_048_576, description="The engine's own memory budget, in MB (DuckDB memory_limit)"
+    )
+    engine_temp_mb: int = Field(
+        10240,
+        ge=0,
+        le=10_485_760,
+        description="The engine's spill budget, in MB (DuckDB max_temp_directory_size)",
+    )
+    value_index_ttl_s: float = Field(
+        24 * 3600.0,
+        gt=0,
+        le=365 * 86400,
+        description="Seconds after which a value-index entry is rebuilt even when the engine shows no "
+        "change (Snowflake has no signal)",
+    )
 
 
 # The agent's stages (agent/contract.py uses the same names); [model.stages.X] must name one of them.
@@ -79,35 +142,65 @@ ResponseFormatMode = Literal["auto", "json_schema", "off"]
 class ModelStageConfig(StrictModel):
     """A stage's overrides of [model]: every field left out falls back to the [model] value."""
 
-    base_url: str | None = None
-    model: str | None = None
-    api_key_env: str | None = None
-    temperature: float | None = Field(None, ge=0, le=2)
-    max_tokens: int | None = Field(None, ge=1)
-    reasoning_effort: str | None = None
-    extra_body: dict[str, Any] | None = None
-    timeout_s: float | None = Field(None, gt=0, le=3600)
-    max_retries: int | None = Field(None, ge=0, le=20)
-    concurrency: int | None = Field(None, ge=1, le=1024)
-    response_format: ResponseFormatMode | None = None
+    base_url: str | None = Field(None, description="This stage's endpoint")
+    model: str | None = Field(None, description="This stage's model name")
+    api_key_env: str | None = Field(None, description="The variable holding this stage's API key")
+    temperature: float | None = Field(None, ge=0, le=2, description="This stage's sampling temperature")
+    max_tokens: int | None = Field(None, ge=1, description="This stage's completion token cap per request")
+    reasoning_effort: str | None = Field(None, description="This stage's reasoning_effort")
+    extra_body: dict[str, Any] | None = Field(None, description="Merged key by key over [model] extra_body")
+    timeout_s: float | None = Field(None, gt=0, le=3600, description="Seconds to wait for one reply")
+    max_retries: int | None = Field(None, ge=0, le=20, description="Retries of a failed request")
+    concurrency: int | None = Field(
+        None,
+        ge=1,
+        le=1024,
+        description="Requests in flight to this stage's endpoint (the first model of an endpoint sets it)",
+    )
+    response_format: ResponseFormatMode | None = Field(None, description="This stage's response_format mode")
 
 
 class ModelConfig(StrictModel):
     """The agent's model endpoint ([model] in flexsql.toml, FLEXSQL_MODEL__*, or --base-url/--model)."""
 
-    base_url: str | None = None  # e.g. http://127.0.0.1:8000/v1 (vLLM) or https://api.openai.com/v1
-    model: str | None = None
-    api_key_env: str | None = None  # the NAME of the variable holding the key, never the key itself
-    temperature: float | None = Field(None, ge=0, le=2)
-    max_tokens: int | None = Field(None, ge=1)
-    reasoning_effort: str | None = None
-    extra_body: dict[str, Any] = {}
-    timeout_s: float = Field(120.0, gt=0, le=3600)
-    max_retries: int = Field(3, ge=0, le=20)
-    retry_backoff_s: float = Field(0.5, ge=0, le=60)  # first backoff step; doubles per retry, full jitter
-    concurrency: int = Field(8, ge=1, le=1024)
-    response_format: ResponseFormatMode = "auto"
-    stages: dict[str, ModelStageConfig] = {}
+    base_url: str | None = Field(
+        None,
+        description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (vLLM) or "
+        "https://api.openai.com/v1",
+    )
+    model: str | None = Field(None, description="The model name sent with every request")
+    api_key_env: str | None = Field(
+        None, description="The NAME of the environment variable holding the API key, never the key itself"
+    )
+    temperature: float | None = Field(
+        None, ge=0, le=2, description="Sampling temperature (unset: the server's default)"
+    )
+    max_tokens: int | None = Field(
+        None, ge=1, description="Completion token cap per request (unset: the server's default)"
+    )
+    reasoning_effort: str | None = Field(
+        None, description="Sent as reasoning_effort (e.g. low, medium, high) to reasoning models"
+    )
+    extra_body: dict[str, Any] = Field(
+        {},
+        description="Extra fields of every request body, passed through (e.g. chat_template_kwargs, top_k)",
+    )
+    timeout_s: float = Field(120.0, gt=0, le=3600, description="Seconds to wait for one reply")
+    max_retries: int = Field(
+        3, ge=0, le=20, description="Retries after HTTP 408/409/429/5xx, a timeout or a connection error"
+    )
+    retry_backoff_s: float = Field(
+        0.5, ge=0, le=60, description="First backoff step in seconds; doubles per retry, full jitter"
+    )
+    concurrency: int = Field(
+        8, ge=1, le=1024, description="Requests in flight per endpoint (base_url), for the whole process"
+    )
+    response_format: ResponseFormatMode = Field(
+        "auto",
+        description="auto: json_schema on requests without tools, dropped for an endpoint that rejects it; "
+        "json_schema: on every request; off: never (replies are parsed leniently)",
+    )
+    stages: dict[str, ModelStageConfig] = Field({}, description="Per-stage overrides, [model.stages.<stage>]")
 
     @field_validator("stages")
     @classmethod
@@ -124,34 +217,53 @@ class ModelConfig(StrictModel):
 class AgentConfig(StrictModel):
     """The built-in agent's shape and budget per question ([agent] in flexsql.toml)."""
 
-    plans: int = Field(4, ge=1, le=16)  # K diverse plans (FlexSQL: 8 in batches of 4)
-    plan_concurrency: int = Field(4, ge=1, le=64)  # plans implemented at once
-    code_repairs: int = Field(3, ge=0, le=10)  # execution-error repairs per implementation
-    plan_revisions: int = Field(2, ge=0, le=10)  # evaluator-driven revisions per plan
-    evaluate: bool = True  # run the evaluator on each candidate
-    tool_rounds: int = Field(8, ge=0, le=100)  # tool-call rounds per stage before the answer is demanded
-    tool_result_chars: int = Field(4000, ge=200, le=100_000)  # tool text a stage sees per call
-    stage_tool_chars: int = Field(40_000, ge=1000, le=1_000_000)  # tool text per stage in total
-    max_model_calls: int = Field(80, ge=1, le=10_000)
-    max_tokens: int = Field(400_000, ge=1000)  # prompt + completion per question
-    max_seconds: float = Field(600.0, gt=0, le=86_400)
-    conversations_dir: str | None = None  # keep conversations on disk (`flexsql ask --conversation ID`)
+    plans: int = Field(
+        4, ge=1, le=16, description="K diverse plans per question (FlexSQL: 8 in batches of 4)"
+    )
+    plan_concurrency: int = Field(4, ge=1, le=64, description="Plans implemented at once")
+    code_repairs: int = Field(3, ge=0, le=10, description="Execution-error repairs per implementation")
+    plan_revisions: int = Field(2, ge=0, le=10, description="Evaluator-driven revisions per plan")
+    evaluate: bool = Field(True, description="Run the evaluator on each candidate")
+    tool_rounds: int = Field(
+        8, ge=0, le=100, description="Tool-call rounds per stage before the answer is demanded"
+    )
+    tool_result_chars: int = Field(4000, ge=200, le=100_000, description="Tool text a stage sees per call")
+    stage_tool_chars: int = Field(40_000, ge=1000, le=1_000_000, description="Tool text per stage in total")
+    max_model_calls: int = Field(
+        80,
+        ge=1,
+        le=10_000,
+        description="Model calls per question; when spent, the best candidate so far is answered",
+    )
+    max_tokens: int = Field(400_000, ge=1000, description="Prompt + completion tokens per question")
+    max_seconds: float = Field(600.0, gt=0, le=86_400, description="Seconds per question")
+    conversations_dir: str | None = Field(
+        None,
+        description="Keep conversations on disk in this folder (`flexsql ask --conversation ID`); "
+        "unset: in memory",
+    )
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="FLEXSQL_", env_nested_delimiter="__", extra="forbid")
 
-    sources: list[SourceConfig] = []
-    sandbox: SandboxConfig = SandboxConfig()
-    limits: LimitsConfig = LimitsConfig()
-    model: ModelConfig = ModelConfig()
-    agent: AgentConfig = AgentConfig()
-    host: str = "127.0.0.1"
-    port: int = Field(8000, ge=0, le=65535)
-    auth_token: str | None = None
-    allowed_hosts: list[
-        str
-    ] = []  # extra Host names HTTP clients may use (a proxy's, a DNS alias), `name[:port]`
+    sources: list[SourceConfig] = Field(
+        [],
+        description="The databases to serve, [[sources]] (FLEXSQL_SOURCES: a JSON list); "
+        "none: the demo database",
+    )
+    sandbox: SandboxConfig = Field(SandboxConfig(), description="run_python's sandbox")
+    limits: LimitsConfig = Field(LimitsConfig(), description="Tool output and execution limits")
+    model: ModelConfig = Field(ModelConfig(), description="The agent's model endpoint")
+    agent: AgentConfig = Field(AgentConfig(), description="The built-in agent's shape and budget")
+    host: str = Field("127.0.0.1", description="Address `flexsql serve --http` binds")
+    port: int = Field(8000, ge=0, le=65535, description="Port `flexsql serve --http` listens on")
+    auth_token: str | None = Field(
+        None, description="Bearer token HTTP clients must send; required to bind a host other than loopback"
+    )
+    allowed_hosts: list[str] = Field(
+        [], description="Extra Host names HTTP clients may use (a proxy's, a DNS alias), `name[:port]`"
+    )
 
     @classmethod
     def settings_customise_sources(

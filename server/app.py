@@ -1,4 +1,4 @@
-"""The MCP server: registers flexsql's tools (by looping over the tool registry), prompts and
+"""The MCP server: registers flexsql's tools (the tools layer's, and the agent's `ask`), prompts and
 resources on an `MCPServer`. How a call runs is in flexsql.server.toolkit."""
 
 from __future__ import annotations
@@ -8,13 +8,18 @@ from typing import Any
 from mcp.server import MCPServer
 
 from flexsql import __version__
+from flexsql.agent.service import ask
 from flexsql.config import Settings
 from flexsql.server.prompts import register_prompts
 from flexsql.server.sessions import SessionState
 from flexsql.server.toolkit import READ_ONLY, mcp_handler
-from flexsql.tools import catalog as catalog_tools
+from flexsql.tools.catalog import ListSources, ListTables, list_sources, list_tables
 from flexsql.tools.engines import SourceRegistry
-from flexsql.tools.runtime import registry
+from flexsql.tools.runtime.registry import Tools, ToolSpec, python_enabled
+from flexsql.tools.toolbox import TOOLS
+
+SERVED = TOOLS.with_tools(ask)
+"""What the server offers: every tool, the agent last."""
 
 
 def build_server(
@@ -23,11 +28,12 @@ def build_server(
     allow_python: bool = True,
     token_verifier: Any = None,
     auth: Any = None,
+    tools: Tools = SERVED,
 ) -> MCPServer:
     """`allow_python` is the transport's default for run_python (on for stdio and loopback HTTP);
-    `settings.sandbox.enabled` overrides it either way."""
+    `settings.sandbox.enabled` overrides it either way. `tools`: what to offer (all of flexsql's)."""
     state = SessionState(sources, settings)
-    engines = {s.dialect: s.traits for s in sources}
+    engines = {s.dialect: s.engine for s in sources}
     instructions = (
         "flexsql gives read-only, token-frugal access to databases for answering questions with SQL. "
         "Work FlexSQL-style: search_schema / list_tables / describe_table to find tables; distinct_values / "
@@ -47,8 +53,8 @@ def build_server(
     )
     server.flexsql_state = state  # type: ignore[attr-defined]  # tests and the CLI reach the contexts
 
-    python = registry.python_enabled(settings, allow_python)
-    for spec in registry.available(settings, python):
+    python = python_enabled(settings, allow_python)
+    for spec in tools.available(python):
         server.tool(name=spec.name, description=spec.describe(settings), annotations=READ_ONLY)(
             mcp_handler(spec, state.context_for, settings, python)
         )
@@ -58,7 +64,7 @@ def build_server(
     return server
 
 
-def _publish_schemas(server: MCPServer, spec: registry.ToolSpec) -> None:
+def _publish_schemas(server: MCPServer, spec: ToolSpec) -> None:
     """Replace the SDK's schemas derived from the handler's signature with the registry's compact ones."""
     registered = server._tool_manager.get_tool(spec.name)  # noqa: SLF001 - the SDK has no public setter
     registered.parameters = spec.input_schema()
@@ -70,7 +76,7 @@ def _register_resources(server: MCPServer, state: SessionState) -> None:
         "flexsql://sources", name="sources", description="the configured sources", mime_type="text/plain"
     )
     def sources_resource() -> str:
-        return catalog_tools.list_sources(state.new_context()).to_text()
+        return list_sources(state.new_context(), ListSources()).to_text()
 
     @server.resource(
         "flexsql://schema/{source}",
@@ -80,5 +86,5 @@ def _register_resources(server: MCPServer, state: SessionState) -> None:
     )
     def schema_resource(source: str) -> str:
         tc = state.new_context()
-        listing = catalog_tools.list_tables(tc, limit=200, source=source)
+        listing = list_tables(tc, ListTables(limit=200, source=source))
         return f"source {source}\n" + listing.to_text()

@@ -13,8 +13,7 @@ from flexsql import __version__
 from flexsql.agent.flags import model_options
 from flexsql.config import Settings, SourceConfig, load_settings
 from flexsql.errors import ConfigError, FlexSQLError, NotFoundError
-from flexsql.tools.engines import SourceRegistry, open_source
-from flexsql.tools.engines.base import set_engine_limits
+from flexsql.tools.engines import SourceRegistry, default_engine, engine_for_path, open_source
 
 DB_HELP = (
     "source URL, repeatable; NAME=URL names it. Forms: duckdb:///path/to.duckdb, sqlite:///path/to.sqlite, "
@@ -31,7 +30,7 @@ def parse_db_option(value: str) -> SourceConfig:
         path = value.strip()
         if not path:
             raise ConfigError("--db is empty: give a source URL such as duckdb:///abs/path/shop.duckdb")
-        scheme = "sqlite" if path.lower().endswith((".sqlite", ".sqlite3", ".db")) else "duckdb"
+        scheme = (engine_for_path(path) or default_engine()).url_schemes[0]
         raise ConfigError(
             f"--db {path!r} is not a source URL: write {scheme}:///{str(Path(path).resolve()).lstrip('/')} "
             "(or postgresql://user@host/db, snowflake://…)"
@@ -41,15 +40,21 @@ def parse_db_option(value: str) -> SourceConfig:
 
 def make_sources(settings: Settings, db: tuple[str, ...] = (), demo_fallback: bool = True) -> SourceRegistry:
     configs = [parse_db_option(v) for v in db] if db else list(settings.sources)
-    set_engine_limits(settings.limits.engine_memory_mb, settings.limits.engine_temp_mb)
     registry = SourceRegistry()
     if not configs and demo_fallback:
-        from flexsql.demo_db import demo_url
+        from flexsql.demo_db.cache import demo_url
 
-        registry.add(open_source(demo_url(), name="demo", description="the bundled retail demo database"))
+        registry.add(
+            open_source(
+                demo_url(),
+                name="demo",
+                description="the bundled retail demo database",
+                limits=settings.limits,
+            )
+        )
         return registry
     for cfg in configs:
-        registry.add(open_source(cfg.url, name=cfg.name, description=cfg.description))
+        registry.add(open_source(cfg.url, name=cfg.name, description=cfg.description, limits=settings.limits))
     return registry
 
 
@@ -204,11 +209,12 @@ def call(
     import anyio
 
     from flexsql.errors import error_text
+    from flexsql.server.app import SERVED
     from flexsql.server.sessions import SessionState
-    from flexsql.tools.runtime import registry
+    from flexsql.tools.runtime.registry import ToolEnv, python_enabled, result_text
 
     try:
-        spec = registry.get(tool)
+        spec = SERVED.get_tool(tool)
         arguments = parse_call_args(args, spec)
         spec.parse(arguments)  # argument errors before any database is opened
         settings = load_settings(config_file)
@@ -216,10 +222,10 @@ def call(
     except FlexSQLError as exc:
         fail(error_text(exc))
         return
-    env = registry.ToolEnv(settings=settings, python_enabled=registry.python_enabled(settings, True))
+    env = ToolEnv(settings=settings, python_enabled=python_enabled(settings, True))
     context = SessionState(sources, settings).new_context()
     try:
-        model = anyio.run(registry.acall, context, tool, arguments, env)
+        model = anyio.run(spec.acall, context, arguments, env)
     except Exception as exc:  # FlexSQLError or a bug: printed the way an MCP client would show it
         text = error_text(exc)
         if isinstance(exc, NotFoundError) and "result_id" in str(exc) and not len(context.results):
@@ -237,7 +243,7 @@ def call(
     if as_json:
         click.echo(json.dumps(model.model_dump(mode="json", by_alias=True), indent=2, ensure_ascii=False))
     else:
-        click.echo(registry.result_text(model, settings))
+        click.echo(result_text(model, settings))
 
 
 @main.command()

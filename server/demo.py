@@ -86,7 +86,7 @@ def _steps(question: str, exact_sql: str, grounded_sql: str) -> list[Step]:
 async def _walk(url: str, console: Console) -> None:
     from mcp import Client, StdioServerParameters
 
-    from flexsql.demo_db import DEMO_QUESTIONS
+    from flexsql.demo_db.questions import DEMO_QUESTIONS
 
     question = DEMO_QUESTIONS[0]
     grounded = question.sql
@@ -131,7 +131,7 @@ async def _walk(url: str, console: Console) -> None:
 
 
 def run_demo(scale: float = 1.0, console: Console | None = None) -> None:
-    from flexsql.demo_db import demo_url
+    from flexsql.demo_db.cache import demo_url
 
     console = console or Console()
     with console.status("preparing the demo database (first run only)…"):

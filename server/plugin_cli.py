@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from flexsql.tools.engines.urls import file_path_of, secrets_in
+from flexsql.tools.engines.urls import file_path_of, is_file_url, secrets_in
 
 PLUGIN_TOOL_PREFIX = "mcp__plugin_flexsql_flexsql__"
 CLIENTS = ("claude", "cursor", "vscode", "claude-desktop")
@@ -115,7 +115,7 @@ def absolute_db(value: str) -> str:
     """Make a file URL's relative path absolute: clients start servers in a directory of their own."""
     prefix, url = split_name(value)
     scheme = url.partition("://")[0].lower()
-    if scheme in ("duckdb", "sqlite", "sqlite3"):
+    if is_file_url(url):
         path = file_path_of(url)
         if path != ":memory:" and not Path(path).is_absolute():
             url = f"{scheme}://{Path(path).resolve()}"

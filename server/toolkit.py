@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from flexsql.config import Settings
 from flexsql.errors import FlexSQLError, error_text
-from flexsql.tools.engines.base import CancelHooks, active_cancel_hooks
+from flexsql.tools.engines import CancelHooks, active_cancel_hooks
 from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.runtime.registry import (
     ERROR_META,
@@ -69,16 +69,14 @@ async def run_spec(
     spec: ToolSpec, tc: ToolContext, arguments: dict[str, Any], env: ToolEnv
 ) -> CallToolResult | InputRequiredResult:
     """Validate and run one call; a cancelled call cancels its query on the engine."""
-    from flexsql.tools.runtime import registry
-
     hooks = CancelHooks()
     token = active_cancel_hooks.set(hooks)
     try:
         if spec.is_async:
-            model = await registry.acall(tc, spec.name, arguments, env)
+            model = await spec.acall(tc, arguments, env)
         else:
             model = await anyio.to_thread.run_sync(
-                lambda: registry.call(tc, spec.name, arguments, env), abandon_on_cancel=True
+                lambda: spec.call(tc, arguments, env), abandon_on_cancel=True
             )
     except anyio.get_cancelled_exc_class():
         hooks.cancel()

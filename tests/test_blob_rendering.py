@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 from engines import pg_dsn
 
+from flexsql.config import Settings
 from flexsql.tools.engines import SourceRegistry, open_source
-from flexsql.tools.runtime import registry
 from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.runtime.registry import result_text
+from flexsql.tools.toolbox import TOOLS
 
 BLOB = bytes([0xAA, 0xBB, 0x01])
 SHOWN = "0xaabb01"
@@ -60,7 +62,7 @@ def ctx(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ToolContext]
 
 
 def text(ctx: ToolContext, tool: str, **arguments: object) -> str:
-    return registry.result_text(registry.call(ctx, tool, arguments), registry.Settings())
+    return result_text(TOOLS.call(ctx, tool, arguments), Settings())
 
 
 def test_every_tool_shows_bytes_the_same_way(ctx: ToolContext) -> None:
@@ -75,5 +77,5 @@ def test_every_tool_shows_bytes_the_same_way(ctx: ToolContext) -> None:
     for tool, output in shown.items():
         assert SHOWN in output, f"{tool}:\n{output}"
         assert "\\xAA" not in output and "\\xaa" not in output, f"{tool}:\n{output}"
-    distinct = registry.call(ctx, "distinct_values", {"table": table, "column": "data"})
+    distinct = TOOLS.call(ctx, "distinct_values", {"table": table, "column": "data"})
     assert [(v.value, v.count) for v in distinct.values] == [(SHOWN, 2)]  # type: ignore[attr-defined]

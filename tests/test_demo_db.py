@@ -12,16 +12,12 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from flexsql import demo_db
-from flexsql.demo_db import (
-    DEMO_QUESTIONS,
-    FACT_ROWS_PER_SCALE,
-    GENERATOR_VERSION,
-    WEB_EVENT_MONTHS,
-    build_demo_db,
-    demo_db_path,
-    demo_url,
-)
+from flexsql.demo_db import build, cache
+from flexsql.demo_db.build import build_demo_db
+from flexsql.demo_db.cache import GENERATOR_VERSION, demo_db_path, demo_url
+from flexsql.demo_db.questions import DEMO_QUESTIONS
+from flexsql.demo_db.schema import WEB_EVENT_MONTHS
+from flexsql.demo_db.sizes import FACT_ROWS_PER_SCALE
 from flexsql.errors import InvalidArgument
 from flexsql.tools.engines import open_source
 
@@ -96,10 +92,10 @@ def test_invalid_scale_is_refused_with_a_hint(tmp_path: Path, scale) -> None:
 def test_a_failed_build_leaves_the_previous_file_and_no_temporary_files(tmp_path: Path, monkeypatch) -> None:
     path = build_demo_db(tmp_path / "demo.duckdb", scale=0.02)
     before = checksum(path)
-    real_fill = demo_db._fill
+    real_fill = build.fill
     # a statement that fails half-way through the build, after the fact table is written
     monkeypatch.setattr(
-        demo_db, "_fill", lambda sizes: [*real_fill(sizes), ("main.returns", "SELECT error('disk on fire')")]
+        build, "fill", lambda sizes: [*real_fill(sizes), ("main.returns", "SELECT error('disk on fire')")]
     )
     with pytest.raises(duckdb.Error, match="disk on fire"):
         build_demo_db(path, scale=0.02, seed=1)
@@ -112,7 +108,7 @@ def test_a_failed_build_leaves_the_previous_file_and_no_temporary_files(tmp_path
 
 def test_default_demo_db_is_built_once_then_reused() -> None:
     path = demo_db_path()
-    assert path.parent == demo_db.cache_dir()
+    assert path.parent == cache.cache_dir()
     assert f"v{GENERATOR_VERSION}" in path.name and "scale1-" in path.name
     first = path.stat().st_mtime_ns
     assert demo_db_path() == path
@@ -130,7 +126,7 @@ def test_default_demo_db_is_built_once_then_reused() -> None:
 
 def test_two_processes_asking_at_once_share_one_build(tmp_path: Path) -> None:
     script = (
-        "from flexsql.demo_db import demo_db_path\n"
+        "from flexsql.demo_db.cache import demo_db_path\n"
         "p = demo_db_path(0.03)\n"
         "st = p.stat()\n"
         "print(p, st.st_ino, st.st_mtime_ns)\n"

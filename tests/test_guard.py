@@ -14,6 +14,7 @@ import re
 import pytest
 
 from flexsql.errors import RefusedError
+from flexsql.tools.engines import engine_for
 from flexsql.tools.sql.guard import MAX_SQL_CHARS, check_sql, is_denied_function
 
 DIALECTS = ["duckdb", "sqlite", "postgres", "snowflake"]
@@ -269,7 +270,7 @@ def _allowed_cases() -> list[tuple[str, str]]:
 )
 def test_refused(dialect, sql, message):
     with pytest.raises(RefusedError) as info:
-        check_sql(sql, dialect)
+        check_sql(sql, engine_for(dialect))
     text = str(info.value)
     assert text.startswith("refused: "), text
     assert "Traceback" not in text and "\n" not in text.strip(), text
@@ -278,7 +279,7 @@ def test_refused(dialect, sql, message):
 
 @pytest.mark.parametrize(("dialect", "sql"), _allowed_cases(), ids=lambda v: v[:40])
 def test_allowed(dialect, sql):
-    assert check_sql(sql, dialect)
+    assert check_sql(sql, engine_for(dialect))
 
 
 @pytest.mark.parametrize(
@@ -294,18 +295,18 @@ def test_allowed(dialect, sql):
 )
 def test_returns_the_single_statement_without_what_follows_it(sql, expected):
     for dialect in DIALECTS:
-        assert check_sql(sql, dialect) == expected
+        assert check_sql(sql, engine_for(dialect)) == expected
 
 
 @pytest.mark.parametrize("value", [None, 42, b"SELECT 1", ["SELECT 1"]])
 def test_non_text_is_refused_not_crashed(value):
     with pytest.raises(RefusedError, match="empty"):
-        check_sql(value, "duckdb")  # type: ignore[arg-type]
+        check_sql(value, engine_for("duckdb"))  # type: ignore[arg-type]
 
 
 def test_oversized_text_is_refused_before_parsing():
     with pytest.raises(RefusedError, match="characters, over the"):
-        check_sql("SELECT " + "1 + " * (MAX_SQL_CHARS // 4) + "1", "duckdb")
+        check_sql("SELECT " + "1 + " * (MAX_SQL_CHARS // 4) + "1", engine_for("duckdb"))
 
 
 @pytest.mark.parametrize(
@@ -332,7 +333,7 @@ def test_oversized_text_is_refused_before_parsing():
     ],
 )
 def test_denied_function_table(name, dialect, denied):
-    assert is_denied_function(name, dialect) is denied
+    assert is_denied_function(name, engine_for(dialect) if dialect else None) is denied
 
 
 # -- engine-side checks that need no server -------------------------------------------------------------

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flexsql.errors import NotFoundError, QueryError, RefusedError
-from flexsql.tools.engines import open_source
+from flexsql.tools.engines import engine_for, open_source
 from flexsql.tools.sql.guard import check_sql
 
 DIALECTS = ["duckdb", "sqlite", "postgres", "snowflake"]
@@ -172,7 +172,7 @@ PROPERTY_SETTINGS = settings(
 def test_guard_answers_with_the_statement_or_a_refusal(sql):
     for dialect in DIALECTS:
         try:
-            checked = check_sql(sql, dialect)
+            checked = check_sql(sql, engine_for(dialect))
         except RefusedError as exc:
             assert str(exc).startswith("refused: ") and "Traceback" not in str(exc)
             continue
@@ -232,7 +232,7 @@ def test_disguised_attacks_stay_refused(seed, separators, flips):
     sql = _disguise(seed, separators, flips)
     for dialect in DIALECTS:
         with pytest.raises(RefusedError):
-            check_sql(sql, dialect)
+            check_sql(sql, engine_for(dialect))
 
 
 @pytest.mark.parametrize("engine", ["duckdb", "sqlite", "postgres"], indirect=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from flexsql.errors import FlexSQLError, QueryError, RefusedError
+from flexsql.tools.engines import engine_for
 from flexsql.tools.sql.guard import check_sql
 
 DIALECTS = {"duckdb": "duckdb", "sqlite": "sqlite", "postgres": "postgres", "snowflake": "snowflake"}
@@ -61,7 +62,7 @@ CELLS = [(sql, d, verdict(v, d)) for sql, v in TABLE for d in ALL]
 
 def _guard(sql: str, dialect: str) -> str:
     try:
-        check_sql(sql, dialect)
+        check_sql(sql, engine_for(dialect))
     except RefusedError:
         return "refused"
     return "ok"
@@ -173,7 +174,7 @@ def test_importing_the_guard_leaves_sqlglots_logger_alone(caplog):
     assert any(r.name == "sqlglot" for r in caplog.records)
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="sqlglot"), pytest.raises(RefusedError):
-        check_sql("VACUUM t", "duckdb")  # the guard's own parse stays quiet
+        check_sql("VACUUM t", engine_for("duckdb"))  # the guard's own parse stays quiet
     assert not [r for r in caplog.records if r.name == "sqlglot"]
 
 
@@ -183,7 +184,7 @@ def test_a_refused_show_says_which_form_runs() -> None:
     from flexsql.tools.sql.guard import check_sql
 
     with pytest.raises(RefusedError) as caught:
-        check_sql("SHOW '/etc/passwd'", "duckdb")
+        check_sql("SHOW '/etc/passwd'", engine_for("duckdb"))
     message = str(caught.value)
     assert "SHOW TABLES" in message and "file" in message
     assert "only SELECT / WITH / VALUES / SHOW" not in message

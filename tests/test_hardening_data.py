@@ -20,13 +20,15 @@ import pytest
 from engines import require_pg
 
 from flexsql.errors import ConfigError, FlexSQLError, NotFoundError
-from flexsql.tools.catalog import describe_table, list_tables
+from flexsql.tools.catalog import DescribeTable, ListTables, describe_table, list_tables
 from flexsql.tools.engines import SourceRegistry, open_source
-from flexsql.tools.query import run_query, sample_rows
+from flexsql.tools.query import RunQuery, SampleRows, run_query, sample_rows
 from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.runtime.render import cell_text
-from flexsql.tools.validate import validate_sql
-from flexsql.tools.values.find import distinct_values, find_values, profile_column
+from flexsql.tools.validate import ValidateSql, validate_sql
+from flexsql.tools.values.distinct import DistinctValues, distinct_values
+from flexsql.tools.values.find import FindValues, find_values
+from flexsql.tools.values.profile import ProfileColumn, profile_column
 
 
 def context(url: str) -> ToolContext:
@@ -67,7 +69,7 @@ def test_find_values_forgets_deleted_values_duckdb(tmp_path: Path) -> None:
     path = tmp_path / "cities.duckdb"
     _cities_duckdb(path)
     ctx = context(f"duckdb:///{path}")
-    first = find_values(ctx, "Nantes")
+    first = find_values(ctx, FindValues(text="Nantes"))
     assert [m.value for m in first.matches] == ["Nantes"]
     assert "value index built" in first.to_text()
     ctx.source().close()  # let go of the file so another program can write it
@@ -75,9 +77,9 @@ def test_find_values_forgets_deleted_values_duckdb(tmp_path: Path) -> None:
     conn.execute("DELETE FROM cities WHERE name = 'Nantes'")
     conn.execute("INSERT INTO cities VALUES ('Rennes')")
     conn.close()
-    again = find_values(ctx, "Nantes")
+    again = find_values(ctx, FindValues(text="Nantes"))
     assert not [m for m in again.matches if m.value == "Nantes"], again.to_text()
-    assert [m.value for m in find_values(ctx, "Rennes").matches] == ["Rennes"]
+    assert [m.value for m in find_values(ctx, FindValues(text="Rennes")).matches] == ["Rennes"]
 
 
 def test_find_values_forgets_deleted_values_sqlite(tmp_path: Path) -> None:
@@ -87,11 +89,11 @@ def test_find_values_forgets_deleted_values_sqlite(tmp_path: Path) -> None:
     conn.execute("INSERT INTO cities VALUES ('Lyon'), ('Paris'), ('Nantes')")
     conn.commit()
     ctx = context(f"sqlite:///{path}")
-    assert [m.value for m in find_values(ctx, "Nantes").matches] == ["Nantes"]
+    assert [m.value for m in find_values(ctx, FindValues(text="Nantes")).matches] == ["Nantes"]
     conn.execute("UPDATE cities SET name = 'Rennes' WHERE name = 'Nantes'")
     conn.commit()
     conn.close()
-    again = find_values(ctx, "Nantes")
+    again = find_values(ctx, FindValues(text="Nantes"))
     assert not [m for m in again.matches if m.value == "Nantes"], again.to_text()
 
 
@@ -102,13 +104,13 @@ def test_find_values_forgets_deleted_values_postgres() -> None:
         "CREATE TABLE cities (name text)", "INSERT INTO cities VALUES ('Lyon'), ('Paris'), ('Nantes')"
     ) as (url, dsn):
         ctx = context(url)
-        assert [m.value for m in find_values(ctx, "Nantes").matches] == ["Nantes"]
+        assert [m.value for m in find_values(ctx, FindValues(text="Nantes")).matches] == ["Nantes"]
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("DELETE FROM cities WHERE name = 'Nantes'")
         # the writer's counters reach pg_stat_user_tables when its session ends (above), give it a moment
         deadline = time.monotonic() + 5
         while True:
-            again = find_values(ctx, "Nantes")
+            again = find_values(ctx, FindValues(text="Nantes"))
             gone = not [m for m in again.matches if m.value == "Nantes"]
             if gone or time.monotonic() > deadline:
                 break
@@ -121,16 +123,16 @@ def test_find_values_rebuilds_entries_past_the_age_limit(tmp_path: Path) -> None
     path = tmp_path / "cities.duckdb"
     _cities_duckdb(path)
     ctx = context(f"duckdb:///{path}")
-    find_values(ctx, "Lyon")
+    find_values(ctx, FindValues(text="Lyon"))
     ctx.limits = ctx.limits.model_copy(update={"value_index_ttl_s": 0.001})
     time.sleep(0.01)
-    again = find_values(ctx, "Lyon")
+    again = find_values(ctx, FindValues(text="Lyon"))
     assert (
         again.index_tables_built == 1
     )  # past [limits] value_index_ttl_s: rebuilt although the file is unchanged
     assert again.index_age_s is not None and again.index_age_s < 5
     ctx.limits = ctx.limits.model_copy(update={"value_index_ttl_s": 3600})
-    assert find_values(ctx, "Lyon").index_tables_built == 0  # within it: reused
+    assert find_values(ctx, FindValues(text="Lyon")).index_tables_built == 0  # within it: reused
 
 
 # -- 2. describe_table examples after a refresh ---------------------------------------------------------
@@ -140,14 +142,14 @@ def test_describe_table_examples_follow_a_refresh(tmp_path: Path) -> None:
     path = tmp_path / "cities.duckdb"
     _cities_duckdb(path)
     ctx = context(f"duckdb:///{path}")
-    assert "Nantes" in describe_table(ctx, "cities").columns[0].examples
+    assert "Nantes" in describe_table(ctx, DescribeTable(table="cities")).columns[0].examples
     ctx.source().close()
     conn = duckdb.connect(str(path))
     conn.execute("DELETE FROM cities")
     conn.execute("INSERT INTO cities VALUES ('Brest')")
     conn.close()
     ctx.source().catalog(refresh=True)
-    assert describe_table(ctx, "cities").columns[0].examples == ["Brest"]
+    assert describe_table(ctx, DescribeTable(table="cities")).columns[0].examples == ["Brest"]
 
 
 # -- 3. names: case, dots, families ---------------------------------------------------------------------
@@ -163,17 +165,23 @@ def test_postgres_names_differing_only_in_case() -> None:
         ctx = context(url)
         try:
             schema = ctx.source().catalog().default_schema
-            assert describe_table(ctx, "orders").table == f"{schema}.orders"
-            assert describe_table(ctx, '"Orders"').table == f"{schema}.Orders"
-            assert describe_table(ctx, "Orders").table == f"{schema}.Orders"  # as list_tables prints it
-            assert describe_table(ctx, f"{schema}.orders").table == f"{schema}.orders"
-            assert sample_rows(ctx, "orders").rows == [[1, "low"]]
-            assert sample_rows(ctx, f'{schema}."Orders"').rows == [[2, "UP"]]
-            assert distinct_values(ctx, "Orders", "Status").values[0].value == "UP"
-            assert validate_sql(ctx, "SELECT * FROM orders").valid
-            assert validate_sql(ctx, 'SELECT "Status" FROM "Orders"').valid
-            assert validate_sql(ctx, "SELECT status FROM Orders").valid  # unquoted folds to orders
-            bad = validate_sql(ctx, "SELECT * FROM ordersx")
+            assert describe_table(ctx, DescribeTable(table="orders")).table == f"{schema}.orders"
+            assert describe_table(ctx, DescribeTable(table='"Orders"')).table == f"{schema}.Orders"
+            assert (
+                describe_table(ctx, DescribeTable(table="Orders")).table == f"{schema}.Orders"
+            )  # as list_tables prints it
+            assert describe_table(ctx, DescribeTable(table=f"{schema}.orders")).table == f"{schema}.orders"
+            assert sample_rows(ctx, SampleRows(table="orders")).rows == [[1, "low"]]
+            assert sample_rows(ctx, SampleRows(table=f'{schema}."Orders"')).rows == [[2, "UP"]]
+            assert (
+                distinct_values(ctx, DistinctValues(table="Orders", column="Status")).values[0].value == "UP"
+            )
+            assert validate_sql(ctx, ValidateSql(sql="SELECT * FROM orders")).valid
+            assert validate_sql(ctx, ValidateSql(sql='SELECT "Status" FROM "Orders"')).valid
+            assert validate_sql(
+                ctx, ValidateSql(sql="SELECT status FROM Orders")
+            ).valid  # unquoted folds to orders
+            bad = validate_sql(ctx, ValidateSql(sql="SELECT * FROM ordersx"))
             assert not bad.valid and bad.issues[0].kind == "unknown_table"
         finally:
             ctx.source().close()
@@ -188,11 +196,11 @@ def test_dotted_table_names_resolve(tmp_path: Path) -> None:
     conn.close()
     ctx = context(f"duckdb:///{path}")
     for name in ('"web.events"', "main.web.events", 'main."web.events"', "web.events"):
-        assert describe_table(ctx, name).table == "main.web.events", name
-    assert sample_rows(ctx, '"web.events"').rows == [[7]]
-    assert describe_table(ctx, "events").table == "main.events"
+        assert describe_table(ctx, DescribeTable(table=name)).table == "main.web.events", name
+    assert sample_rows(ctx, SampleRows(table='"web.events"')).rows == [[7]]
+    assert describe_table(ctx, DescribeTable(table="events")).table == "main.events"
     with pytest.raises(NotFoundError, match="not found"):
-        describe_table(ctx, "nosuch.web.events")
+        describe_table(ctx, DescribeTable(table="nosuch.web.events"))
 
 
 # -- 4. a DuckDB file named like one of its schemas (issue 12 item 5) ----------------------------------
@@ -206,12 +214,12 @@ def test_duckdb_file_named_like_its_schema(tmp_path: Path) -> None:
     conn.execute("INSERT INTO sales.sales.orders VALUES (1, 'Lyon'), (2, 'Nantes')")
     conn.close()
     ctx = context(f"duckdb:///{path}")
-    assert sample_rows(ctx, "sales.orders").rows == [[1, "Lyon"], [2, "Nantes"]]
-    assert describe_table(ctx, "sales.orders").columns[1].examples == ["Lyon", "Nantes"]
-    found = find_values(ctx, "Nantes")
+    assert sample_rows(ctx, SampleRows(table="sales.orders")).rows == [[1, "Lyon"], [2, "Nantes"]]
+    assert describe_table(ctx, DescribeTable(table="sales.orders")).columns[1].examples == ["Lyon", "Nantes"]
+    found = find_values(ctx, FindValues(text="Nantes"))
     assert [(m.table, m.column) for m in found.matches] == [("sales.orders", "city")], found.to_text()
-    assert profile_column(ctx, "sales.orders", "city").distinct == 2
-    assert distinct_values(ctx, "sales.orders", "city").distinct_total == 2
+    assert profile_column(ctx, ProfileColumn(table="sales.orders", column="city")).distinct == 2
+    assert distinct_values(ctx, DistinctValues(table="sales.orders", column="city")).distinct_total == 2
 
 
 # -- 5. the text the model reads ---------------------------------------------------------------------
@@ -234,8 +242,10 @@ def test_duckdb_text_keeps_months_nanoseconds_and_infinity(tmp_path: Path) -> No
     ctx = context("duckdb://:memory:")
     out = run_query(
         ctx,
-        "SELECT INTERVAL 1 MONTH AS m, '2024-01-01 12:00:00.123456789'::TIMESTAMP_NS AS ns, "
-        "'infinity'::TIMESTAMP AS inf, 0.1::REAL AS r, 1e-20::DOUBLE AS tiny, 'NULL' AS s, NULL AS n",
+        RunQuery(
+            sql="SELECT INTERVAL 1 MONTH AS m, '2024-01-01 12:00:00.123456789'::TIMESTAMP_NS AS ns, "
+            "'infinity'::TIMESTAMP AS inf, 0.1::REAL AS r, 1e-20::DOUBLE AS tiny, 'NULL' AS s, NULL AS n"
+        ),
     )
     text = out.to_text()
     row = text.splitlines()[2]
@@ -256,9 +266,11 @@ def test_postgres_special_values_load() -> None:
         try:
             out = run_query(
                 ctx,
-                "SELECT 'NaN'::numeric AS nan, 'Infinity'::numeric AS inf, "
-                "'infinity'::timestamp AS ts, '-infinity'::date AS d, '24:00'::time AS t, "
-                "interval '1 mon' AS iv, 12.5::numeric AS exact",
+                RunQuery(
+                    sql="SELECT 'NaN'::numeric AS nan, 'Infinity'::numeric AS inf, "
+                    "'infinity'::timestamp AS ts, '-infinity'::date AS d, '24:00'::time AS t, "
+                    "interval '1 mon' AS iv, 12.5::numeric AS exact"
+                ),
             )
             json.dumps(out.model_dump(mode="json"))
             row = out.rows[0]
@@ -281,13 +293,15 @@ def test_profile_and_find_values_on_postgres_special_types() -> None:
     ) as (url, _):
         ctx = context(url)
         try:
-            assert profile_column(ctx, "t", "iv").distinct == 2
+            assert profile_column(ctx, ProfileColumn(table="t", column="iv")).distinct == 2
             for col in ("m", "j", "a", "r", "p", "money_col"):
-                profile = profile_column(ctx, "t", col)
+                profile = profile_column(ctx, ProfileColumn(table="t", column=col))
                 assert profile.rows == 2 and profile.nulls == 0, col
-            assert [(m.column, m.value) for m in find_values(ctx, "happy").matches] == [("m", "happy")]
-            assert [m.column for m in find_values(ctx, "Quimper").matches] == ["j"]
-            assert [m.column for m in find_values(ctx, "Morlaix").matches] == ["a"]
+            assert [(m.column, m.value) for m in find_values(ctx, FindValues(text="happy")).matches] == [
+                ("m", "happy")
+            ]
+            assert [m.column for m in find_values(ctx, FindValues(text="Quimper")).matches] == ["j"]
+            assert [m.column for m in find_values(ctx, FindValues(text="Morlaix")).matches] == ["a"]
         finally:
             ctx.source().close()
 
@@ -300,10 +314,10 @@ def test_ten_megabyte_value(tmp_path: Path) -> None:
     conn.commit()
     conn.close()
     ctx = context(f"sqlite:///{path}")
-    dv = distinct_values(ctx, "t", "body")
+    dv = distinct_values(ctx, DistinctValues(table="t", column="body"))
     assert dv.distinct_total == 2 and len(dv.values) == 2
     assert max(len(str(v.value)) for v in dv.values) <= 1001
-    profile = profile_column(ctx, "t", "body")
+    profile = profile_column(ctx, ProfileColumn(table="t", column="body"))
     assert profile.rows == 2 and profile.distinct == 2 and profile.max_length == 10_000_000
 
 
@@ -376,14 +390,14 @@ def test_duckdb_errors_name_the_real_cause(tmp_path: Path) -> None:
 def test_duckdb_show_all_is_not_an_index_error() -> None:
     ctx = context("duckdb://:memory:")
     with pytest.raises(FlexSQLError) as info:
-        run_query(ctx, "SHOW ALL")
+        run_query(ctx, RunQuery(sql="SHOW ALL"))
     assert "list index out of range" not in str(info.value) and "SHOW" in str(info.value)
 
 
 def test_refused_is_not_doubled() -> None:
     ctx = context("duckdb://:memory:")
     with pytest.raises(FlexSQLError) as info:
-        run_query(ctx, "DROP TABLE x")
+        run_query(ctx, RunQuery(sql="DROP TABLE x"))
     assert "refused: refused" not in str(info.value).lower()
 
 
@@ -407,5 +421,5 @@ def test_list_tables_survives_everything(tmp_path: Path) -> None:
     conn.commit()
     conn.close()
     ctx = context(f"sqlite:///{path}")
-    assert [t.name for t in list_tables(ctx).tables] == ['main.we"ird name']
-    assert sample_rows(ctx, '"we""ird name"').rows == []
+    assert [t.name for t in list_tables(ctx, ListTables()).tables] == ['main.we"ird name']
+    assert sample_rows(ctx, SampleRows(table='"we""ird name"')).rows == []

@@ -23,7 +23,7 @@ from mcp_support import http_server, server_env, text_of
 
 from flexsql.config import LimitsConfig, SandboxConfig
 from flexsql.tools.engines import SourceRegistry, open_source
-from flexsql.tools.python_tool import run_python
+from flexsql.tools.python_tool import RunPython, run_python
 from flexsql.tools.runtime.context import ToolContext
 
 TOKEN = "hardening-token-" + "x" * 24
@@ -210,7 +210,9 @@ def test_run_python_timeout_bounds_its_flexsql_sql_queries(tmp_path):
             sandbox=SandboxConfig(timeout_s=20, cpu_s=20, memory_mb=512),
         )
         started = time.monotonic()
-        result = run_python(ctx, "flexsql.sql('SELECT count(*) FROM range(1000000000000)')", timeout_s=2)
+        result = run_python(
+            ctx, RunPython(code="flexsql.sql('SELECT count(*) FROM range(1000000000000)')", timeout_s=2)
+        )
         took = time.monotonic() - started
         assert result.ok is False and "timeout" in result.limits_hit, result.to_text()
         assert "2 s wall-clock limit" in result.to_text()
@@ -218,7 +220,7 @@ def test_run_python_timeout_bounds_its_flexsql_sql_queries(tmp_path):
         # the engine was interrupted, not left running: the source answers at once
         assert source.execute("SELECT count(*) FROM orders").rows == [(7,)]
         # a query that fits in the time left still runs
-        fits = run_python(ctx, "len(flexsql.sql('SELECT * FROM orders'))", timeout_s=10)
+        fits = run_python(ctx, RunPython(code="len(flexsql.sql('SELECT * FROM orders'))", timeout_s=10))
         assert fits.ok and fits.value_repr == "7", fits.to_text()
     finally:
         source.close()

@@ -14,7 +14,7 @@ import pytest
 from engines import make_duckdb, require_pg
 
 from flexsql.errors import QueryError, RefusedError
-from flexsql.tools.engines import open_source
+from flexsql.tools.engines import engine_for, open_source
 from flexsql.tools.sql.guard import check_sql
 
 # -- PostgreSQL credential catalogs -------------------------------------------------------------------
@@ -49,7 +49,7 @@ def test_guard_refuses_postgres_credential_catalogs(sql):
     with pytest.raises(
         RefusedError, match=r"refused: the catalog pg_\w+ is not allowed — it holds credentials"
     ):
-        check_sql(sql, "postgres")
+        check_sql(sql, engine_for("postgres"))
 
 
 @pytest.mark.parametrize(
@@ -62,7 +62,7 @@ def test_guard_refuses_postgres_credential_catalogs(sql):
     ],
 )
 def test_guard_allows_the_masked_views(sql):
-    assert check_sql(sql, "postgres") == sql
+    assert check_sql(sql, engine_for("postgres")) == sql
 
 
 def _pg_superuser_dsn() -> str:

@@ -12,10 +12,10 @@ import pytest
 from engines import require_pg
 
 from flexsql.config import LimitsConfig
-from flexsql.tools.compare import compare_results
+from flexsql.tools.compare import CompareResults, compare_results
 from flexsql.tools.engines import FetchLimits, SourceRegistry, open_source
-from flexsql.tools.engines.base import collect
-from flexsql.tools.query import run_query
+from flexsql.tools.engines.fetch import collect
+from flexsql.tools.query import RunQuery, run_query
 from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.runtime.render import bounded_structured, cell_text, jsonable
 from flexsql.tools.sql.equivalence import compare_tables
@@ -60,7 +60,9 @@ def test_exact_values_stay_exact(value, structured, text):
 def test_duckdb_decimals_reach_the_agent_exactly(duck_ctx):
     out = run_query(
         duck_ctx,
-        f"SELECT {BIG18}::DECIMAL(18,0) AS a, {BIG38}::DECIMAL(38,0) AS b, '{FRAC38}'::DECIMAL(38,19) AS c",
+        RunQuery(
+            sql=f"SELECT {BIG18}::DECIMAL(18,0) AS a, {BIG38}::DECIMAL(38,0) AS b, '{FRAC38}'::DECIMAL(38,19) AS c"
+        ),
     )
     assert out.rows == [[int(BIG18), int(BIG38), FRAC38]]
     structured = json.loads(out.model_dump_json())
@@ -73,7 +75,7 @@ def test_postgres_sum_of_bigints_is_exact():
     src = open_source(require_pg(), name="pg")
     try:
         ctx = ToolContext(sources=SourceRegistry([src]))
-        out = run_query(ctx, "SELECT sum(x) AS s FROM (VALUES (9007199254740993::bigint)) t(x)")
+        out = run_query(ctx, RunQuery(sql="SELECT sum(x) AS s FROM (VALUES (9007199254740993::bigint)) t(x)"))
         assert out.rows == [[9007199254740993]]
         assert "9007199254740993" in out.to_text()
     finally:
@@ -105,10 +107,10 @@ def test_compare_tables_is_exact_for_exact_values(a, b, equal):
 
 
 def test_compare_results_tells_adjacent_big_integers_apart(duck_ctx):
-    r1 = run_query(duck_ctx, "SELECT 9007199254740993::BIGINT AS n").result_id
-    r2 = run_query(duck_ctx, "SELECT 9007199254740992::BIGINT AS n").result_id
-    r3 = run_query(duck_ctx, "SELECT 9007199254740993::HUGEINT AS n").result_id
-    verdict = compare_results(duck_ctx, [r1, r2, r3])
+    r1 = run_query(duck_ctx, RunQuery(sql="SELECT 9007199254740993::BIGINT AS n")).result_id
+    r2 = run_query(duck_ctx, RunQuery(sql="SELECT 9007199254740992::BIGINT AS n")).result_id
+    r3 = run_query(duck_ctx, RunQuery(sql="SELECT 9007199254740993::HUGEINT AS n")).result_id
+    verdict = compare_results(duck_ctx, CompareResults(result_ids=[r1, r2, r3]))
     assert not verdict.equivalent
     assert sorted(map(sorted, verdict.groups)) == [sorted([r1, r3]), [r2]]
 
@@ -121,7 +123,9 @@ def test_structured_cap_setting_defaults_to_one_mebibyte():
 
 
 def test_bounded_structured_cuts_long_cells_and_rows_and_says_so(duck_ctx):
-    out = run_query(duck_ctx, "SELECT i, repeat('x', 200000) AS big FROM range(40) t(i)", max_rows=40)
+    out = run_query(
+        duck_ctx, RunQuery(sql="SELECT i, repeat('x', 200000) AS big FROM range(40) t(i)", max_rows=40)
+    )
     data = out.model_dump()
     assert len(json.dumps(data)) > 1024 * 1024
     bounded, cut = bounded_structured(data, 1024 * 1024)
@@ -130,13 +134,13 @@ def test_bounded_structured_cuts_long_cells_and_rows_and_says_so(duck_ctx):
     assert bounded["rows"] and bounded["rows"][0][0] == 0  # the first rows stay, in order
     assert bounded["result_id"] == out.result_id  # a handle to fetch the rest
 
-    small = run_query(duck_ctx, "SELECT 1 AS a").model_dump()
+    small = run_query(duck_ctx, RunQuery(sql="SELECT 1 AS a")).model_dump()
     same, cut = bounded_structured(small, 1024 * 1024)
     assert same == small and not cut
 
 
 def test_bounded_structured_holds_for_a_two_megabyte_cell_under_a_small_cap(duck_ctx):
-    data = run_query(duck_ctx, "SELECT repeat('x', 2000000) AS s").model_dump()
+    data = run_query(duck_ctx, RunQuery(sql="SELECT repeat('x', 2000000) AS s")).model_dump()
     for cap in (1024 * 1024, 64 * 1024, 4096):
         bounded, cut = bounded_structured(data, cap)
         assert cut and len(json.dumps(bounded)) <= cap
@@ -166,7 +170,7 @@ def test_sqlite_zeroblob_is_cut_or_refused_without_materialising(tmp_path):
         from flexsql.errors import FlexSQLError
 
         try:
-            out = run_query(ctx, "SELECT zeroblob(500000000) AS z")
+            out = run_query(ctx, RunQuery(sql="SELECT zeroblob(500000000) AS z"))
         except FlexSQLError as exc:
             assert "too big" in str(exc) or "cell" in str(exc)
         else:
@@ -176,7 +180,7 @@ def test_sqlite_zeroblob_is_cut_or_refused_without_materialising(tmp_path):
 
 
 def test_a_huge_duckdb_cell_is_cut_not_reported_as_zero_rows(duck_ctx):
-    out = run_query(duck_ctx, "SELECT repeat('y', 20000000) AS s")
+    out = run_query(duck_ctx, RunQuery(sql="SELECT repeat('y', 20000000) AS s"))
     assert out.row_count == 1 and out.total_rows == 1
     assert "rows 1-0" not in out.to_text()
     assert len(out.rows[0][0]) < 20_000_000
@@ -207,9 +211,11 @@ def test_postgres_fetches_through_a_server_side_cursor():
         ctx.limits.store_rows = 1000
         out = run_query(
             ctx,
-            "SELECT g, (SELECT count(*) FROM pg_cursors WHERE name <> '') AS cursors "
-            "FROM generate_series(1, 200000) g",
-            max_rows=20,
+            RunQuery(
+                sql="SELECT g, (SELECT count(*) FROM pg_cursors WHERE name <> '') AS cursors "
+                "FROM generate_series(1, 200000) g",
+                max_rows=20,
+            ),
         )
         assert out.rows[0][1] >= 1
         assert out.total_rows == 1001 and out.total_is_lower_bound
@@ -225,12 +231,12 @@ def test_postgres_reconnects_after_its_backends_are_terminated():
     marker = "flexsql_" + uuid.uuid4().hex[:8]
     try:
         ctx = ToolContext(sources=SourceRegistry([src]))
-        assert run_query(ctx, f"SELECT '{marker}' AS m").rows == [[marker]]
+        assert run_query(ctx, RunQuery(sql=f"SELECT '{marker}' AS m")).rows == [[marker]]
         pids = [conn.info.backend_pid for conn in src._pool]  # only ours: other tests share the server
         assert pids
         with psycopg.connect(dsn, autocommit=True) as admin:
             for pid in pids:
                 admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
-        assert run_query(ctx, "SELECT 2 AS n").rows == [[2]]
+        assert run_query(ctx, RunQuery(sql="SELECT 2 AS n")).rows == [[2]]
     finally:
         src.close()

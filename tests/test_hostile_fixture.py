@@ -13,16 +13,26 @@ import pytest
 from hostile import hostile_url
 
 from flexsql.errors import FlexSQLError
-from flexsql.tools.catalog import describe_table, list_schemas, list_sources, list_tables
-from flexsql.tools.compare import compare_results
-from flexsql.tools.engines import SourceRegistry, open_source
-from flexsql.tools.joins import find_join_path
-from flexsql.tools.query import fetch_rows, run_query, sample_rows
+from flexsql.tools.catalog import (
+    DescribeTable,
+    ListSchemas,
+    ListSources,
+    ListTables,
+    describe_table,
+    list_schemas,
+    list_sources,
+    list_tables,
+)
+from flexsql.tools.compare import CompareResults, compare_results
+from flexsql.tools.engines import SourceRegistry, engine_for, open_source
+from flexsql.tools.joins import FindJoinPath, find_join_path
+from flexsql.tools.query import FetchRows, RunQuery, SampleRows, fetch_rows, run_query, sample_rows
 from flexsql.tools.runtime.context import ToolContext
-from flexsql.tools.search.ranking import search_schema
-from flexsql.tools.sql.build import quote_ident, quote_table
-from flexsql.tools.validate import validate_sql
-from flexsql.tools.values.find import distinct_values, find_values, profile_column
+from flexsql.tools.search.ranking import SearchSchema, search_schema
+from flexsql.tools.validate import ValidateSql, validate_sql
+from flexsql.tools.values.distinct import DistinctValues, distinct_values
+from flexsql.tools.values.find import FindValues, find_values
+from flexsql.tools.values.profile import ProfileColumn, profile_column
 
 
 @pytest.fixture(scope="module", params=["duckdb", "sqlite", "postgres", "snowflake"])
@@ -71,65 +81,83 @@ def test_every_tool_on_every_column(hostile: ToolContext) -> None:
     ctx = hostile
     src = ctx.source()
     outcome = Outcome()
-    outcome.call("list_sources", lambda: list_sources(ctx))
-    outcome.call("list_schemas", lambda: list_schemas(ctx))
-    listing = outcome.call("list_tables", lambda: list_tables(ctx, limit=1000))
+    outcome.call("list_sources", lambda: list_sources(ctx, ListSources()))
+    outcome.call("list_schemas", lambda: list_schemas(ctx, ListSchemas()))
+    listing = outcome.call("list_tables", lambda: list_tables(ctx, ListTables(limit=1000)))
     assert listing is not None, outcome.failures
-    outcome.call("search_schema", lambda: search_schema(ctx, "happy orders status"))
+    outcome.call("search_schema", lambda: search_schema(ctx, SearchSchema(query="happy orders status")))
     catalog = src.catalog()
     base = [t for t in catalog.tables if t.kind == "table"]
-    outcome.call("find_join_path", lambda: find_join_path(ctx, [base[0].qualified, base[1].qualified]))
+    outcome.call(
+        "find_join_path",
+        lambda: find_join_path(ctx, FindJoinPath(tables=[base[0].qualified, base[1].qualified])),
+    )
     # every entry list_tables prints is addressable, families included
     for entry in listing.tables:
         outcome.call(
-            f"describe_table {entry.name}", lambda e=entry: describe_table(ctx, e.name), must_answer=True
+            f"describe_table {entry.name}",
+            lambda e=entry: describe_table(ctx, DescribeTable(table=e.name)),
+            must_answer=True,
         )
     result_ids = []
     validated = False
     for table in catalog.tables:
         name = table.qualified
         if table.kind == "view":
-            outcome.call(f"sample_rows {name}", lambda n=name: sample_rows(ctx, n))
+            outcome.call(f"sample_rows {name}", lambda n=name: sample_rows(ctx, SampleRows(table=n)))
             continue
-        outcome.call(f"describe_table {name}", lambda n=name: describe_table(ctx, n), must_answer=True)
+        outcome.call(
+            f"describe_table {name}",
+            lambda n=name: describe_table(ctx, DescribeTable(table=n)),
+            must_answer=True,
+        )
         sample = outcome.call(
-            f"sample_rows {name}", lambda n=name: sample_rows(ctx, n, limit=3), must_answer=True
+            f"sample_rows {name}",
+            lambda n=name: sample_rows(ctx, SampleRows(table=n, limit=3)),
+            must_answer=True,
         )
         for col in table.columns:
             label = f"{name}.{col.name} ({col.type})"
             outcome.call(
                 f"profile_column {label}",
-                lambda n=name, c=col.name: profile_column(ctx, n, c),
+                lambda n=name, c=col.name: profile_column(ctx, ProfileColumn(table=n, column=c)),
                 must_answer=True,
             )
             outcome.call(
                 f"distinct_values {label}",
-                lambda n=name, c=col.name: distinct_values(ctx, n, c),
+                lambda n=name, c=col.name: distinct_values(ctx, DistinctValues(table=n, column=c)),
                 must_answer=True,
             )
             outcome.call(
                 f"sample_rows {label}",
-                lambda n=name, c=col.name: sample_rows(ctx, n, columns=[c]),
+                lambda n=name, c=col.name: sample_rows(ctx, SampleRows(table=n, columns=[c])),
                 must_answer=True,
             )
-            sql = f"SELECT {quote_ident(col.name, src.dialect)} FROM {quote_table(table, src.dialect)}"
-            out = outcome.call(f"run_query {label}", lambda s=sql: run_query(ctx, s), must_answer=True)
+            sql = f"SELECT {engine_for(src.dialect).quote(col.name)} FROM {engine_for(src.dialect).quote_table(table)}"
+            out = outcome.call(
+                f"run_query {label}", lambda s=sql: run_query(ctx, RunQuery(sql=s)), must_answer=True
+            )
             if out is not None:
                 result_ids.append(out.result_id)
-                outcome.call(f"fetch_rows {label}", lambda r=out.result_id: fetch_rows(ctx, r, limit=2))
-            if src.engine != "snowflake" or not validated:
+                outcome.call(
+                    f"fetch_rows {label}",
+                    lambda r=out.result_id: fetch_rows(ctx, FetchRows(result_id=r, limit=2)),
+                )
+            if src.dialect != "snowflake" or not validated:
                 # fakesnow has no EXPLAIN (its server answers 500, retried to the timeout): once there
-                outcome.call(f"validate_sql {label}", lambda s=sql: validate_sql(ctx, s))
+                outcome.call(f"validate_sql {label}", lambda s=sql: validate_sql(ctx, ValidateSql(sql=s)))
                 validated = True
         if sample is not None:
             for value in {str(v)[:100] for row in sample.rows for v in row if v not in (None, "")}:
                 outcome.call(
                     f"find_values {value!r} in {name}",
-                    lambda v=value, n=name: find_values(ctx, v, tables=[n]),
+                    lambda v=value, n=name: find_values(ctx, FindValues(text=v, tables=[n])),
                 )
-    outcome.call("find_values everywhere", lambda: find_values(ctx, "happy"))
+    outcome.call("find_values everywhere", lambda: find_values(ctx, FindValues(text="happy")))
     if len(result_ids) >= 2:
-        outcome.call("compare_results", lambda: compare_results(ctx, result_ids[:2]))
+        outcome.call(
+            "compare_results", lambda: compare_results(ctx, CompareResults(result_ids=result_ids[:2]))
+        )
     assert not outcome.failures, "\n".join(outcome.failures)
 
 
@@ -137,25 +165,25 @@ def test_every_tool_on_every_column(hostile: ToolContext) -> None:
     "hostile", ["sqlite"], indirect=True
 )  # only SQLite keeps a view whose table was dropped
 def test_dangling_view_is_reported_not_fatal(hostile: ToolContext) -> None:
-    listing = list_tables(hostile, limit=1000)
+    listing = list_tables(hostile, ListTables(limit=1000))
     names = [t.name.split(".", 1)[-1] for t in listing.tables]
     assert "every_type" in names and "dangling" in names
-    text = describe_table(hostile, "dangling").to_text()
+    text = describe_table(hostile, DescribeTable(table="dangling")).to_text()
     assert "broken" in text and "gone" in text
 
 
 def test_families_and_dotted_names_are_addressable(hostile: ToolContext, tmp_path: Path) -> None:
-    listing = list_tables(hostile, limit=1000)
+    listing = list_tables(hostile, ListTables(limit=1000))
     family = next(t for t in listing.tables if t.kind == "family")
-    described = describe_table(hostile, family.name)
+    described = describe_table(hostile, DescribeTable(table=family.name))
     assert described.table.lower().endswith("events_20240101")  # Snowflake folds unquoted names to upper case
     assert described.family and "3 tables" in described.family
-    dotted = describe_table(hostile, '"dotted.name"')
+    dotted = describe_table(hostile, DescribeTable(table='"dotted.name"'))
     assert dotted.table.endswith("dotted.name")
     assert [c.name.lower() for c in dotted.columns] == ["id", "col.with.dot"]
     assert dotted.columns[1].name == "col.with.dot"  # quoted: kept exactly
     assert "dot-value" in dotted.columns[1].examples
-    assert sample_rows(hostile, "dotted.name").rows == [[1, "dot-value"]]
+    assert sample_rows(hostile, SampleRows(table="dotted.name")).rows == [[1, "dot-value"]]
 
 
 @pytest.mark.parametrize("hostile", ["snowflake"], indirect=True)
@@ -163,7 +191,9 @@ def test_snowflake_values_reach_the_agent_exactly(hostile: ToolContext) -> None:
     """Through the real connector (fakesnow): big integers and NUMBER(38,19) stay exact, BINARY shows
     as hex like every other engine's BLOBs (the connector's bytearray printed as `bytearray(b'…')`),
     the text 'NULL' is not NULL, NaN/±inf are named."""
-    out = run_query(hostile, "SELECT id, big, small_dec, f, txt, bl, ts FROM every_type ORDER BY id")
+    out = run_query(
+        hostile, RunQuery(sql="SELECT id, big, small_dec, f, txt, bl, ts FROM every_type ORDER BY id")
+    )
     rows = json.loads(json.dumps(out.model_dump(mode="json")["rows"]))
     assert [r[1] for r in rows] == [9223372036854775807, -9223372036854775807, 9007199254740993]
     assert rows[1][2] == "-1234567890123456789.1234567890123456789"
@@ -174,6 +204,9 @@ def test_snowflake_values_reach_the_agent_exactly(hostile: ToolContext) -> None:
     text = out.to_text()
     assert "0x00ff" in text and "bytearray" not in text and "'NULL'" in text
     assert "-1234567890123456789.1234567890123456789" in text and "9007199254740993" in text
-    described = describe_table(hostile, "every_type").to_text()
+    described = describe_table(hostile, DescribeTable(table="every_type")).to_text()
     assert "0x00ff" in described and "bytearray" not in described
-    assert [c.name for c in describe_table(hostile, '"Orders"').columns] == ["ID", "Status"]
+    assert [c.name for c in describe_table(hostile, DescribeTable(table='"Orders"')).columns] == [
+        "ID",
+        "Status",
+    ]

@@ -10,9 +10,9 @@ import duckdb
 import pytest
 
 from flexsql.config import LimitsConfig
-from flexsql.tools.engines import SourceRegistry, open_source
-from flexsql.tools.engines.base import FetchLimits, cut_big_cells
-from flexsql.tools.query import run_query
+from flexsql.tools.engines import FetchLimits, SourceRegistry, open_source
+from flexsql.tools.engines.fetch import cut_big_cells
+from flexsql.tools.query import RunQuery, run_query
 from flexsql.tools.runtime.context import ToolContext
 
 ELEMENTS = 2_000_000
@@ -45,7 +45,9 @@ def test_a_huge_list_cell_is_cut_to_its_first_elements_with_a_count(duck):
 
 def test_run_query_stores_a_cut_list_under_store_cell_kb(duck):
     ctx = ToolContext(sources=SourceRegistry([duck]), limits=LimitsConfig(store_cell_kb=16))
-    out = run_query(ctx, f"SELECT list(range) AS xs, {{'k': list(range)}} AS st FROM range({ELEMENTS})")
+    out = run_query(
+        ctx, RunQuery(sql=f"SELECT list(range) AS xs, {{'k': list(range)}} AS st FROM range({ELEMENTS})")
+    )
     stored = ctx.results.get(out.result_id)
     for cell in stored.rows[0]:
         assert len(json.dumps(cell)) <= 16 * 1024

@@ -398,7 +398,7 @@ def test_worked_examples_quote_the_demo_database_as_it_is() -> None:
     """The skills cite figures from the demo database; a change to its generator must update them."""
     import duckdb
 
-    from flexsql.demo_db import demo_db_path
+    from flexsql.demo_db.cache import demo_db_path
 
     conn = duckdb.connect(str(demo_db_path()), read_only=True)
 

@@ -12,12 +12,16 @@ from pathlib import Path
 
 import pytest
 from mcp import Client
+from pydantic import Field
 
 from flexsql.config import Settings
-from flexsql.server.app import build_server
+from flexsql.server.app import SERVED, build_server
 from flexsql.tools import python_tool
 from flexsql.tools.engines import SourceRegistry, open_source
-from flexsql.tools.runtime import registry
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.runtime.registry import ToolArgs, ToolEnv, ToolResult, tool
+from flexsql.tools.runtime.render import TextBudget
+from flexsql.tools.toolbox import TOOLS
 
 SNAPSHOT = Path(__file__).parent / "fixtures" / "tools_list.json"
 pytestmark = pytest.mark.anyio
@@ -63,13 +67,14 @@ async def test_tools_list_matches_the_snapshot(db: str, monkeypatch: pytest.Monk
 
 async def test_the_server_lists_exactly_the_registry(db: str) -> None:
     names = [t.name for t in await _listed(db)]
-    assert names == list(registry.TOOLS)
+    assert names == list(SERVED)
     assert "run_python" not in [t.name for t in await _listed(db, python=False)]
 
 
 def test_the_whole_list_stays_lean() -> None:
-    # the client sends tools/list with every turn: name + description + input schema, all tools
-    assert registry.list_size(Settings()) <= 6000
+    # the client sends tools/list with every turn: name + description + input schema, all tools;
+    # 5,945 before the parameters' ranges became schema bounds (minimum/maximum, minItems/maxItems)
+    assert SERVED.list_size(Settings()) <= 6200
 
 
 async def test_descriptions_follow_the_configured_limits(db: str) -> None:
@@ -86,14 +91,14 @@ async def test_descriptions_follow_the_configured_limits(db: str) -> None:
 
 async def test_openai_tools_are_the_mcp_tools(db: str) -> None:
     listed = {t.name: t for t in await _listed(db)}
-    exported = registry.openai_tools(Settings())
+    exported = TOOLS.openai_tools(Settings())
     assert {e["function"]["name"] for e in exported} == set(listed) - {"ask"}  # the agent never calls itself
     for entry in exported:
         fn = entry["function"]
         assert entry["type"] == "function"
         assert fn["parameters"] == listed[fn["name"]].input_schema
         assert fn["description"] == listed[fn["name"]].description
-    subset = registry.openai_tools(Settings(), ["run_query", "describe_table", "nosuch"])
+    subset = TOOLS.openai_tools(Settings(), ["run_query", "describe_table", "nosuch"])
     assert [e["function"]["name"] for e in subset] == ["run_query", "describe_table"]
 
 
@@ -128,15 +133,15 @@ async def test_run_python_disabled_is_unavailable_in_process(db: str) -> None:
 
     ctx = SessionState(sources, Settings()).new_context()
     with pytest.raises(Exception) as caught:
-        registry.call(ctx, "run_python", {"code": "1"}, registry.ToolEnv(python_enabled=False))
+        TOOLS.call(ctx, "run_python", {"code": "1"}, ToolEnv(python_enabled=False))
     assert getattr(caught.value, "code", None) == "unavailable"
 
 
 def test_arguments_are_checked_by_the_tool_model() -> None:
-    spec = registry.get("find_values")
+    spec = TOOLS.get_tool("find_values")
     assert spec.parse({"text": 1234}).text == "1234"  # numbers given for text stay text
     with pytest.raises(Exception, match="unknown argument 'tabel'"):
-        registry.get("describe_table").parse({"tabel": "orders"})
+        TOOLS.get_tool("describe_table").parse({"tabel": "orders"})
     with pytest.raises(Exception, match="limit"):
         spec.parse({"text": "x", "limit": "many"})
 
@@ -169,3 +174,66 @@ def test_flexsql_call_validates_before_connecting(db: str) -> None:
     )
     assert listed.returncode == 0, listed.stderr
     assert json.loads(listed.stdout)["columns"] == ["order_id", "status"]
+
+
+# -- a new tool is one declaration ------------------------------------------------------------------
+
+
+class CountRows(ToolArgs):
+    table: str
+    at_least: int = Field(0, ge=0, le=10**6, description="rows the answer must reach")
+
+
+class RowCount(ToolResult):
+    table: str
+    rows: int
+
+    def to_text(self, budget: TextBudget = TextBudget()) -> str:
+        return f"{self.table}: {self.rows} rows"
+
+
+@tool(lambda s: f"Count a table's rows (at least {CountRows.default('at_least')} by default).")
+def count_rows(ctx: ToolContext, args: CountRows) -> RowCount:
+    src = ctx.source()
+    info = src.catalog().resolve(args.table)
+    rows = src.execute(f"SELECT count(*) FROM {src.engine.quote_table(info)}").rows[0][0]
+    return RowCount(table=info.qualified, rows=max(rows, args.at_least))
+
+
+async def test_a_new_tool_is_one_declaration_listed_and_called_over_mcp(db: str) -> None:
+    sources = SourceRegistry([open_source(db, name="shop")])
+    server = build_server(Settings(), sources, tools=SERVED.with_tools(count_rows))
+    async with Client(server) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        assert listed["count_rows"].description == "Count a table's rows (at least 0 by default)."
+        assert listed["count_rows"].input_schema == {
+            "type": "object",
+            "properties": {
+                "table": {"type": "string"},
+                "at_least": {
+                    "default": 0,
+                    "description": "rows the answer must reach",
+                    "minimum": 0,
+                    "maximum": 10**6,
+                    "type": "integer",
+                },
+            },
+            "required": ["table"],
+        }
+        called = await client.call_tool("count_rows", {"table": "orders"})
+        assert not called.is_error and called.content[0].text.endswith("orders: 100 rows")
+        assert called.structured_content == {"table": "main.orders", "rows": 100}
+        refused = await client.call_tool("count_rows", {"table": "orders", "at_least": -1})
+    assert refused.is_error
+    assert "at_least=-1 is out of range: use a value from 0 to 1000000" in refused.content[0].text
+    # the plain function is callable without MCP, with its argument model
+    ctx = ToolContext(sources=sources)
+    assert count_rows(ctx, CountRows(table="orders", at_least=500)).rows == 500
+
+
+def test_a_declaration_without_models_is_refused() -> None:
+    with pytest.raises(TypeError, match="ToolArgs model"):
+
+        @tool("no model")
+        def broken(ctx: ToolContext, table: str) -> RowCount:  # pragma: no cover - never registered
+            raise AssertionError

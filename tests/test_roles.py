@@ -361,17 +361,17 @@ def test_role_state_table(sql: str, dialect: str | None, expected: dict[str, Any
 def test_sql_that_is_not_one_query_gives_an_empty_state_with_the_reason(sql: str) -> None:
     state = role_state(sql, "sqlite")
     assert state.error and state.empty
-    assert "no role-state" in state.to_text()
+    assert "no role-state" in state.summary()
 
 
-def test_to_text_is_compact_and_shows_nested_queries() -> None:
+def test_summary_is_compact_and_shows_nested_queries() -> None:
     state = role_state(
         "SELECT T2.name, count(*) FROM concert AS T1 JOIN stadium AS T2 ON T1.stadium_id = T2.stadium_id "
         "WHERE T1.year >= 2014 AND T2.stadium_id NOT IN (SELECT stadium_id FROM closed) "
         "GROUP BY T2.name ORDER BY count(*) DESC LIMIT 1",
         "sqlite",
     )
-    text = state.to_text()
+    text = state.summary()
     assert text.splitlines()[0] == (
         "tables: concert, stadium; select: stadium.name, count(*); filter: concert.year >= 2014, "
         "stadium.stadium_id not in (subquery 1); join: concert.stadium_id = stadium.stadium_id; "
@@ -379,7 +379,7 @@ def test_to_text_is_compact_and_shows_nested_queries() -> None:
     )
     assert text.splitlines()[1] == "  [subquery 1] tables: closed; select: closed.stadium_id"
     assert len(text) < 400
-    assert len(state.to_text(max_chars=80)) == 80 and state.to_text(max_chars=80).endswith("…")
+    assert len(state.summary(max_chars=80)) == 80 and state.summary(max_chars=80).endswith("…")
 
 
 BASE = "SELECT store, sum(amount) FROM sales WHERE year = 2024 GROUP BY store ORDER BY 2 DESC"
@@ -389,14 +389,14 @@ def test_diff_only_the_online_ones_adds_a_filter() -> None:
     online = BASE.replace("WHERE year = 2024", "WHERE year = 2024 AND channel = 'online'")
     diff = diff_roles(role_state(BASE, "duckdb"), role_state(online, "duckdb"))
     assert diff.added == {"filter": ["sales.channel = 'online'"]} and not diff.removed and not diff.literals
-    assert diff.to_text() == "filter +sales.channel = 'online'"
+    assert diff.summary() == "filter +sales.channel = 'online'"
 
 
 def test_diff_and_in_2023_changes_a_literal() -> None:
     diff = diff_roles(role_state(BASE, "duckdb"), role_state(BASE.replace("2024", "2023"), "duckdb"))
     assert not diff.added and not diff.removed
     assert [(c.column, c.op, c.old, c.new) for c in diff.literals] == [("sales.year", "=", "2024", "2023")]
-    assert diff.to_text() == "filter sales.year = 2024 → 2023"
+    assert diff.summary() == "filter sales.year = 2024 → 2023"
 
 
 def test_diff_of_structure_limit_and_nested_queries() -> None:
@@ -413,4 +413,4 @@ def test_diff_of_structure_limit_and_nested_queries() -> None:
     )
     assert "+subquery 1" in nested.nested and nested.added == {"filter": ["x.a in (subquery 1)"]}
     same = diff_roles(role_state("select A from X", "sqlite"), role_state("SELECT a FROM x", "sqlite"))
-    assert same.empty and same.to_text() == "no change in roles"
+    assert same.empty and same.summary() == "no change in roles"

@@ -15,12 +15,16 @@ from pathlib import Path
 import pytest
 from engines import engine_url
 
-from flexsql.config import SandboxConfig
+from flexsql.config import LimitsConfig, SandboxConfig, Settings
 from flexsql.errors import InvalidArgument, NotFoundError, RefusedError
 from flexsql.tools.engines import FetchLimits, SourceRegistry, open_source
-from flexsql.tools.python_tool import PythonResult, run_python, run_python_description
+from flexsql.tools.python_tool import PythonResult, RunPython, run_python
 from flexsql.tools.runtime.context import ToolContext
-from flexsql.tools.sandbox.supervisor import detect_isolation, get_sandbox, rows_from_table, table_from_rows
+from flexsql.tools.sandbox.arrow_io import rows_from_table, table_from_rows
+from flexsql.tools.sandbox.isolation import detect_isolation
+from flexsql.tools.sandbox.launch import WORKER_MAIN
+from flexsql.tools.sandbox.supervisor import get_sandbox
+from flexsql.tools.toolbox import TOOLS
 
 TEST_SANDBOX = SandboxConfig(
     timeout_s=10, cpu_s=10, memory_mb=512, file_mb=32, max_processes=64, max_output_chars=2000
@@ -71,7 +75,7 @@ def test_pandas_computation_over_a_query_result_matches_sql(ctx):
         "print('countries:', len(by_country))\n"
         "by_country.reset_index()\n"
     )
-    result = ok(run_python(ctx, code, result_ids=[lines.result_id]))
+    result = ok(run_python(ctx, RunPython(code=code, result_ids=[lines.result_id])))
     assert result.stdout.strip() == "countries: 3"
     expected = ctx.source().execute(
         "SELECT c.country, sum(o.quantity * p.price) AS revenue FROM orders o "
@@ -93,18 +97,23 @@ def test_results_arrive_as_dfs_and_df_only_when_there_is_one(ctx):
     c, p = customers.result_id, products.result_id
     both = ok(
         run_python(
-            ctx, f"sorted(dfs), len(dfs['{c}']), len(dfs['{p}']), 'df' in globals()", result_ids=[c, p]
+            ctx,
+            RunPython(
+                code=f"sorted(dfs), len(dfs['{c}']), len(dfs['{p}']), 'df' in globals()", result_ids=[c, p]
+            ),
         )
     )
     assert both.value_repr == repr((sorted([customers.result_id, products.result_id]), 5, 4, False))
-    one = ok(run_python(ctx, "list(df.columns), df.shape", result_ids=[customers.result_id]))
+    one = ok(run_python(ctx, RunPython(code="list(df.columns), df.shape", result_ids=[customers.result_id])))
     assert one.value_repr == "(['customer_id', 'name', 'country', 'segment'], (5, 4))"
 
 
 def test_returned_dataframe_becomes_a_result_like_a_query_result(ctx):
     orders = put_query(ctx, "SELECT order_id, quantity, order_date FROM orders")
     result = ok(
-        run_python(ctx, "df[df.quantity >= 2].sort_values('order_id')", result_ids=[orders.result_id])
+        run_python(
+            ctx, RunPython(code="df[df.quantity >= 2].sort_values('order_id')", result_ids=[orders.result_id])
+        )
     )
     assert result.result_id is not None and result.result_id != orders.result_id
     stored = ctx.results.get(result.result_id)
@@ -121,11 +130,15 @@ def test_returned_dataframe_becomes_a_result_like_a_query_result(ctx):
 
 def test_series_and_labelled_index_become_columns(ctx):
     customers = put_query(ctx, "SELECT * FROM customers")
-    result = ok(run_python(ctx, "df['segment'].value_counts()", result_ids=[customers.result_id]))
+    result = ok(
+        run_python(ctx, RunPython(code="df['segment'].value_counts()", result_ids=[customers.result_id]))
+    )
     stored = ctx.results.get(result.result_id)
     assert stored.columns == ["segment", "count"]
     assert sorted(stored.rows) == [("B2B", 2), ("B2C", 3)]
-    described = ok(run_python(ctx, "df[['customer_id']].describe()", result_ids=[customers.result_id]))
+    described = ok(
+        run_python(ctx, RunPython(code="df[['customer_id']].describe()", result_ids=[customers.result_id]))
+    )
     labels = [row[0] for row in ctx.results.get(described.result_id).rows]
     assert labels[:2] == ["count", "mean"]
 
@@ -136,7 +149,7 @@ def test_duckdb_queries_the_dataframes_in_process(ctx):
         "import duckdb\n"
         'duckdb.sql("SELECT status, sum(quantity) AS q FROM df GROUP BY status ORDER BY status").df()'
     )
-    result = ok(run_python(ctx, code, result_ids=[orders.result_id]))
+    result = ok(run_python(ctx, RunPython(code=code, result_ids=[orders.result_id])))
     assert ctx.results.get(result.result_id).rows == [("C", 3), ("P", 4), ("S", 15)]
 
 
@@ -157,7 +170,7 @@ def test_values_of_every_common_type_survive_the_round_trip(ctx):
     stored = ctx.results.put(
         columns=["i", "s", "f", "d", "day", "ts", "b"], types=[], rows=rows, total_rows=3
     )
-    result = ok(run_python(ctx, "df", result_ids=[stored.result_id]))
+    result = ok(run_python(ctx, RunPython(code="df", result_ids=[stored.result_id])))
     back = ctx.results.get(result.result_id)
     assert back.rows == rows
     assert back.types == ["BIGINT", "VARCHAR", "DOUBLE", "DECIMAL(4,2)", "DATE", "TIMESTAMP", "BOOLEAN"]
@@ -169,7 +182,11 @@ def test_mixed_type_columns_travel_as_text():
 
 
 def test_nan_from_pandas_is_stored_as_null(ctx):
-    result = ok(run_python(ctx, "import numpy as np\npd.DataFrame({'x': [1.0, np.nan], 'n': [1, None]})"))
+    result = ok(
+        run_python(
+            ctx, RunPython(code="import numpy as np\npd.DataFrame({'x': [1.0, np.nan], 'n': [1, None]})")
+        )
+    )
     assert ctx.results.get(result.result_id).rows == [(1.0, 1.0), (None, None)]
 
 
@@ -181,7 +198,7 @@ def test_flexsql_sql_runs_read_only_queries_through_the_server(shop):
         "print(counts)\n"
         "flexsql.sql('SELECT customer_id, name FROM customers WHERE customer_id <= 2 ORDER BY customer_id')"
     )
-    result = ok(run_python(ctx, code))
+    result = ok(run_python(ctx, RunPython(code=code)))
     assert result.sql_calls == 4
     assert result.stdout.strip() == "{'customers': 5, 'products': 4, 'orders': 7}"
     stored = ctx.results.get(result.result_id)
@@ -198,7 +215,7 @@ def test_flexsql_sql_is_refused_for_writes(shop):
         "    print('refused:', exc)\n"
         "flexsql.sql('DROP TABLE customers')\n"
     )
-    result = run_python(ctx, code)
+    result = run_python(ctx, RunPython(code=code))
     assert not result.ok and result.error_type == "SQLError"
     assert "refused: RefusedError" in result.stdout
     assert "flexsql.SQLError: RefusedError" in result.error
@@ -206,29 +223,19 @@ def test_flexsql_sql_is_refused_for_writes(shop):
     assert shop.execute("SELECT count(*) FROM customers").rows[0][0] == 5
 
 
-def test_flexsql_sql_uses_the_given_runner_and_reports_truncation(duck):
-    ctx = ToolContext(sources=SourceRegistry([duck]), sandbox=TEST_SANDBOX)
-    seen: list[str] = []
-
-    def capped(sql: str):
-        seen.append(sql)
-        return duck.execute(sql, limits=FetchLimits(max_rows=3, count_limit=100))
-
-    result = ok(
-        run_python(
-            ctx,
-            "d = flexsql.sql('SELECT * FROM orders')\nlen(d), d.attrs['total_rows'], d.attrs['truncated']",
-            sql_runner=capped,
-        )
+def test_flexsql_sql_keeps_the_stores_row_cap_and_reports_truncation(duck):
+    ctx = ToolContext(
+        sources=SourceRegistry([duck]), sandbox=TEST_SANDBOX, limits=LimitsConfig(store_rows=1000)
     )
-    assert seen == ["SELECT * FROM orders"]
-    assert result.value_repr == "(3, 7, True)"
-    assert "only the first 3 of 7 rows" in result.stderr
+    code = "d = flexsql.sql('SELECT * FROM range(2500)')\nlen(d), d.attrs['total_rows'], d.attrs['truncated']"
+    result = ok(run_python(ctx, RunPython(code=code)))
+    assert result.value_repr == "(1000, 1001, True)"
+    assert "only the first 1000 of 1001" in result.stderr
 
 
 def test_stdout_and_stderr_are_captured_and_cut_as_stated(ctx):
     code = "import sys\nprint('x' * 5000)\nprint('warn', file=sys.stderr)\n"
-    result = ok(run_python(ctx, code))
+    result = ok(run_python(ctx, RunPython(code=code)))
     assert result.stdout == "x" * TEST_SANDBOX.max_output_chars
     assert result.stdout_truncated and result.stdout_chars == 5001
     assert result.stderr == "warn\n" and not result.stderr_truncated and result.stderr_chars == 5
@@ -238,7 +245,7 @@ def test_stdout_and_stderr_are_captured_and_cut_as_stated(ctx):
 def test_an_exception_returns_the_users_traceback_only(ctx):
     orders = put_query(ctx, "SELECT * FROM orders")
     code = "def pick(frame):\n    return frame['no_such_column']\n\nx = 1\npick(df)\n"
-    result = run_python(ctx, code, result_ids=[orders.result_id])
+    result = run_python(ctx, RunPython(code=code, result_ids=[orders.result_id]))
     assert not result.ok and result.error_type == "KeyError"
     assert 'File "<cell>", line 5, in <module>' in result.error
     assert 'File "<cell>", line 2, in pick' in result.error
@@ -249,42 +256,54 @@ def test_an_exception_returns_the_users_traceback_only(ctx):
 
 
 def test_syntax_errors_point_at_the_line(ctx):
-    result = run_python(ctx, "x = 1\ny = (2 +\n")
+    result = run_python(ctx, RunPython(code="x = 1\ny = (2 +\n"))
     assert result.error_type == "SyntaxError" and 'File "<cell>", line 2' in result.error
 
 
 def test_last_expression_value_and_no_value(ctx):
-    assert ok(run_python(ctx, "x = 21\nx * 2")).value_repr == "42"
-    quiet = ok(run_python(ctx, "x = 21"))
+    assert ok(run_python(ctx, RunPython(code="x = 21\nx * 2"))).value_repr == "42"
+    quiet = ok(run_python(ctx, RunPython(code="x = 21")))
     assert quiet.value_repr is None and quiet.result_id is None
     assert "no output" in quiet.to_text()
-    long = ok(run_python(ctx, "'y' * 10000"))
+    long = ok(run_python(ctx, RunPython(code="'y' * 10000")))
     assert len(long.value_repr) < 2100 and long.value_repr.endswith("(10000 chars)")
 
 
 def test_asyncio_works_inside_the_sandbox(ctx):
     # asyncio needs a socketpair; the sandbox refuses new sockets but not socketpairs
     assert (
-        ok(run_python(ctx, "import asyncio\nasync def f():\n    return 6 * 7\nasyncio.run(f())")).value_repr
+        ok(
+            run_python(
+                ctx, RunPython(code="import asyncio\nasync def f():\n    return 6 * 7\nasyncio.run(f())")
+            )
+        ).value_repr
         == "42"
     )
 
 
 def test_nothing_survives_from_one_call_to_the_next(ctx):
-    ok(run_python(ctx, "import builtins\nbuiltins.leak = 1\nx = 1\nopen('note.txt', 'w').write('hi')"))
+    ok(
+        run_python(
+            ctx,
+            RunPython(code="import builtins\nbuiltins.leak = 1\nx = 1\nopen('note.txt', 'w').write('hi')"),
+        )
+    )
     result = run_python(
-        ctx, "import os\nimport builtins\n(os.path.exists('note.txt'), hasattr(builtins, 'leak'))"
+        ctx,
+        RunPython(code="import os\nimport builtins\n(os.path.exists('note.txt'), hasattr(builtins, 'leak'))"),
     )
     assert ok(result).value_repr == "(False, False)"
-    assert run_python(ctx, "x").error_type == "NameError"
+    assert run_python(ctx, RunPython(code="x")).error_type == "NameError"
 
 
 def test_working_directory_is_private_and_removed(ctx):
     result = ok(
         run_python(
             ctx,
-            "import os, stat\nst = os.stat('.')\n"
-            "os.getcwd(), oct(stat.S_IMODE(st.st_mode)), st.st_uid, os.getuid()",
+            RunPython(
+                code="import os, stat\nst = os.stat('.')\n"
+                "os.getcwd(), oct(stat.S_IMODE(st.st_mode)), st.st_uid, os.getuid()"
+            ),
         )
     )
     cwd, mode, owner, uid = eval(result.value_repr)  # noqa: S307 - our own repr of plain values
@@ -296,7 +315,7 @@ def test_working_directory_is_private_and_removed(ctx):
 
 def test_environment_is_empty(ctx, monkeypatch):
     monkeypatch.setenv("FLEXSQL_TEST_SECRET_TOKEN", "hunter2")
-    result = ok(run_python(ctx, "import os\nsorted(os.environ)"))
+    result = ok(run_python(ctx, RunPython(code="import os\nsorted(os.environ)")))
     assert "FLEXSQL_TEST_SECRET_TOKEN" not in result.value_repr
     assert eval(result.value_repr) == sorted(
         [
@@ -314,29 +333,23 @@ def test_environment_is_empty(ctx, monkeypatch):
 def test_disabled_sandbox_refuses(duck):
     ctx = ToolContext(sources=SourceRegistry([duck]), sandbox=SandboxConfig(enabled=False))
     with pytest.raises(RefusedError, match="disabled"):
-        run_python(ctx, "1")
+        run_python(ctx, RunPython(code="1"))
 
 
 def test_bad_arguments_are_explained(ctx):
     with pytest.raises(NotFoundError, match="r999"):
-        run_python(ctx, "df", result_ids=["r999"])
+        run_python(ctx, RunPython(code="df", result_ids=["r999"]))
     with pytest.raises(InvalidArgument, match="code is empty"):
-        run_python(ctx, "   ")
-    with pytest.raises(InvalidArgument, match="timeout_s"):
-        run_python(ctx, "1", timeout_s=-1)
-    capped = ok(run_python(ctx, "1", timeout_s=9999))
+        run_python(ctx, RunPython(code="   "))
+    with pytest.raises(InvalidArgument, match="timeout_s=-1 is out of range: use a value of at least 0"):
+        TOOLS.call(ctx, "run_python", {"code": "1", "timeout_s": -1})
+    capped = ok(run_python(ctx, RunPython(code="1", timeout_s=9999)))
     assert "lowered to the server's limit of 10 s" in capped.to_text()
 
 
-def test_description_states_limits_and_enforced_layers():
-    text = run_python_description(TEST_SANDBOX)
-    assert "10 s wall clock" in text and "512 MB memory" in text and "2000 characters" in text
-    assert "audit hook" in text and "empty environment" in text
-    iso = detect_isolation()
-    if iso.landlock_abi:
-        assert "Landlock" in text
-    if iso.network_namespace:
-        assert "network namespace" in text
+def test_description_states_the_configured_limits():
+    text = TOOLS.get_tool("run_python").describe(Settings(sandbox=TEST_SANDBOX))
+    assert "10 s, 512 MB, output ≤ 2,000 characters" in text
 
 
 def test_template_reports_what_it_enforces():
@@ -355,7 +368,7 @@ def test_concurrent_calls_are_isolated_from_each_other(ctx):
         for i in range(4)
     ]
     with ThreadPoolExecutor(4) as pool:
-        results = list(pool.map(lambda code: run_python(ctx, code), codes))
+        results = list(pool.map(lambda code: run_python(ctx, RunPython(code=code)), codes))
     assert [ok(r).value_repr for r in results] == [f"(['mine.txt'], '{i}')" for i in range(4)]
 
 
@@ -379,3 +392,54 @@ def test_working_directories_of_dead_servers_are_removed(tmp_path):
         assert Path(sandbox.base).is_dir()  # its own, recorded with a live owner
     finally:
         sandbox.close()
+
+
+# what the worker may import besides the standard library, and only inside functions
+WORKER_THIRD_PARTY = {"numpy", "pandas", "pyarrow", "duckdb"}
+
+
+def test_the_worker_imports_nothing_of_flexsql():
+    """Every module of the worker package imports the standard library, its sibling modules (relative
+    imports), and pandas & co: nothing of flexsql, nothing that could reach a source or a credential."""
+    import ast
+    import sys
+
+    modules = sorted(WORKER_MAIN.parent.glob("*.py"))
+    assert len(modules) >= 8
+    for path in modules:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                assert top in sys.stdlib_module_names or top in WORKER_THIRD_PARTY, f"{path.name}: {name}"
+
+
+def test_the_worker_loads_in_an_isolated_interpreter_with_every_module_before_the_fork():
+    """As the template starts (-I -S -B: the standard library alone on sys.path), the package loads from
+    its directory, and importing zygote.py imports every module of it, so a child never reads the worker's
+    files; nothing of flexsql and none of pandas & co is imported at that point."""
+    import json
+    import subprocess
+    import sys
+
+    probe = (
+        "import json, runpy, sys\n"
+        f"entry = runpy.run_path({str(WORKER_MAIN)!r}, run_name='probe')\n"
+        "entry['load_package']()\n"
+        "__import__(entry['PACKAGE'] + '.zygote')\n"
+        "print(json.dumps([entry['PACKAGE'], sys.path, sorted(sys.modules)]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-B", "-c", probe], capture_output=True, text=True, env={}, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    package, path, loaded = json.loads(done.stdout)
+    assert not any(str(WORKER_MAIN.parent.parent) in entry for entry in path)
+    modules = {p.stem for p in WORKER_MAIN.parent.glob("*.py")} - {"__init__", "__main__"}
+    assert {f"{package}.{name}" for name in modules} <= set(loaded)
+    assert not [name for name in loaded if name.split(".")[0] in {"flexsql", *WORKER_THIRD_PARTY}]

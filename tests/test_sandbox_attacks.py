@@ -22,9 +22,11 @@ from engines import engine_url
 
 from flexsql.config import SandboxConfig
 from flexsql.tools.engines import SourceRegistry, open_source
-from flexsql.tools.python_tool import PythonResult, run_python
+from flexsql.tools.python_tool import PythonResult, RunPython, run_python
 from flexsql.tools.runtime.context import ToolContext
-from flexsql.tools.sandbox.supervisor import Sandbox, SandboxLimits, detect_isolation
+from flexsql.tools.sandbox.isolation import detect_isolation
+from flexsql.tools.sandbox.limits import SandboxLimits
+from flexsql.tools.sandbox.supervisor import Sandbox
 
 ATTACK_SANDBOX = SandboxConfig(
     timeout_s=2, cpu_s=5, memory_mb=256, file_mb=16, max_processes=32, max_output_chars=1000
@@ -328,10 +330,10 @@ def _code(attack: Attack, env: Env) -> str:
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.name for a in ATTACKS])
 def test_attack_is_contained(attack: Attack, env: Env):
     ctx = env.ctx if attack.sandbox is None else ToolContext(sources=env.ctx.sources, sandbox=attack.sandbox)
-    result = run_python(ctx, _code(attack, env))
+    result = run_python(ctx, RunPython(code=_code(attack, env)))
     attack.check(result, env)
     # the server is still serving, the sources are still there, and the next call is clean
-    after = run_python(env.ctx, "6 * 7")
+    after = run_python(env.ctx, RunPython(code="6 * 7"))
     assert after.ok and after.value_repr == "42", after.to_text()
     assert sqlite3.connect(env.sqlite_path).execute("SELECT count(*) FROM customers").fetchone() == (5,)
 
@@ -446,7 +448,7 @@ def test_template_survives_a_killed_child_and_restarts_when_killed(env: Env):
     sandbox = get_sandbox()
     pid = sandbox.start()["pid"]
     os.kill(pid, 9)
-    result = run_python(env.ctx, "1 + 1")
+    result = run_python(env.ctx, RunPython(code="1 + 1"))
     assert result.ok and result.value_repr == "2"
     assert sandbox.start()["pid"] != pid
 

@@ -8,8 +8,9 @@ import pytest
 
 from flexsql.tools.engines import SourceRegistry, open_source
 from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.search.index import search_index
 from flexsql.tools.search.keys import key_entity
-from flexsql.tools.search.ranking import search_index, search_schema
+from flexsql.tools.search.ranking import SearchSchema, search_schema
 
 
 @pytest.fixture()
@@ -46,7 +47,7 @@ def test_key_entity_reads_common_spellings() -> None:
 
 
 def test_hub_table_the_question_never_names_is_found_through_its_key(ctx: ToolContext) -> None:
-    result = search_schema(ctx, "pit stop duration and lap position on each lap", limit=5)
+    result = search_schema(ctx, SearchSchema(query="pit stop duration and lap position on each lap", limit=5))
     names = [t.table for t in result.tables]
     assert names[:2] == ["f1.pit_stops", "f1.lap_positions"] or names[:2] == [
         "f1.lap_positions",
@@ -60,13 +61,20 @@ def test_hub_table_the_question_never_names_is_found_through_its_key(ctx: ToolCo
 
     engine = search_index(ctx, ctx.source(None))
     engine.params = dataclasses.replace(engine.params, inferred_share=0.0)
-    without = [t.table for t in search_schema(ctx, "pit stop duration and lap position on each lap").tables]
+    without = [
+        t.table
+        for t in search_schema(
+            ctx, SearchSchema(query="pit stop duration and lap position on each lap")
+        ).tables
+    ]
     # only the schema would lift it then: padding, not a hit
     assert "f1.races" not in without or without.index("f1.races") > without.index("f1.liveries")
 
 
 def test_acronym_matches_the_catalog_word_it_begins(ctx: ToolContext) -> None:
-    result = search_schema(ctx, "the nearest GHCN station to the circuit", limit=3)
+    result = search_schema(ctx, SearchSchema(query="the nearest GHCN station to the circuit", limit=3))
     assert result.tables[0].table == "weather.ghcnd_stations"
     # a lower-case word is not stretched the same way: 'obs' is no acronym
-    assert "weather.observations" not in [t.table for t in search_schema(ctx, "obs").tables]
+    assert "weather.observations" not in [
+        t.table for t in search_schema(ctx, SearchSchema(query="obs")).tables
+    ]

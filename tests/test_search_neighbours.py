@@ -8,7 +8,7 @@ from pathlib import Path
 
 from flexsql.tools.engines import SourceRegistry, open_source
 from flexsql.tools.runtime.context import ToolContext
-from flexsql.tools.search.ranking import search_schema
+from flexsql.tools.search.ranking import SearchSchema, search_schema
 
 
 def _search(path: Path, statements: list[str], query: str) -> list[tuple[str, list[str]]]:
@@ -20,7 +20,9 @@ def _search(path: Path, statements: list[str], query: str) -> list[tuple[str, li
     con.close()
     source = open_source(f"duckdb:///{path}", name="w")
     try:
-        result = search_schema(ToolContext(sources=SourceRegistry([source])), query, limit=10)
+        result = search_schema(
+            ToolContext(sources=SourceRegistry([source])), SearchSchema(query=query, limit=10)
+        )
     finally:
         source.close()
     return [(hit.table, hit.why) for hit in result.tables]

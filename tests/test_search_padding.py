@@ -8,7 +8,8 @@ from pathlib import Path
 
 from flexsql.tools.engines import SourceRegistry, open_source
 from flexsql.tools.runtime.context import ToolContext
-from flexsql.tools.search.ranking import SCHEMA_FILLER, search_schema
+from flexsql.tools.search.explain import SCHEMA_FILLER
+from flexsql.tools.search.ranking import SearchSchema, search_schema
 
 
 def test_schema_only_hits_rank_last_and_say_so(tmp_path: Path) -> None:
@@ -26,7 +27,9 @@ def test_schema_only_hits_rank_last_and_say_so(tmp_path: Path) -> None:
     con.close()
     source = open_source(f"duckdb:///{path}", name="w")
     try:
-        result = search_schema(ToolContext(sources=SourceRegistry([source])), "invoice totals", limit=10)
+        result = search_schema(
+            ToolContext(sources=SourceRegistry([source])), SearchSchema(query="invoice totals", limit=10)
+        )
     finally:
         source.close()
     names = [hit.table.split(".")[-1] for hit in result.tables]

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from flexsql.tools.search import synonyms as syn
 from flexsql.tools.engines import SourceRegistry, open_source
 from flexsql.tools.runtime.context import ToolContext
-from flexsql.tools.search.ranking import search_schema
+from flexsql.tools.search import synonyms as syn
+from flexsql.tools.search.ranking import SearchSchema, search_schema
 
 # name -> (lemmas, [(pointer symbol, target name)], gloss); pointers are written both ways as WordNet does
 NOUNS: dict[str, tuple[list[str], list[tuple[str, str]], str]] = {
@@ -191,7 +191,9 @@ def clinic(tmp_path: Path) -> ToolContext:
 
 
 def test_question_words_reach_schema_words_through_wordnet(use_wordnet: Path, clinic: ToolContext) -> None:
-    result = search_schema(clinic, "How many medications did each participant take?", limit=3)
+    result = search_schema(
+        clinic, SearchSchema(query="How many medications did each participant take?", limit=3)
+    )
     assert result.tables[0].table.endswith("drug_exposure")
     assert "'medications' ~ 'drug' (WordNet)" in "; ".join(result.tables[0].why)
     assert result.tables[1].table.endswith(".person")  # 'participant' ~ 'person', broader (WordNet)
@@ -201,7 +203,7 @@ def test_question_words_reach_schema_words_through_wordnet(use_wordnet: Path, cl
 def test_a_word_the_question_uses_counts_more_than_a_synonym(use_wordnet: Path, clinic: ToolContext) -> None:
     # 'person' is in the question and in the catalog: WordNet adds nothing for it, and the table named
     # by the question's own word ranks first
-    result = search_schema(clinic, "person with the most medications", limit=3)
+    result = search_schema(clinic, SearchSchema(query="person with the most medications", limit=3))
     assert result.tables[0].table.endswith(".person")
     assert all("~ 'person'" not in w for t in result.tables for w in t.why)
 
@@ -209,7 +211,7 @@ def test_a_word_the_question_uses_counts_more_than_a_synonym(use_wordnet: Path, 
 def test_verb_senses_are_not_used(use_wordnet: Path, clinic: ToolContext) -> None:
     wn = syn.wordnet()
     assert wn is not None and "ship" in {r.word for r in wn.related("forward")}
-    result = search_schema(clinic, "forward the medications", limit=8)
+    result = search_schema(clinic, SearchSchema(query="forward the medications", limit=8))
     assert all("'forward' ~" not in w for t in result.tables for w in t.why)
 
 
@@ -218,7 +220,9 @@ def test_without_wordnet_nothing_is_expanded(
 ) -> None:
     monkeypatch.setenv(syn.ENV, "off")
     assert syn.wordnet_dir() is None and syn.wordnet() is None
-    result = search_schema(clinic, "How many medications did each participant take?", limit=3)
+    result = search_schema(
+        clinic, SearchSchema(query="How many medications did each participant take?", limit=3)
+    )
     assert all("WordNet" not in w for t in result.tables for w in t.why)
     monkeypatch.setenv(syn.ENV, str(wordnet_files / "missing"))  # a folder without the files: same
     assert syn.wordnet_dir() is None
@@ -234,7 +238,7 @@ def test_unreadable_files_mean_no_synonyms_not_an_error(
     monkeypatch.setenv(syn.ENV, str(folder))
     monkeypatch.setenv("FLEXSQL_CACHE_DIR", str(tmp_path / "cache"))
     assert syn.wordnet(wait=True) is None
-    assert search_schema(clinic, "medications", limit=3).tables is not None
+    assert search_schema(clinic, SearchSchema(query="medications", limit=3)).tables is not None
 
 
 def test_first_use_builds_in_the_background(

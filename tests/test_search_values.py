@@ -6,7 +6,7 @@ import pytest
 
 from flexsql.tools.engines import SourceRegistry, open_source
 from flexsql.tools.runtime.context import ToolContext
-from flexsql.tools.values.find import find_values
+from flexsql.tools.values.find import FindValues, find_values
 
 
 @pytest.fixture()
@@ -36,7 +36,7 @@ def ctx(tmp_path) -> ToolContext:
 
 
 def test_bare_literal_top_names_more_than_one_schema(ctx: ToolContext) -> None:
-    result = find_values(ctx, "France", limit=3)
+    result = find_values(ctx, FindValues(text="France", limit=3))
     assert {m.match for m in result.matches} == {"exact"}
     schemas = [m.table.split(".")[0] for m in result.matches]
     assert "concert_singer" in schemas  # not three siblings of the shop schema
@@ -44,12 +44,12 @@ def test_bare_literal_top_names_more_than_one_schema(ctx: ToolContext) -> None:
 
 
 def test_context_puts_the_schema_it_names_first(ctx: ToolContext) -> None:
-    result = find_values(ctx, "France", limit=2, context="Which singers are from France?")
+    result = find_values(ctx, FindValues(text="France", limit=2, context="Which singers are from France?"))
     assert (result.matches[0].table, result.matches[0].column) == ("concert_singer.singer", "country")
     assert "singers" in result.matches[0].context_words or "singer" in result.matches[0].context_words
     assert "context:" in result.to_text()
 
 
 def test_one_schema_keeps_its_own_order(ctx: ToolContext) -> None:
-    result = find_values(ctx, "France", schema="shop", limit=3)
+    result = find_values(ctx, FindValues(text="France", schema="shop", limit=3))
     assert [m.table for m in result.matches] == ["shop.customers", "shop.suppliers", "shop.warehouses"]

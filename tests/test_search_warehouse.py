@@ -8,8 +8,8 @@ from flexsql.errors import NotFoundError
 from flexsql.tools.engines import SourceRegistry, open_source
 from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.search.families import families, family_units, question_dates
-from flexsql.tools.search.ranking import search_schema
-from flexsql.tools.values.find import find_values
+from flexsql.tools.search.ranking import SearchSchema, search_schema
+from flexsql.tools.values.find import FindValues, find_values
 
 FILLER_SCHEMAS = [f"dataset_{i:02d}" for i in range(12)]
 EVENT_COLS = (
@@ -97,7 +97,7 @@ def test_families_group_same_shape_similar_columns(wh: ToolContext) -> None:
 
 
 def test_a_family_takes_one_slot_and_names_its_range(wh: ToolContext) -> None:
-    result = search_schema(wh, "app events by platform", limit=5)
+    result = search_schema(wh, SearchSchema(query="app events by platform", limit=5))
     top = result.tables[0]
     assert top.table == "analytics.events_20210131"  # the latest stands for the family
     assert (top.family, top.family_size) == ("analytics.events_*", 31)
@@ -116,17 +116,21 @@ def test_a_family_takes_one_slot_and_names_its_range(wh: ToolContext) -> None:
     ],
 )
 def test_question_dates_pick_the_shard(wh: ToolContext, question: str, shard: str) -> None:
-    top = search_schema(wh, question, limit=5).tables[0]
+    top = search_schema(wh, SearchSchema(query=question, limit=5)).tables[0]
     assert top.table == shard
     assert top.why[0] == f"question dates name {shard.split('.')[1]}"
 
 
 def test_two_digit_years_and_releases(wh: ToolContext) -> None:
-    top = search_schema(wh, "occupation and wage of respondents in 2016", limit=3).tables[0]
+    top = search_schema(wh, SearchSchema(query="occupation and wage of respondents in 2016", limit=3)).tables[
+        0
+    ]
     assert top.table == "survey.indiv16" and top.date_members == ["indiv16"]
-    clinical = search_schema(wh, "primary diagnosis and vital status", limit=3).tables[0]
+    clinical = search_schema(wh, SearchSchema(query="primary diagnosis and vital status", limit=3)).tables[0]
     assert clinical.table == "clinical.clinical_gdc_r35" and clinical.family_size == 3
-    acs = search_schema(wh, "median income by state from the 2018 survey", limit=3).tables[0]
+    acs = search_schema(
+        wh, SearchSchema(query="median income by state from the 2018 survey", limit=3)
+    ).tables[0]
     assert acs.table in ("census.state_2018_1yr", "census.state_2018_5yr")
     assert set(acs.date_members) == {"state_2018_1yr", "state_2018_5yr"}
 
@@ -139,29 +143,36 @@ def test_date_ranges_name_every_year() -> None:
 
 
 def test_distinct_concepts_fill_the_result(wh: ToolContext) -> None:
-    names = _names(search_schema(wh, "customers, their orders and the suppliers", limit=3))
+    names = _names(
+        search_schema(wh, SearchSchema(query="customers, their orders and the suppliers", limit=3))
+    )
     assert set(names) == {"crm.customers", "crm.orders", "crm.suppliers"}
 
 
 def test_find_values_schema_and_context(wh: ToolContext) -> None:
-    bare = find_values(wh, "France")
+    bare = find_values(wh, FindValues(text="France"))
     assert {(m.table, m.column) for m in bare.matches} == {
         ("crm.customers", "country"),
         ("crm.suppliers", "country"),
         ("crm.orders", "ship_country"),
     }
     # the context names the supplier side: that column comes first, and the result says why
-    ctx_hit = find_values(wh, "France", context="Which suppliers are based in France?").matches[0]
+    ctx_hit = find_values(
+        wh, FindValues(text="France", context="Which suppliers are based in France?")
+    ).matches[0]
     assert (ctx_hit.table, ctx_hit.column) == ("crm.suppliers", "country")
     assert ctx_hit.context_words == ["suppliers"]
-    assert "context: 'suppliers'" in find_values(wh, "France", context="suppliers in France").to_text()
-    shipped = find_values(wh, "France", context="orders shipped to France").matches[0]
+    assert (
+        "context: 'suppliers'"
+        in find_values(wh, FindValues(text="France", context="suppliers in France")).to_text()
+    )
+    shipped = find_values(wh, FindValues(text="France", context="orders shipped to France")).matches[0]
     assert (shipped.table, shipped.column) == ("crm.orders", "ship_country")
-    only = find_values(wh, "France", schema="crm", tables=["crm.customers"])
+    only = find_values(wh, FindValues(text="France", schema="crm", tables=["crm.customers"]))
     assert [(m.table, m.column) for m in only.matches] == [("crm.customers", "country")]
-    assert find_values(wh, "France", schema="analytics").matches == []
+    assert find_values(wh, FindValues(text="France", schema="analytics")).matches == []
     with pytest.raises(NotFoundError, match="schema 'crn' not found; did you mean: crm"):
-        find_values(wh, "France", schema="crn")
+        find_values(wh, FindValues(text="France", schema="crn"))
 
 
 # -- tables with the same columns ------------------------------------------------------------------
@@ -208,13 +219,13 @@ def forum_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 def _forum_search(url: str, question: str, **params):
     import dataclasses
 
-    from flexsql.tools.search.ranking import Params, SearchIndex
+    from flexsql.tools.search.index import Params, SearchIndex
 
     source = open_source(url, name="forum")
     try:
         ctx = ToolContext(sources=SourceRegistry([source]))
         ctx.caches["search:forum"] = SearchIndex(source.catalog(), dataclasses.replace(Params(), **params))
-        return search_schema(ctx, question, limit=10)
+        return search_schema(ctx, SearchSchema(query=question, limit=10))
     finally:
         source.close()
 
@@ -279,7 +290,7 @@ def test_twins_of_wide_tables_are_told_from_a_sketch_of_their_columns() -> None:
     import heapq
     import zlib
 
-    from flexsql.tools.search.ranking import SKETCH_SIZE, _jaccard
+    from flexsql.tools.search.index import SKETCH_SIZE, _jaccard
 
     def sketch(names: set[str]) -> frozenset[int]:
         return frozenset(heapq.nsmallest(SKETCH_SIZE, {zlib.crc32(n.encode()) for n in names}))

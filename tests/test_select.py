@@ -1,4 +1,4 @@
-"""Execution-grounded selection (flexsql.agent.select) over real query results.
+"""Execution-grounded selection (flexsql.tools.select) over real query results.
 
 Every candidate's result comes from a real query (run_query on a SQLite or DuckDB file built here),
 or from run_python, and lives in a real ResultStore."""
@@ -11,12 +11,13 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from flexsql.agent.select import CandidateIn, expected_shape, select_candidates, select_result
 from flexsql.errors import InvalidArgument, NotFoundError
 from flexsql.tools.engines import SourceRegistry, open_source
-from flexsql.tools.python_tool import run_python
-from flexsql.tools.query import run_query
+from flexsql.tools.python_tool import RunPython, run_python
+from flexsql.tools.query import RunQuery, run_query
 from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.select import CandidateIn, SelectResult, expected_shape, select_candidates, select_result
+from flexsql.tools.toolbox import TOOLS
 
 ROWS = [
     ("north", "apple", 10, 0.0),
@@ -55,7 +56,7 @@ def ctx(request: pytest.FixtureRequest, tmp_path: Path):
 
 def sql(ctx: ToolContext, cid: str, code: str, **extra) -> CandidateIn:
     """A candidate whose code really ran."""
-    out = run_query(ctx, code)
+    out = run_query(ctx, RunQuery(sql=code))
     return CandidateIn(candidate_id=cid, result_id=out.result_id, code=code, **extra)
 
 
@@ -172,9 +173,9 @@ def test_top_five_question_prefers_five_rows(ctx):
 
 
 def test_sql_and_python_agreeing_beat_two_sql_candidates(ctx):
-    base = run_query(ctx, "SELECT region, amount FROM sales")
+    base = run_query(ctx, RunQuery(sql="SELECT region, amount FROM sales"))
     code = "df.groupby('region', as_index=False).agg(total=('amount', 'sum'))"
-    py = run_python(ctx, code, result_ids=[base.result_id])
+    py = run_python(ctx, RunPython(code=code, result_ids=[base.result_id]))
     assert py.ok, py.error
     cands = [
         sql(ctx, "sql_max1", "SELECT region, MAX(amount) FROM sales GROUP BY region"),
@@ -259,10 +260,10 @@ def test_duplicate_candidate_ids_are_refused(ctx):
 
 
 def test_select_result_chooses_among_stored_results(ctx):
-    r1 = run_query(ctx, "SELECT COUNT(*) FROM sales WHERE product = 'apple'").result_id
-    r2 = run_query(ctx, "SELECT COUNT(*) FROM sales").result_id
-    r3 = run_query(ctx, "SELECT COUNT(product) FROM sales").result_id
-    sel = select_result(ctx, [r1, r2, r3, r2], "How many sales are there?")
+    r1 = run_query(ctx, RunQuery(sql="SELECT COUNT(*) FROM sales WHERE product = 'apple'")).result_id
+    r2 = run_query(ctx, RunQuery(sql="SELECT COUNT(*) FROM sales")).result_id
+    r3 = run_query(ctx, RunQuery(sql="SELECT COUNT(product) FROM sales")).result_id
+    sel = select_result(ctx, SelectResult(result_ids=[r1, r2, r3, r2], question="How many sales are there?"))
     assert sel.chosen == r2 and sel.chosen_result_id == r2
     assert sorted(sel.groups[0].members) == sorted([r2, r3])
     text = sel.to_text()
@@ -273,17 +274,17 @@ def test_select_result_chooses_among_stored_results(ctx):
 @pytest.mark.parametrize(
     ("ids", "error", "match"),
     [
-        ([], InvalidArgument, "1 to 20"),
-        ("r1", InvalidArgument, "1 to 20"),
-        ([""], InvalidArgument, "1 to 20"),
-        ([f"r{i}" for i in range(1, 22)], InvalidArgument, "at most 20"),
+        ([], InvalidArgument, "result_ids needs at least 1 item "),
+        ("r1", InvalidArgument, "result_ids: input should be a valid list"),
+        ([""], NotFoundError, "result_id '' is unknown"),
+        ([f"r{i}" for i in range(1, 22)], InvalidArgument, "result_ids takes at most 20 items"),
         (["r999"], NotFoundError, "r999"),
     ],
 )
 def test_select_result_errors(ctx, ids, error, match):
-    run_query(ctx, "SELECT 1")
+    run_query(ctx, RunQuery(sql="SELECT 1"))
     with pytest.raises(error, match=match):
-        select_result(ctx, ids)
+        TOOLS.call(ctx, "select_result", {"result_ids": ids})
 
 
 # -- the shape a question asks for -------------------------------------------------------------------

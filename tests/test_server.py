@@ -128,8 +128,8 @@ BAD_CALLS = [
     ("fetch_rows", {"result_id": "r999", "offset": 0}, "unknown"),
     ("list_tables", {"cursor": "garbage"}, "cursor"),
     ("list_tables", {"limit": "many"}, "limit"),
-    ("find_join_path", {"tables": ["orders"]}, "at least two"),
-    ("compare_results", {"result_ids": ["r1"]}, "at least two"),
+    ("find_join_path", {"tables": ["orders"]}, "tables needs at least 2 items (got 1)"),
+    ("compare_results", {"result_ids": ["r1"]}, "result_ids needs at least 2 items (got 1)"),
     ("list_sources", {"source": 3}, ""),
 ]
 

@@ -15,8 +15,9 @@ from mcp import Client
 from mcp_support import http_server, text_of
 
 from flexsql.tools.engines import SourceRegistry, open_source
-from flexsql.tools.python_tool import run_python
-from flexsql.tools.query import fetch_rows, run_query
+from flexsql.tools.joins import FindJoinPath
+from flexsql.tools.python_tool import RunPython, run_python
+from flexsql.tools.query import FetchRows, RunQuery, fetch_rows, run_query
 from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.runtime.results import ResultStore
 
@@ -89,10 +90,10 @@ def test_many_contexts_in_threads_keep_their_results_apart(tmp_path):
 
     def one(i: int) -> tuple[int, list, str]:
         ctx = ToolContext(sources=sources, sandbox=TEST_SANDBOX, results=ResultStore(), caches=shared_caches)
-        q = run_query(ctx, f"SELECT {i} AS i, 'ctx{i}' AS tag")
+        q = run_query(ctx, RunQuery(sql=f"SELECT {i} AS i, 'ctx{i}' AS tag"))
         assert q.result_id == "r1"  # session-bound stores keep short sequential ids
-        py = run_python(ctx, "int(df['i'][0]) * 10", result_ids=[q.result_id])
-        back = fetch_rows(ctx, q.result_id)
+        py = run_python(ctx, RunPython(code="int(df['i'][0]) * 10", result_ids=[q.result_id]))
+        back = fetch_rows(ctx, FetchRows(result_id=q.result_id))
         return i, back.rows, py.value_repr or py.error or ""
 
     with ThreadPoolExecutor(max_workers=6) as pool:
@@ -111,13 +112,17 @@ def test_flexsql_sql_uses_the_source_of_the_result_it_was_given(tmp_path):
     duck = open_source(make_duckdb(tmp_path / "d"), name="duck")
     lite = open_source(make_sqlite(tmp_path / "s"), name="lite")
     ctx = ToolContext(sources=SourceRegistry([duck, lite]), sandbox=TEST_SANDBOX)
-    q = run_query(ctx, "SELECT 1 AS one", source="lite")
+    q = run_query(ctx, RunQuery(sql="SELECT 1 AS one", source="lite"))
     # sqlite_version() exists only on SQLite: it runs on the result's source, not the default (DuckDB)
-    py = run_python(ctx, "flexsql.sql('SELECT sqlite_version() AS v')['v'][0]", result_ids=[q.result_id])
+    py = run_python(
+        ctx, RunPython(code="flexsql.sql('SELECT sqlite_version() AS v')['v'][0]", result_ids=[q.result_id])
+    )
     assert py.ok and py.value_repr and py.value_repr.strip("'")[0].isdigit(), py.error
-    explicit = run_python(ctx, "flexsql.sql('SELECT sqlite_version() AS v', source='lite')['v'][0]")
+    explicit = run_python(
+        ctx, RunPython(code="flexsql.sql('SELECT sqlite_version() AS v', source='lite')['v'][0]")
+    )
     assert explicit.ok, explicit.error
-    default = run_python(ctx, "flexsql.sql('SELECT sqlite_version() AS v')")
+    default = run_python(ctx, RunPython(code="flexsql.sql('SELECT sqlite_version() AS v')"))
     assert not default.ok  # no result given: the default source (DuckDB) answers, and has no sqlite_version()
 
 
@@ -130,7 +135,7 @@ def test_join_inference_follows_a_catalog_refresh(tmp_path):
 
     url = make_sqlite(tmp_path)
     ctx = ToolContext(sources=SourceRegistry([open_source(url, name="shop")]))
-    before = find_join_path(ctx, ["orders", "customers"])
+    before = find_join_path(ctx, FindJoinPath(tables=["orders", "customers"]))
     assert before.connected
     conn = sqlite3.connect(url.removeprefix("sqlite:///"))
     conn.execute(
@@ -139,7 +144,7 @@ def test_join_inference_follows_a_catalog_refresh(tmp_path):
     conn.commit()
     conn.close()
     ctx.source().catalog(refresh=True)
-    after = find_join_path(ctx, ["refunds", "customers"])
+    after = find_join_path(ctx, FindJoinPath(tables=["refunds", "customers"]))
     assert after.connected and "orders" in " ".join(after.via), after
 
 

@@ -9,8 +9,9 @@ import pytest
 
 from flexsql.config import Settings
 from flexsql.tools.engines import SourceRegistry, open_source
-from flexsql.tools.runtime import registry
 from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.runtime.registry import result_text
+from flexsql.tools.toolbox import TOOLS
 
 
 @pytest.fixture
@@ -42,6 +43,6 @@ def wide(tmp_path: Path):  # type: ignore[no-untyped-def]
 def test_text_stays_under_the_cap(wide: ToolContext, tool: str, arguments: dict) -> None:
     for cap in (4000, 1500):
         settings = Settings(limits={"output_chars": cap})
-        text = registry.result_text(registry.call(wide, tool, arguments), settings)
+        text = result_text(TOOLS.call(wide, tool, arguments), settings)
         assert len(text) <= cap, (tool, cap, len(text))
         assert text.strip()

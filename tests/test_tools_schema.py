@@ -9,8 +9,12 @@ import pytest
 from flexsql.config import LimitsConfig
 from flexsql.errors import InvalidArgument, NotFoundError, RefusedError
 from flexsql.tools import catalog, joins, query, validate
+from flexsql.tools.catalog import DescribeTable, ListTables
 from flexsql.tools.engines import SourceRegistry, open_source
+from flexsql.tools.joins import FindJoinPath
+from flexsql.tools.query import FetchRows, RunQuery
 from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.validate import ValidateSql
 
 
 @pytest.fixture
@@ -38,7 +42,7 @@ def warehouse(tmp_path):
 
 
 def test_list_tables_collapses_shard_families(warehouse):
-    listing = catalog.list_tables(warehouse, schema="analytics")
+    listing = catalog.list_tables(warehouse, ListTables(schema="analytics"))
     names = [t.name for t in listing.tables]
     assert names == ["analytics.ga_sessions_*", "analytics.ga_sessions_summary"]
     family = listing.tables[0]
@@ -48,63 +52,65 @@ def test_list_tables_collapses_shard_families(warehouse):
 
 
 def test_list_tables_pages_with_cursor(warehouse):
-    first = catalog.list_tables(warehouse, limit=2)
+    first = catalog.list_tables(warehouse, ListTables(limit=2))
     assert first.truncated and first.next_cursor and "truncated: true" in first.to_text()
-    second = catalog.list_tables(warehouse, limit=2, cursor=first.next_cursor)
+    second = catalog.list_tables(warehouse, ListTables(limit=2, cursor=first.next_cursor))
     assert {t.name for t in first.tables}.isdisjoint({t.name for t in second.tables})
-    everything = catalog.list_tables(warehouse, limit=1000)
+    everything = catalog.list_tables(warehouse, ListTables(limit=1000))
     assert everything.next_cursor is None and everything.total == len(everything.tables) == 5
 
 
 def test_list_tables_pattern_and_bad_schema(warehouse):
-    assert [t.name for t in catalog.list_tables(warehouse, pattern="invoice*").tables] == [
+    assert [t.name for t in catalog.list_tables(warehouse, ListTables(pattern="invoice*")).tables] == [
         "main.invoice",
         "main.invoice_line",
     ]
     with pytest.raises(InvalidArgument, match="schemas: "):
-        catalog.list_tables(warehouse, schema="nope")
+        catalog.list_tables(warehouse, ListTables(schema="nope"))
 
 
 def test_describe_table_shows_keys_comments_examples_and_family(warehouse):
-    desc = catalog.describe_table(warehouse, "CUSTOMER")
+    desc = catalog.describe_table(warehouse, DescribeTable(table="CUSTOMER"))
     text = desc.to_text()
     assert "registered buyers" in text and "id INTEGER PK" in text and "e.g. Ann, Bo" in text
-    shard = catalog.describe_table(warehouse, "analytics.ga_sessions_20240115")
+    shard = catalog.describe_table(warehouse, DescribeTable(table="analytics.ga_sessions_20240115"))
     assert shard.family and "31 tables" in shard.family
 
 
 def test_describe_unknown_table_suggests(warehouse):
     with pytest.raises(NotFoundError, match="did you mean: main.invoice"):
-        catalog.describe_table(warehouse, "invoices")
+        catalog.describe_table(warehouse, DescribeTable(table="invoices"))
 
 
 def test_join_path_infers_from_names_and_goes_through_intermediate_tables(warehouse):
-    path = joins.find_join_path(warehouse, ["invoice_line", "customer"])
+    path = joins.find_join_path(warehouse, FindJoinPath(tables=["invoice_line", "customer"]))
     conditions = [j.condition() for j in path.joins]
     assert path.connected and path.via == ["main.invoice"]
     assert any("invoice_id" in c for c in conditions) and any("customer_id" in c for c in conditions)
     assert all(j.kind == "inferred" for j in path.joins) and "check them" in (path.note or "")
     # the snippet runs
-    result = query.run_query(warehouse, f"SELECT count(*) {path.sql}")
+    result = query.run_query(warehouse, RunQuery(sql=f"SELECT count(*) {path.sql}"))
     assert result.rows == [[2]]
 
 
 def test_join_path_reports_disconnected_tables(warehouse):
-    path = joins.find_join_path(warehouse, ["customer", "analytics.ga_sessions_summary"])
+    path = joins.find_join_path(warehouse, FindJoinPath(tables=["customer", "analytics.ga_sessions_summary"]))
     assert not path.connected and "no join path" in path.to_text()
 
 
 def test_run_query_preview_total_and_fetch(warehouse):
-    out = query.run_query(warehouse, "SELECT * FROM range(1000) t(i)", max_rows=5)
+    out = query.run_query(warehouse, RunQuery(sql="SELECT * FROM range(1000) t(i)", max_rows=5))
     assert out.row_count == 5 and out.total_rows == 1000 and out.truncated
-    more = query.fetch_rows(warehouse, out.result_id, offset=995, limit=50)
+    more = query.fetch_rows(warehouse, FetchRows(result_id=out.result_id, offset=995, limit=50))
     assert [r[0] for r in more.rows] == [995, 996, 997, 998, 999] and not more.truncated
     with pytest.raises(InvalidArgument, match="past the end"):
-        query.fetch_rows(warehouse, out.result_id, offset=5000)
+        query.fetch_rows(warehouse, FetchRows(result_id=out.result_id, offset=5000))
 
 
 def test_run_query_text_stays_within_budget_and_cuts_cells(warehouse):
-    out = query.run_query(warehouse, "SELECT repeat('x', 5000) AS big, i FROM range(500) t(i)", max_rows=500)
+    out = query.run_query(
+        warehouse, RunQuery(sql="SELECT repeat('x', 5000) AS big, i FROM range(500) t(i)", max_rows=500)
+    )
     text = out.to_text()
     assert len(text) <= 4000
     assert "…" in text and "truncated: true" in text
@@ -112,19 +118,19 @@ def test_run_query_text_stays_within_budget_and_cuts_cells(warehouse):
 
 def test_run_query_keeps_only_store_rows_and_reports_lower_bound(tmp_path, warehouse):
     small = ToolContext(sources=warehouse.sources, limits=LimitsConfig(store_rows=1000))
-    out = query.run_query(small, "SELECT * FROM range(5000)", max_rows=10)
+    out = query.run_query(small, RunQuery(sql="SELECT * FROM range(5000)", max_rows=10))
     assert out.total_rows == 1001 and out.total_is_lower_bound
     assert "1001+" in out.to_text()
 
 
 def test_empty_result_is_an_answer_with_a_hint(warehouse):
-    out = query.run_query(warehouse, "SELECT * FROM customer WHERE name = 'ann'")
+    out = query.run_query(warehouse, RunQuery(sql="SELECT * FROM customer WHERE name = 'ann'"))
     assert out.total_rows == 0 and "case" in out.to_text()
 
 
 def test_run_query_refuses_writes(warehouse):
     with pytest.raises(RefusedError, match="INSERT"):
-        query.run_query(warehouse, "INSERT INTO customer VALUES (3, 'Cy')")
+        query.run_query(warehouse, RunQuery(sql="INSERT INTO customer VALUES (3, 'Cy')"))
 
 
 @pytest.mark.parametrize(
@@ -138,7 +144,7 @@ def test_run_query_refuses_writes(warehouse):
     ],
 )
 def test_validate_sql_reports_issue_kinds(warehouse, sql, kind, expected):
-    result = validate.validate_sql(warehouse, sql)
+    result = validate.validate_sql(warehouse, ValidateSql(sql=sql))
     assert not result.valid and result.issues[0].kind == kind
     assert result.issues[0].message  # every issue says what is wrong
     if expected is not None:  # the suggestion a user would take
@@ -148,13 +154,15 @@ def test_validate_sql_reports_issue_kinds(warehouse, sql, kind, expected):
 
 
 def test_validate_sql_hints_single_quotes(warehouse):
-    result = validate.validate_sql(warehouse, 'SELECT * FROM customer WHERE name = "Ann"')
+    result = validate.validate_sql(warehouse, ValidateSql(sql='SELECT * FROM customer WHERE name = "Ann"'))
     assert any("single quotes" in h for h in result.hints)
 
 
 def test_validate_sql_accepts_good_sql_without_running_it(warehouse):
     result = validate.validate_sql(
         warehouse,
-        "SELECT c.name, sum(i.total) FROM customer c JOIN invoice i ON i.customer_id = c.id GROUP BY 1",
+        ValidateSql(
+            sql="SELECT c.name, sum(i.total) FROM customer c JOIN invoice i ON i.customer_id = c.id GROUP BY 1"
+        ),
     )
     assert result.valid and "engine EXPLAIN" in result.checked_by

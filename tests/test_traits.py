@@ -1,10 +1,9 @@
-"""Engine traits: what each engine's traits render, that every engine module provides complete
-traits, and that the rendered SQL runs on the real engines (PostgreSQL via FLEXSQL_TEST_PG_DSN,
+"""Engines: what each engine class renders, that every engine module declares one complete
+engine, and that the rendered SQL runs on the real engines (PostgreSQL via FLEXSQL_TEST_PG_DSN,
 Snowflake via fakesnow)."""
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import re
 from pathlib import Path
@@ -13,17 +12,18 @@ import pytest
 import sqlglot
 
 from flexsql.errors import ConfigError
-from flexsql.tools.engines import Source, TableInfo, open_source
-from flexsql.tools.engines.traits import (
-    EngineTraits,
-    all_traits,
-    engine_modules,
-    source_class,
-    traits_for,
-    traits_for_url,
+from flexsql.tools.engines import (
+    Engine,
+    Source,
+    TableInfo,
+    all_engines,
+    engine_for,
+    engine_for_url,
+    open_source,
 )
-from flexsql.tools.sql.build import quote_literal, quote_table
-from flexsql.tools.values.index import sample_from
+from flexsql.tools.engines.engine import engine_modules
+from flexsql.tools.engines.registry import source_class
+from flexsql.tools.values.sampling import sample_from
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -98,7 +98,7 @@ RENDERED = [
 ORDERS = TableInfo(database="shop", schema="main", name="orders", kind="table", row_estimate=66_666_667)
 
 
-def render(traits: EngineTraits, what: str) -> object:
+def render(traits: Engine, what: str) -> object:
     if what == "as_text":
         return traits.as_text("x")
     if what == "average":
@@ -120,13 +120,13 @@ def render(traits: EngineTraits, what: str) -> object:
     if what == "sample view":
         return traits.sample_clause("t", "view", "1.5")
     if what == "sample_from":
-        return " | ".join(sample_from(ORDERS, traits.dialect, 1_000_000, ["status"]))
+        return " | ".join(sample_from(ORDERS, traits, 1_000_000, ["status"]))
     if what == "fold":
         return traits.fold("Orders")
     if what == "quote":
         return traits.quote('Or"der')
     if what == "table name":
-        return quote_table(ORDERS, traits.dialect)
+        return traits.quote_table(ORDERS)
     if what == "scan above":
         return traits.scan_above_rows
     raise AssertionError(what)
@@ -134,39 +134,19 @@ def render(traits: EngineTraits, what: str) -> object:
 
 @pytest.mark.parametrize(("dialect", "what", "expected"), RENDERED, ids=[f"{d}-{w}" for d, w, _ in RENDERED])
 def test_each_trait_renders_per_engine(dialect: str, what: str, expected: object) -> None:
-    assert render(traits_for(dialect), what) == expected
+    assert render(engine_for(dialect), what) == expected
 
 
 def test_the_table_covers_every_engine_and_trait() -> None:
     kinds = {w for _, w, _ in RENDERED}
-    assert {d for d, _, _ in RENDERED} == set(all_traits())
-    for dialect in all_traits():
+    assert {d for d, _, _ in RENDERED} == set(all_engines())
+    for dialect in all_engines():
         assert {w for d, w, _ in RENDERED if d == dialect} == kinds, dialect
 
 
 @pytest.mark.parametrize("module_name", engine_modules())
-def test_every_engine_module_provides_complete_traits(module_name: str) -> None:
+def test_every_engine_module_declares_one_engine_and_one_source(module_name: str) -> None:
     module = importlib.import_module(module_name)
-    traits = getattr(module, "TRAITS", None)
-    assert isinstance(traits, EngineTraits), f"{module_name} must define TRAITS = EngineTraits(...)"
-    sqlglot.Dialect.get_or_raise(traits.dialect)  # a dialect sqlglot parses and generates
-    for f in dataclasses.fields(EngineTraits):
-        value = getattr(traits, f.name)
-        if isinstance(value, str):
-            assert value.strip(), f"{module_name}: {f.name} is empty"
-    assert traits.url_schemes and all(s == s.lower() and "://" not in s for s in traits.url_schemes)
-    assert traits.unquoted_case in ("lower", "upper", "insensitive")
-    assert traits.scan_above_rows > 0 and traits.explain_prefix.endswith(" ")
-    for name, fields in (
-        ("sample_table", {"table", "pct"}),
-        ("sample_view", {"table", "pct"}),
-        ("approx_distinct", {"expr"}),
-        ("regex_match", {"expr", "pattern"}),
-    ):
-        template = getattr(traits, name)
-        if template is not None:
-            assert set(re.findall(r"{(\w+)}", template)) == fields, f"{module_name}: {name} = {template!r}"
-    # its Source subclass carries these traits, and every URL scheme opens that subclass
     classes = [
         c
         for c in vars(module).values()
@@ -174,19 +154,53 @@ def test_every_engine_module_provides_complete_traits(module_name: str) -> None:
     ]
     assert len(classes) == 1, f"{module_name} defines {len(classes)} Source subclasses"
     cls = classes[0]
-    assert cls.traits is traits and cls.dialect == traits.dialect and source_class(traits) is cls
-    for scheme in traits.url_schemes:
+    engine = cls.engine
+    assert isinstance(engine, Engine) and type(engine) is not Engine, f"{module_name}: engine = <subclass>()"
+    assert type(engine).__module__ == module_name, "an engine's class lives in its own module"
+    sqlglot.Dialect.get_or_raise(engine.dialect)  # a dialect sqlglot parses and generates
+    assert engine.name.strip() and engine.notes.strip() and engine.text_type.strip()
+    assert engine.url_schemes and all(s == s.lower() and "://" not in s for s in engine.url_schemes)
+    assert all(s.startswith(".") and s == s.lower() for s in engine.file_suffixes)
+    assert engine.unquoted_case in ("lower", "upper", "insensitive")
+    assert engine.scan_above_rows > 0 and engine.explain_prefix.endswith(" ")
+    for name, fields in (
+        ("sample_table", {"table", "pct"}),
+        ("sample_view", {"table", "pct"}),
+        ("approx_distinct", {"expr"}),
+        ("regex_match", {"expr", "pattern"}),
+        ("binary_hex", {"expr"}),
+    ):
+        template = getattr(engine, name)
+        if template is not None:
+            assert set(re.findall(r"{(\w+)}", template)) == fields, f"{module_name}: {name} = {template!r}"
+    # the engine's Source connects to it, and every URL scheme opens that Source
+    assert cls.dialect is not None and source_class(engine) is cls and engine_for(engine.dialect) is engine
+    for scheme in engine.url_schemes:
         url = f"{scheme}://reader@account/DB/SCHEMA"
         assert type(open_source(url)) is cls, f"{url} does not open {cls.__name__}"
-        assert traits_for_url(url) is traits
+        assert engine_for_url(url) is engine
+
+
+def test_engines_override_only_what_differs() -> None:
+    """An engine class sets an attribute only where it differs from the shared default, so each
+    class reads as the list of its engine's differences."""
+    for engine in all_engines().values():
+        for name, value in vars(type(engine)).items():
+            if name.startswith("_") or callable(value) or isinstance(value, property):
+                continue
+            if name in ("name", "dialect", "url_schemes"):
+                continue
+            assert getattr(Engine, name) != value, (
+                f"{type(engine).__name__}.{name} repeats the default {value!r}"
+            )
 
 
 def test_unknown_engines_are_explained() -> None:
     with pytest.raises(
         ConfigError, match="no engine has dialect 'mysql'; known: duckdb, postgres, snowflake, sqlite"
     ):
-        traits_for("mysql")
-    assert traits_for_url("mysql://u@h/db") is None
+        engine_for("mysql")
+    assert engine_for_url("mysql://u@h/db") is None
 
 
 def test_model_instructions_carry_each_engines_notes(tmp_path: Path) -> None:
@@ -198,54 +212,62 @@ def test_model_instructions_carry_each_engines_notes(tmp_path: Path) -> None:
         [open_source("duckdb://:memory:"), open_source(f"sqlite:///{tmp_path / 'a.sqlite'}")]
     )
     text = build_server(Settings(), sources).instructions
-    assert traits_for("duckdb").notes in text and traits_for("sqlite").notes in text
-    assert traits_for("postgres").notes not in text  # only the engines configured
+    assert engine_for("duckdb").notes in text and engine_for("sqlite").notes in text
+    assert engine_for("postgres").notes not in text  # only the engines configured
 
 
-def test_no_engine_branches_left_in_the_tools() -> None:
-    """Engine-specific SQL lives in the traits: these modules test no dialect by name."""
-    branch = re.compile(r"""dialect\s*(==|!=|in\s*[(\[{])|["'](duckdb|sqlite|postgres|snowflake)["']""")
-    for rel in (
-        "tools/sql/build.py",
-        "tools/values/find.py",
-        "tools/values/index.py",
-        "tools/validate.py",
-        "evals/harness.py",
-    ):
-        hits = [
-            line.strip()
-            for line in (ROOT / rel).read_text(encoding="utf-8").splitlines()
-            if branch.search(line)
-        ]
-        assert not hits, f"{rel} branches on an engine by name (use source.traits): {hits}"
+def test_no_engine_branches_outside_the_engine_modules() -> None:
+    """Engine-specific SQL and conventions live in the engine classes: no other module of the
+    package tests an engine by name."""
+    branch = re.compile(
+        r"""dialect\s*(==|!=|in\s*[(\[{])|["'](duckdb|sqlite3?|postgres(ql)?|snowflake)["']"""
+    )
+    allowed = {
+        "tools/sandbox/worker",  # the sandbox imports the duckdb *module* by name for user code
+    }
+    offenders = []
+    for folder in ("flexsql", "tools", "agent", "server", "evals", "prompts"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel.startswith("tools/engines/") or any(rel.startswith(a) for a in allowed):
+                continue
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                code = line.split("#", 1)[0]
+                if branch.search(code) and not code.lstrip().startswith(('"', "'")):
+                    offenders.append(f"{rel}:{number}: {line.strip()}")
+    assert not offenders, "engine branches outside tools/engines (declare it on the Engine):\n" + "\n".join(
+        offenders
+    )
 
 
 # -- the rendered SQL runs on the real engines ------------------------------------------------------
 
 
 def test_traits_sql_runs_on_the_engine(shop: Source, engine: str) -> None:
-    t = shop.traits
-    assert t is traits_for(shop.dialect)
+    t = shop.engine
+    assert t is engine_for(shop.dialect)
     catalog = shop.catalog()
     customers, orders, view = (catalog.resolve(n) for n in ("customers", "orders", "shipped_orders"))
     q = t.quote
     (name, country, cid) = (q(customers.column(c).name) for c in ("name", "country", "customer_id"))
     row = shop.execute(
         f"SELECT {t.distinct_count(country, approximate=True)}, {t.average(cid)}, min({t.prefix(name, 5)}), "
-        f"count(CASE WHEN {name} {t.like_operator} {quote_literal('%MARTIN%', t.dialect)} THEN 1 END), "
-        f"max({t.as_text(cid)}) FROM {quote_table(customers, t.dialect)}"
+        f"count(CASE WHEN {name} {t.like_operator} {engine_for(t.dialect).literal('%MARTIN%')} THEN 1 END), "
+        f"max({t.as_text(cid)}) FROM {engine_for(t.dialect).quote_table(customers)}"
     ).rows[0]
     assert (int(row[0]), float(row[1]), row[2], int(row[3]), row[4]) == (3, 3.0, "Alice", 1, "5")
     if t.regex_match is not None:
-        cond = t.regex(name, quote_literal("W[a-z]$", t.dialect))
-        hits = shop.execute(f"SELECT {name} FROM {quote_table(customers, t.dialect)} WHERE {cond}").rows
+        cond = t.regex(name, engine_for(t.dialect).literal("W[a-z]$"))
+        hits = shop.execute(
+            f"SELECT {name} FROM {engine_for(t.dialect).quote_table(customers)} WHERE {cond}"
+        ).rows
         assert [r[0] for r in hits] == ["Dan Wu"]
     # the plan-only statement checks a query without running it (fakesnow has no EXPLAIN)
     if engine != "snowflake":
-        assert shop.execute(t.explain(f"SELECT * FROM {quote_table(orders, t.dialect)}")).rows
+        assert shop.execute(t.explain(f"SELECT * FROM {engine_for(t.dialect).quote_table(orders)}")).rows
     # sampling 100% reads every row, of a table and (where the engine samples views) of a view
     for table, rows in ((orders, 7), (view, 5)):
-        clause = t.sample_clause(quote_table(table, t.dialect), table.kind, "100")
+        clause = t.sample_clause(engine_for(t.dialect).quote_table(table), table.kind, "100")
         if clause is not None:
             assert int(shop.execute(f"SELECT count(*) FROM {clause}").rows[0][0]) == rows, clause
     # an unquoted name folds the way the engine stored it

@@ -9,8 +9,8 @@ import pytest
 
 from flexsql.tools.engines import SourceRegistry, open_source
 from flexsql.tools.runtime.context import ToolContext
-from flexsql.tools.values.find import find_values
-from flexsql.tools.values.index import normalize
+from flexsql.tools.values.find import FindValues, find_values
+from flexsql.tools.values.normalize import normalize
 
 
 @pytest.mark.parametrize(
@@ -39,7 +39,7 @@ def test_an_emoji_finds_the_values_that_hold_it(tmp_path: Path) -> None:
     con.close()
     source = open_source(f"duckdb:///{path}", name="e")
     try:
-        result = find_values(ToolContext(sources=SourceRegistry([source])), "🎉")
+        result = find_values(ToolContext(sources=SourceRegistry([source])), FindValues(text="🎉"))
     finally:
         source.close()
     assert result.matches and result.matches[0].column == "mood"

@@ -7,14 +7,13 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from flexsql.errors import InvalidArgument
 from flexsql.tools.engines import Catalog, FetchLimits, TableInfo
-from flexsql.tools.runtime.args import check_limit
-from flexsql.tools.runtime.context import ToolContext
-from flexsql.tools.runtime.render import cell_text
-from flexsql.tools.sql.build import quote_table
+from flexsql.tools.runtime.context import SourceName, ToolContext
+from flexsql.tools.runtime.registry import ToolArgs, ToolResult, tool
+from flexsql.tools.runtime.render import TextBudget, cell_text
 
 
 # -- list_sources ---------------------------------------------------------------------------------
@@ -25,10 +24,10 @@ class SourceEntry(BaseModel):
     description: str = ""
 
 
-class SourceList(BaseModel):
+class SourceList(ToolResult):
     sources: list[SourceEntry]
 
-    def to_text(self) -> str:
+    def to_text(self, budget: TextBudget = TextBudget()) -> str:
         lines = [
             f"{s.name} ({s.dialect}) {s.url}" + (f" — {s.description}" if s.description else "")
             for s in self.sources
@@ -36,7 +35,12 @@ class SourceList(BaseModel):
         return "\n".join(lines) or "no sources configured"
 
 
-def list_sources(ctx: ToolContext) -> SourceList:
+class ListSources(ToolArgs):
+    pass
+
+
+@tool("The configured databases: name, SQL dialect, URL, description.")
+def list_sources(ctx: ToolContext, args: ListSources) -> SourceList:
     return SourceList(
         sources=[
             SourceEntry(name=s.name, dialect=s.dialect, url=s.display_url, description=s.description)
@@ -52,19 +56,24 @@ class SchemaEntry(BaseModel):
     views: int
 
 
-class SchemaList(BaseModel):
+class SchemaList(ToolResult):
     source: str
     schemas: list[SchemaEntry]
 
-    def to_text(self) -> str:
+    def to_text(self, budget: TextBudget = TextBudget()) -> str:
         return (
             "\n".join(f"{s.schema_name}: {s.tables} tables, {s.views} views" for s in self.schemas)
             or "no schemas"
         )
 
 
-def list_schemas(ctx: ToolContext, source: str | None = None) -> SchemaList:
-    src = ctx.source(source)
+class ListSchemas(ToolArgs):
+    source: SourceName = None
+
+
+@tool("Schemas of a source with their table and view counts.")
+def list_schemas(ctx: ToolContext, args: ListSchemas) -> SchemaList:
+    src = ctx.source(args.source)
     counts: dict[str, list[int]] = {}
     for table in src.catalog().tables:
         key = ".".join(p for p in (table.database, table.schema_name) if p)
@@ -90,14 +99,14 @@ class TableEntry(BaseModel):
     family_range: str | None = None
 
 
-class TableList(BaseModel):
+class TableList(ToolResult):
     source: str
     tables: list[TableEntry]
     total: int
     next_cursor: str | None = None
     truncated: bool = False
 
-    def to_text(self) -> str:
+    def to_text(self, budget: TextBudget = TextBudget()) -> str:
         lines = []
         for t in self.tables:
             parts = [t.name]
@@ -145,15 +154,26 @@ def _families(tables: list[TableInfo]) -> list[tuple[str, list[TableInfo]]]:
     return entries
 
 
-def list_tables(
-    ctx: ToolContext,
-    schema: str | None = None,
-    pattern: str | None = None,
-    limit: int = 50,
-    cursor: str | None = None,
-    source: str | None = None,
-) -> TableList:
-    check_limit("limit", limit, 1, 1000)
+class ListTables(ToolArgs):
+    schema_: str | None = Field(None, alias="schema", description="only this schema")
+    pattern: str | None = Field(None, description="substring or glob")
+    limit: int = Field(50, ge=1, le=1000)
+    cursor: str | None = None
+    refresh: bool = Field(False, description="re-read the catalog")
+    source: SourceName = None
+
+
+@tool(
+    lambda s: (
+        f"Tables and views with row estimates and comments, {ListTables.default('limit')} per page; sharded "
+        'families (EVENTS_2024…) are one entry. Example: pattern="order*".'
+    )
+)
+def list_tables(ctx: ToolContext, args: ListTables) -> TableList:
+    schema, pattern, limit, cursor = args.schema_, args.pattern, args.limit, args.cursor
+    src = ctx.source(args.source)
+    if args.refresh:
+        src.catalog(refresh=True)
     offset = 0
     if cursor:
         if not re.fullmatch(r"o\d{1,9}", cursor.strip()):
@@ -161,7 +181,6 @@ def list_tables(
                 f"cursor {cursor!r} is not one this tool returned; omit it to start from the first page"
             )
         offset = int(cursor.strip()[1:])
-    src = ctx.source(source)
     catalog = src.catalog()
     tables = catalog.tables
     if schema:
@@ -231,7 +250,7 @@ class ColumnDescription(BaseModel):
     examples: list[str] = []
 
 
-class TableDescription(BaseModel):
+class TableDescription(ToolResult):
     source: str
     table: str
     kind: str
@@ -242,7 +261,7 @@ class TableDescription(BaseModel):
     truncated: bool = False
     family: str | None = None
 
-    def to_text(self) -> str:
+    def to_text(self, budget: TextBudget = TextBudget()) -> str:
         head = f"{self.table} ({self.kind}"
         if self.row_estimate is not None:
             head += f", ~{self.row_estimate} rows"
@@ -293,7 +312,7 @@ def example_values(
     examples: dict[str, list[str]] = {c.name: [] for c in columns}
     try:
         result = src.execute(
-            f"SELECT * FROM {quote_table(table, src.dialect)} LIMIT 50",
+            f"SELECT * FROM {src.engine.quote_table(table)} LIMIT 50",
             timeout_s=min(ctx.limits.query_timeout_s, 10.0),
             limits=FetchLimits(max_rows=50, count_limit=50),
         )
@@ -332,8 +351,18 @@ def _family_member(catalog: Catalog, name: str) -> tuple[TableInfo, int] | None:
     return None
 
 
-def describe_table(ctx: ToolContext, table: str, source: str | None = None) -> TableDescription:
-    src = ctx.source(source)
+class DescribeTable(ToolArgs):
+    table: str
+    source: SourceName = None
+
+
+@tool(
+    "One table's columns: type, nullability, keys, comment, 3 example values each; row estimate. "
+    'Example: table="sales.orders".'
+)
+def describe_table(ctx: ToolContext, args: DescribeTable) -> TableDescription:
+    table = args.table
+    src = ctx.source(args.source)
     catalog = src.catalog()
     member = _family_member(catalog, table) if isinstance(table, str) else None
     info = member[0] if member else catalog.resolve(table)

@@ -3,10 +3,13 @@ The equivalence itself lives in flexsql.tools.sql.equivalence (shared with the s
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from flexsql.errors import InvalidArgument
 from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.runtime.registry import ToolArgs, ToolResult, tool
+from flexsql.tools.runtime.render import TextBudget
+from flexsql.tools.runtime.schema import unlisted
 from flexsql.tools.sql.equivalence import compare_tables
 
 
@@ -17,12 +20,12 @@ class PairDifference(BaseModel):
     reason: str
 
 
-class Comparison(BaseModel):
+class Comparison(ToolResult):
     equivalent: bool  # all results equivalent
     groups: list[list[str]]  # equivalence classes, largest first
     differences: list[PairDifference]
 
-    def to_text(self) -> str:
+    def to_text(self, budget: TextBudget = TextBudget()) -> str:
         if self.equivalent:
             return f"equivalent: {', '.join(self.groups[0])} return the same result"
         lines = ["not equivalent; groups: " + " | ".join(", ".join(g) for g in self.groups)]
@@ -30,11 +33,19 @@ class Comparison(BaseModel):
         return "\n".join(lines)
 
 
-def compare_results(ctx: ToolContext, result_ids: list[str]) -> Comparison:
-    if not isinstance(result_ids, list) or len(result_ids) < 2:
-        raise InvalidArgument('result_ids must list at least two result ids, e.g. ["r1", "r2"]')
-    if len(result_ids) > 10:
-        raise InvalidArgument(f"{len(result_ids)} result ids given: compare at most 10 at a time")
+class CompareResults(ToolArgs):
+    # the description states 2-10
+    result_ids: list[str] = Field(
+        min_length=2, max_length=10, json_schema_extra=unlisted("minItems", "maxItems")
+    )
+
+
+@tool(
+    "Whether 2-10 results are equivalent (row order ignored unless ordered, columns matched by content) "
+    "and how they differ."
+)
+def compare_results(ctx: ToolContext, args: CompareResults) -> Comparison:
+    result_ids = args.result_ids
     ids = list(dict.fromkeys(r.strip() for r in result_ids))
     stored = {rid: ctx.results.get(rid) for rid in ids}
     for rid, result in stored.items():

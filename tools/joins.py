@@ -7,11 +7,12 @@ import heapq
 import re
 from collections import defaultdict
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from flexsql.errors import InvalidArgument
 from flexsql.tools.engines import Catalog, TableInfo
-from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.runtime.context import SourceName, ToolContext
+from flexsql.tools.runtime.registry import ToolArgs, ToolResult, tool
+from flexsql.tools.runtime.render import TextBudget
 
 DECLARED_COST = 1.0
 INFERRED_COST = 1.6
@@ -31,7 +32,7 @@ class JoinEdge(BaseModel):
         )
 
 
-class JoinPath(BaseModel):
+class JoinPath(ToolResult):
     source: str
     tables: list[str]
     via: list[str]  # intermediate tables the path needs
@@ -40,7 +41,7 @@ class JoinPath(BaseModel):
     sql: str | None = None
     note: str | None = None
 
-    def to_text(self) -> str:
+    def to_text(self, budget: TextBudget = TextBudget()) -> str:
         lines = []
         if not self.joins and len(self.tables) > 1:
             return self.note or "no join path found"
@@ -180,12 +181,18 @@ def _shortest(graph, start: str, goals: set[str]) -> list[JoinEdge] | None:
     return None
 
 
-def find_join_path(ctx: ToolContext, tables: list[str], source: str | None = None) -> JoinPath:
-    if not isinstance(tables, list) or len(tables) < 2:
-        raise InvalidArgument('tables must list at least two tables, e.g. ["orders", "customers"]')
-    if len(tables) > 20:
-        raise InvalidArgument(f"tables lists {len(tables)} tables: at most 20 can be connected in one call")
-    src = ctx.source(source)
+class FindJoinPath(ToolArgs):
+    tables: list[str] = Field(min_length=2, max_length=20, description="table names")
+    source: SourceName = None
+
+
+@tool(
+    "Join conditions connecting tables: declared foreign keys first, inferred ones marked. "
+    'Example: tables=["orders","customers"].'
+)
+def find_join_path(ctx: ToolContext, args: FindJoinPath) -> JoinPath:
+    tables = args.tables
+    src = ctx.source(args.source)
     catalog = src.catalog()
     resolved = [catalog.resolve(t).qualified for t in tables]
     wanted = list(dict.fromkeys(resolved))

@@ -4,7 +4,7 @@ The results named by `result_ids` arrive as pandas DataFrames (`dfs["r1"]`, and 
 handed over as Arrow files rather than queried again. The value of the last expression comes back; a
 DataFrame or Series becomes a new result_id (stored like a query result, so compare_results and fetch_rows
 work on it). `flexsql.sql("SELECT …")` inside the code runs a read-only query through the server (the guard
-and the source's limits apply). The process, its limits and its isolation are in flexsql.tools.sandbox.supervisor.
+and the source's limits apply). The process, its limits and its isolation are in flexsql.tools.sandbox.
 """
 
 from __future__ import annotations
@@ -15,32 +15,28 @@ from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
-from pydantic import BaseModel
+from pydantic import Field
 
-from flexsql.config import SandboxConfig
+from flexsql.config import Settings
 from flexsql.errors import InvalidArgument, RefusedError
 from flexsql.tools.query import store_limits
 from flexsql.tools.runtime.context import ToolContext
-from flexsql.tools.runtime.render import jsonable, table_text
+from flexsql.tools.runtime.registry import ToolArgs, ToolResult, tool
+from flexsql.tools.runtime.render import TextBudget, jsonable, table_text
 from flexsql.tools.runtime.results import StoredResult
-from flexsql.tools.sandbox.supervisor import (
-    Isolation,
-    RunOutcome,
-    SandboxLimits,
-    detect_isolation,
-    effective_max_processes,
-    get_sandbox,
-    rows_from_table,
-    sql_type,
-    table_from_rows,
-)
+from flexsql.tools.runtime.schema import unlisted
+from flexsql.tools.sandbox.arrow_io import rows_from_table, sql_type, table_from_rows
+from flexsql.tools.sandbox.isolation import Isolation, detect_isolation
+from flexsql.tools.sandbox.limits import SandboxLimits
+from flexsql.tools.sandbox.outcome import RunOutcome
+from flexsql.tools.sandbox.supervisor import get_sandbox
 
 MAX_CODE_CHARS = 200_000
 MAX_INPUTS = 16
 ORDERING_CALLS = ("sort_values", "sort_index", "nlargest", "nsmallest")
 
 
-class PythonResult(BaseModel):
+class PythonResult(ToolResult):
     """What one run_python call produced."""
 
     ok: bool
@@ -67,7 +63,8 @@ class PythonResult(BaseModel):
     cpu_ms: float = 0.0  # CPU time of the sandboxed process
     notes: list[str] = []
 
-    def to_text(self, max_chars: int = 4000, cell_chars: int = 200) -> str:
+    def to_text(self, budget: TextBudget = TextBudget()) -> str:
+        max_chars, cell_chars = budget.max_chars, budget.cell_chars
         lines: list[str] = []
         if self.error:
             lines.append(f"error ({self.error_type}):" if self.error_type else "error:")
@@ -125,29 +122,6 @@ class PythonResult(BaseModel):
 def sandbox_warnings(isolation: Isolation | None = None) -> list[str]:
     """What this host cannot enforce (e.g. no Landlock): said in the tool's description."""
     return list((isolation or detect_isolation()).warnings())
-
-
-def run_python_description(config: SandboxConfig, isolation: Isolation | None = None) -> str:
-    """The tool description for MCP: what the code gets, the limits, and what is enforced on this host."""
-    iso = isolation or detect_isolation()
-    layers = "\n".join(f"- {layer}" for layer in iso.layers())
-    layers += "".join(f"\nWarning: {warning}" for warning in iso.warnings())
-    return (
-        "Run Python 3 over earlier results in a sandboxed process, for checks and transformations that are "
-        "awkward in SQL. Results named in result_ids arrive as pandas DataFrames: dfs['r1'] (and df when "
-        "there is exactly one), passed as Arrow data, not queried again. pandas (pd), numpy (np), pyarrow and "
-        "duckdb are importable; duckdb.sql('SELECT … FROM df') queries the DataFrames in-process. "
-        "flexsql.sql('SELECT …') runs one read-only query through the server (guarded, row-capped; on the source "
-        "of the given results, or source='name') and returns a DataFrame, so a loop over many tables needs one call. The value of the last expression is returned; "
-        "a DataFrame or Series becomes a new result_id (usable in compare_results and fetch_rows) with a "
-        "preview. Nothing is kept between calls.\n"
-        f"Limits: {config.timeout_s:g} s wall clock (timeout_s may lower it), {config.cpu_s} s CPU, "
-        f"{config.memory_mb} MB memory beyond the preloaded libraries, {config.file_mb} MB per file and in "
-        f"total, {effective_max_processes(config)} processes/threads; stdout and stderr are each cut to "
-        f"{config.max_output_chars} characters (truncated: true and the full length are reported); an "
-        "exception returns the traceback of your code only.\n"
-        f"Enforced on this server:\n{layers}"
-    )
 
 
 def _arrow_of(ctx: ToolContext, stored: StoredResult) -> pa.Table:
@@ -221,60 +195,51 @@ def _ordered(code: str) -> bool:
     )
 
 
-def _check_arguments(
-    ctx: ToolContext, code: Any, result_ids: Any, timeout_s: Any
-) -> tuple[list[str], float, list[str]]:
+def _check_arguments(ctx: ToolContext, args: RunPython) -> tuple[list[str], float, list[str]]:
+    """The arguments' checks beyond their declaration: the server's switch, empty code, and the
+    caller's timeout lowered to the server's (the operator's limit is a ceiling)."""
     if ctx.sandbox.enabled is False:
         raise RefusedError(
             "run_python is disabled on this server ([sandbox] enabled = false in flexsql.toml); "
             "use run_query, or ask the operator to enable it"
         )
-    if not isinstance(code, str) or not code.strip():
+    if not args.code.strip():
         raise InvalidArgument("code is empty: pass Python source, e.g. \"df.groupby('country').size()\"")
-    if len(code) > MAX_CODE_CHARS:
-        raise InvalidArgument(
-            f"code is {len(code)} characters; the limit is {MAX_CODE_CHARS}: "
-            "load data with result_ids or flexsql.sql() instead of pasting it"
-        )
-    if result_ids is None:
-        ids: list[str] = []
-    elif isinstance(result_ids, str):
-        ids = [result_ids]
-    elif isinstance(result_ids, list | tuple) and all(isinstance(r, str) for r in result_ids):
-        ids = list(dict.fromkeys(r.strip() for r in result_ids))
-    else:
-        raise InvalidArgument('result_ids must be a list of result ids such as ["r1", "r2"]')
-    if len(ids) > MAX_INPUTS:
-        raise InvalidArgument(f"{len(ids)} result_ids given; at most {MAX_INPUTS} per call")
+    ids = list(dict.fromkeys(r.strip() for r in args.result_ids or []))
     notes: list[str] = []
     limit = ctx.sandbox.timeout_s
     timeout = limit
-    if timeout_s is not None:
-        if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not timeout_s > 0:
-            raise InvalidArgument(
-                f"timeout_s={timeout_s!r} is invalid: give a number of seconds above 0 (at most {limit:g})"
-            )
-        if timeout_s > limit:
-            notes.append(f"timeout_s={timeout_s:g} was lowered to the server's limit of {limit:g} s")
-        timeout = min(float(timeout_s), limit)
+    if args.timeout_s is not None:
+        if args.timeout_s > limit:
+            notes.append(f"timeout_s={args.timeout_s:g} was lowered to the server's limit of {limit:g} s")
+        timeout = min(args.timeout_s, limit)
     return ids, timeout, notes
 
 
-def run_python(
-    ctx: ToolContext,
-    code: str,
-    result_ids: list[str] | None = None,
-    timeout_s: float | None = None,
-    sql_runner: SqlRunner | None = None,
-) -> PythonResult:
-    """Run `code` in a fresh sandboxed process with the named results as DataFrames; see the module docstring.
+class RunPython(ToolArgs):
+    code: str = Field(max_length=MAX_CODE_CHARS, json_schema_extra=unlisted("maxLength"))
+    result_ids: list[str] | None = Field(None, max_length=MAX_INPUTS, json_schema_extra=unlisted("maxItems"))
+    timeout_s: float | None = Field(None, gt=0, json_schema_extra=unlisted("exclusiveMinimum"))
 
-    `sql_runner(sql)` answers flexsql.sql() calls and returns a QueryResult-like object (columns, rows,
-    total_rows, truncated…); `sql_runner(sql, source)` when the code passes source=. By default it is the
-    guarded execute, with the store's row caps, of the source the given results came from (else the
-    default source).
-    """
-    ids, timeout, notes = _check_arguments(ctx, code, result_ids, timeout_s)
+
+def _description(settings: Settings) -> str:
+    sb = settings.sandbox
+    text = (
+        "Sandboxed Python for logic awkward in SQL: result_ids arrive as DataFrames dfs['r1'] (df when one); "
+        'flexsql.sql("SELECT …") queries. The last expression is returned (a DataFrame becomes a '
+        f"result_id). {sb.timeout_s:g} s, {sb.memory_mb:,} MB, output ≤ {sb.max_output_chars:,} characters. "
+        "Example: code=\"df.groupby('country').size()\"."
+    )
+    return text + "".join(f" Warning: {w}" for w in sandbox_warnings())
+
+
+@tool(_description, needs_python=True)
+def run_python(ctx: ToolContext, args: RunPython) -> PythonResult:
+    """Run `code` in a fresh sandboxed process with the named results as DataFrames; see the module
+    docstring. flexsql.sql() calls run the guarded query, with the store's row caps, on the source the
+    given results came from (else the default source)."""
+    code = args.code
+    ids, timeout, notes = _check_arguments(ctx, args)
     given = [ctx.results.get(result_id) for result_id in ids]
     inputs = {stored.result_id: _arrow_of(ctx, stored) for stored in given}
     source = _source_of(given)
@@ -284,7 +249,7 @@ def run_python(
             "unless you pass source='…'"
         )
     limits = SandboxLimits.from_config(ctx.sandbox, timeout)
-    handler = _sql_handler(sql_runner or _default_sql_runner(ctx, source))
+    handler = _sql_handler(_default_sql_runner(ctx, source))
     outcome = get_sandbox().run(code, inputs, limits, sql_handler=handler)
     return _result(ctx, code, outcome, limits, notes, source)
 

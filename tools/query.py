@@ -4,21 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import Field
 
 from flexsql.errors import InvalidArgument
 from flexsql.tools.engines import FetchLimits
-from flexsql.tools.runtime.args import check_limit
-from flexsql.tools.runtime.context import ToolContext
-from flexsql.tools.runtime.render import jsonable, table_text
+from flexsql.tools.runtime.context import SourceName, ToolContext
+from flexsql.tools.runtime.registry import ToolArgs, ToolResult, tool
+from flexsql.tools.runtime.render import TextBudget, jsonable, table_text
 from flexsql.tools.runtime.results import StoredResult
-from flexsql.tools.sql.build import parse_condition, quote_ident, quote_table
+from flexsql.tools.runtime.schema import unlisted
+from flexsql.tools.sql.conditions import parse_condition
 from flexsql.tools.sql.order import orders_result
 
 MAX_RETURN_ROWS = 100_000
 
 
-class QueryOutput(BaseModel):
+class QueryOutput(ToolResult):
     """One result: the first rows, the true total (or a lower bound) and a handle for more."""
 
     result_id: str
@@ -35,7 +36,8 @@ class QueryOutput(BaseModel):
     sql: str | None = None
     hint: str | None = None
 
-    def to_text(self, max_chars: int = 4000, cell_chars: int = 200) -> str:
+    def to_text(self, budget: TextBudget = TextBudget()) -> str:
+        max_chars, cell_chars = budget.max_chars, budget.cell_chars
         total = f"{self.total_rows}{'+' if self.total_is_lower_bound else ''}"
         if not self.columns:
             return f"{self.result_id}: statement returned no result set ({self.elapsed_ms:g} ms)"
@@ -104,22 +106,57 @@ def store_limits(ctx: ToolContext, rows: int) -> FetchLimits:
     )
 
 
-def run_query(
-    ctx: ToolContext,
-    sql: str,
-    max_rows: int | None = None,
-    timeout_s: float | None = None,
-    source: str | None = None,
-) -> QueryOutput:
-    limit = (
-        ctx.limits.preview_rows if max_rows is None else check_limit("max_rows", max_rows, 0, MAX_RETURN_ROWS)
+class SampleRows(ToolArgs):
+    table: str
+    columns: list[str] | None = Field(None, description="default all")
+    where: str | None = Field(None, description="SQL condition")
+    limit: int = Field(10, ge=1, le=1000)
+    source: SourceName = None
+
+
+@tool(
+    lambda s: (
+        f"A few rows of a table; cells cut at {s.limits.cell_chars} characters. "
+        'Example: table="orders", where="status = \'S\'".'
     )
-    timeout = ctx.limits.query_timeout_s if timeout_s is None else float(timeout_s)
-    if not 0 < timeout <= 3600:
-        raise InvalidArgument(
-            f"timeout_s={timeout_s} is out of range: use a value above 0 and at most 3600 seconds"
-        )
-    src = ctx.source(source)
+)
+def sample_rows(ctx: ToolContext, args: SampleRows) -> QueryOutput:
+    where, limit = args.where, args.limit
+    src = ctx.source(args.source)
+    info = src.catalog().resolve(args.table)
+    engine = src.engine
+    selected = ", ".join(engine.quote(info.column(c).name) for c in args.columns) if args.columns else "*"
+    sql = f"SELECT {selected} FROM {engine.quote_table(info)}"
+    if where:
+        sql += f" WHERE {parse_condition(where, src.dialect)}"
+    sql += f" LIMIT {limit}"
+    output = run_query(ctx, RunQuery(sql=sql, max_rows=limit, source=src.name))
+    if output.total_rows == 0 and where:
+        output.hint = f"no rows where {where}: check the literal's spelling with distinct_values"
+    return output
+
+
+class RunQuery(ToolArgs):
+    sql: str
+    max_rows: int | None = Field(None, ge=0, le=MAX_RETURN_ROWS)
+    timeout_s: float | None = Field(
+        None, gt=0, le=3600, json_schema_extra=unlisted("exclusiveMinimum", "maximum")
+    )
+    source: SourceName = None
+
+
+@tool(
+    lambda s: (
+        f"Run one read-only SQL statement: the first max_rows rows (default {s.limits.preview_rows}), the "
+        f"total count and a result_id for the other tools. Text ≤ {s.limits.output_chars:,} characters; cancelled "
+        f'after {s.limits.query_timeout_s:g} s. Example: sql="SELECT count(*) FROM orders".'
+    )
+)
+def run_query(ctx: ToolContext, args: RunQuery) -> QueryOutput:
+    sql = args.sql
+    limit = ctx.limits.preview_rows if args.max_rows is None else args.max_rows
+    timeout = ctx.limits.query_timeout_s if args.timeout_s is None else args.timeout_s
+    src = ctx.source(args.source)
     store_rows = max(ctx.limits.store_rows, limit)
     result = src.execute(sql, timeout_s=timeout, limits=store_limits(ctx, store_rows))
     stored = ctx.results.put(
@@ -138,9 +175,15 @@ def run_query(
     return _output(stored, 0, limit, result.elapsed_ms, hint)
 
 
-def fetch_rows(ctx: ToolContext, result_id: str, offset: int = 0, limit: int = 100) -> QueryOutput:
-    check_limit("offset", offset, 0, 10**9)
-    check_limit("limit", limit, 1, MAX_RETURN_ROWS)
+class FetchRows(ToolArgs):
+    result_id: str
+    offset: int = Field(0, ge=0, le=10**9, json_schema_extra=unlisted("maximum"))
+    limit: int = Field(100, ge=1, le=MAX_RETURN_ROWS)
+
+
+@tool('More rows of an earlier result, without running it again. Example: result_id="r1", offset=20.')
+def fetch_rows(ctx: ToolContext, args: FetchRows) -> QueryOutput:
+    result_id, offset, limit = args.result_id, args.offset, args.limit
     stored = ctx.results.get(result_id)
     if offset > len(stored.rows):
         raise InvalidArgument(f"offset={offset} is past the end: {result_id} keeps {len(stored.rows)} rows")
@@ -150,31 +193,4 @@ def fetch_rows(ctx: ToolContext, result_id: str, offset: int = 0, limit: int = 1
             f"only the first {len(stored.rows)} rows were kept (of {stored.total_rows}"
             f"{'+' if stored.total_is_lower_bound else ''}); narrow the query to see the rest"
         )
-    return output
-
-
-def sample_rows(
-    ctx: ToolContext,
-    table: str,
-    columns: list[str] | None = None,
-    where: str | None = None,
-    limit: int = 10,
-    source: str | None = None,
-) -> QueryOutput:
-    check_limit("limit", limit, 1, 1000)
-    src = ctx.source(source)
-    info = src.catalog().resolve(table)
-    if columns:
-        if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
-            raise InvalidArgument('columns must be a list of column names, e.g. ["name", "country"]')
-        selected = ", ".join(quote_ident(info.column(c).name, src.dialect) for c in columns)
-    else:
-        selected = "*"
-    sql = f"SELECT {selected} FROM {quote_table(info, src.dialect)}"
-    if where:
-        sql += f" WHERE {parse_condition(where, src.dialect)}"
-    sql += f" LIMIT {limit}"
-    output = run_query(ctx, sql, max_rows=limit, source=src.name)
-    if output.total_rows == 0 and where:
-        output.hint = f"no rows where {where}: check the literal's spelling with distinct_values"
     return output

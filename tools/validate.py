@@ -13,7 +13,9 @@ from sqlglot.errors import ParseError
 
 from flexsql.errors import FlexSQLError, NotFoundError, RefusedError
 from flexsql.tools.engines import Catalog, FetchLimits
-from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.runtime.context import SourceName, ToolContext
+from flexsql.tools.runtime.registry import ToolArgs, ToolResult, tool
+from flexsql.tools.runtime.render import TextBudget
 from flexsql.tools.sql.guard import check_sql
 
 
@@ -25,7 +27,7 @@ class SqlIssue(BaseModel):
     suggestions: list[str] = []
 
 
-class Validation(BaseModel):
+class Validation(ToolResult):
     source: str
     dialect: str
     valid: bool
@@ -33,7 +35,7 @@ class Validation(BaseModel):
     hints: list[str] = []
     checked_by: list[str] = []
 
-    def to_text(self) -> str:
+    def to_text(self, budget: TextBudget = TextBudget()) -> str:
         head = "valid" if self.valid else "invalid"
         lines = [f"{head} ({self.dialect}; checked by {', '.join(self.checked_by)})"]
         for issue in self.issues:
@@ -98,8 +100,17 @@ def _column_suggestions(name: str, tables: list[str], catalog: Catalog) -> list[
     return [lowered[c] for c in close]
 
 
-def validate_sql(ctx: ToolContext, sql: str, source: str | None = None) -> Validation:
-    src = ctx.source(source)
+class ValidateSql(ToolArgs):
+    sql: str
+    source: SourceName = None
+
+
+@tool(
+    "Check SQL without running it: syntax, the read-only guard, names (did-you-mean), the engine's EXPLAIN."
+)
+def validate_sql(ctx: ToolContext, args: ValidateSql) -> Validation:
+    sql = args.sql
+    src = ctx.source(args.source)
     result = Validation(
         source=src.name, dialect=src.dialect, valid=True, checked_by=["sqlglot parse", "guard"]
     )
@@ -124,7 +135,7 @@ def validate_sql(ctx: ToolContext, sql: str, source: str | None = None) -> Valid
         result.valid = False
         return result
     try:
-        check_sql(sql, src.dialect)
+        check_sql(sql, src.engine)
     except RefusedError as exc:
         result.issues.append(SqlIssue(kind="refused", message=str(exc)))
         result.valid = False
@@ -140,7 +151,7 @@ def validate_sql(ctx: ToolContext, sql: str, source: str | None = None) -> Valid
         return result
     try:
         src.execute(
-            src.traits.explain(sql.strip().rstrip(";")),
+            src.engine.explain(sql.strip().rstrip(";")),
             timeout_s=min(ctx.limits.query_timeout_s, 15.0),
             limits=FetchLimits(max_rows=1, count_limit=1),
         )
@@ -155,7 +166,7 @@ def validate_sql(ctx: ToolContext, sql: str, source: str | None = None) -> Valid
             if m:
                 issue.kind = "unknown_column"
                 issue.suggestions = _column_suggestions(m.group(1), tables, catalog)
-                if f'"{m.group(1)}"' in sql and not src.traits.double_quoted_strings:
+                if f'"{m.group(1)}"' in sql and not src.engine.double_quoted_strings:
                     result.hints.append(
                         f'"{m.group(1)}" is read as a column name in {src.dialect}: '
                         f"write string literals in single quotes ('{m.group(1)}')"

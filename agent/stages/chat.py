@@ -26,9 +26,10 @@ from flexsql.agent.models.base import ChatModel, ChatRequest, ToolCall, assistan
 from flexsql.agent.trace import Trace
 from flexsql.config import Settings
 from flexsql.errors import FlexSQLError, ModelError, error_text
-from flexsql.tools.engines.base import CancelHooks, active_cancel_hooks
-from flexsql.tools.runtime import registry
+from flexsql.tools.engines import CancelHooks, active_cancel_hooks
 from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.runtime.registry import ToolEnv, result_text
+from flexsql.tools.toolbox import TOOLS
 
 MAX_FIXES = 2  # corrections of an unusable reply before the stage fails
 
@@ -90,7 +91,7 @@ async def call_tool(run: Run, call: ToolCall, allowed: list[str]) -> str:
     if name not in allowed:
         text = (
             f"not_found: there is no tool {name!r} in this step; the tools here are: {', '.join(allowed)}"
-            if name not in registry.TOOLS
+            if name not in TOOLS
             else f"unavailable: {name} is not offered in this step; use one of: {', '.join(allowed)}"
         )
         run.trace.event("tool_result", tool=name, call_id=call.id, error=True, text=text)
@@ -103,16 +104,16 @@ async def call_tool(run: Run, call: ToolCall, allowed: list[str]) -> str:
         text = f'invalid_argument: the arguments of {name} are not a JSON object ({exc}); send e.g. {{"table": "orders"}}'
         run.trace.event("tool_result", tool=name, call_id=call.id, error=True, text=text)
         return text
-    spec = registry.get(name)
+    spec = TOOLS.get_tool(name)
     if "source" in spec.args.model_fields and not arguments.get("source"):
         arguments["source"] = run.source
     run.trace.event("tool_call", tool=name, call_id=call.id, arguments=arguments)
-    env = registry.ToolEnv(settings=run.settings, python_enabled=run.python)
+    env = ToolEnv(settings=run.settings, python_enabled=run.python)
     hooks = CancelHooks()
     token = active_cancel_hooks.set(hooks)
     try:
-        model = await registry.acall(run.tools, name, arguments, env)
-        text = registry.result_text(model, run.settings)
+        model = await TOOLS.acall(run.tools, name, arguments, env)
+        text = result_text(model, run.settings)
         error = False
     except FlexSQLError as exc:
         text, error = error_text(exc), True
@@ -145,10 +146,8 @@ async def converse(
     """Talk to the stage's model until it answers with the stage's object."""
     cfg = run.settings.agent
     model = run.model_for(stage)
-    allowed = [
-        t.name for t in registry.available(run.settings, run.python, agent=True) if t.name in (tools or [])
-    ]
-    offered = registry.openai_tools(run.settings, allowed, python=run.python) if allowed else None
+    allowed = [t.name for t in TOOLS.available(run.python, agent=True) if t.name in (tools or [])]
+    offered = TOOLS.openai_tools(run.settings, allowed, python=run.python) if allowed else None
     messages: list[dict[str, Any]] = [system, {"role": "user", "content": _with_conversation(run, user)}]
     schema = output_schema(stage, plans)
     rounds = tool_chars = fixes = 0

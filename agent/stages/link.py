@@ -7,7 +7,8 @@ from __future__ import annotations
 from flexsql.agent.contract import Linking
 from flexsql.agent.stages.chat import Run, converse, system_message
 from flexsql.errors import FlexSQLError
-from flexsql.tools.runtime import registry
+from flexsql.tools import toolbox
+from flexsql.tools.runtime.registry import result_text
 
 ROLE = (
     "You are the schema-linking step of a text-to-SQL agent. Find every table the question needs (facts, "
@@ -19,10 +20,10 @@ TOOLS = ["search_schema", "list_schemas", "list_tables", "describe_table", "find
 
 def search_hits(run: Run, limit: int = 10) -> str:
     try:
-        result = registry.call(
+        result = toolbox.TOOLS.call(
             run.tools, "search_schema", {"query": run.question, "limit": limit, "source": run.source}
         )
-        return registry.result_text(result, run.settings)
+        return result_text(result, run.settings)
     except FlexSQLError as exc:
         return f"(search_schema failed: {exc})"
 
@@ -30,12 +31,12 @@ def search_hits(run: Run, limit: int = 10) -> str:
 def schema_overview(run: Run) -> str | None:
     """On a multi-schema warehouse, the schemas with their sizes (FlexSQL links schemas first)."""
     try:
-        listing = registry.call(run.tools, "list_schemas", {"source": run.source})
+        listing = toolbox.TOOLS.call(run.tools, "list_schemas", {"source": run.source})
     except FlexSQLError:
         return None
     if len(listing.schemas) < 2:  # type: ignore[attr-defined]
         return None
-    return registry.result_text(listing, run.settings)
+    return result_text(listing, run.settings)
 
 
 def known_tables(run: Run, names: list[str]) -> tuple[list[str], list[str]]:

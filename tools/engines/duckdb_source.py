@@ -12,59 +12,51 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from sqlglot import exp
+
+from flexsql.config import LimitsConfig
 from flexsql.errors import ConfigError, QueryError
-from flexsql.tools.engines.base import (
-    Catalog,
-    Column,
-    Deadline,
-    FetchLimits,
-    ForeignKey,
-    SafetyReport,
-    Source,
-    TableInfo,
-    collect,
-    fetch_batches,
-    file_data_versions,
-    timeout_error,
-)
-from flexsql.tools.engines.traits import EngineTraits
+from flexsql.tools.engines.cancel import Deadline, timeout_error
+from flexsql.tools.engines.catalog import Catalog, Column, ForeignKey, TableInfo
+from flexsql.tools.engines.engine import Engine
+from flexsql.tools.engines.fetch import FetchLimits, collect, fetch_batches
+from flexsql.tools.engines.source import SafetyReport, Source, file_data_versions
 from flexsql.tools.engines.urls import file_path_of
 
-TRAITS = EngineTraits(
-    dialect="duckdb",
-    url_schemes=("duckdb",),
-    text_type="VARCHAR",
-    double_type="DOUBLE",
-    approx_distinct="approx_count_distinct({expr})",
-    explain_prefix="EXPLAIN ",
-    sample_table="{table} TABLESAMPLE SYSTEM ({pct} PERCENT)",
-    sample_view="{table} TABLESAMPLE SYSTEM ({pct} PERCENT)",
-    sample_label="block sample",
-    scan_above_rows=50_000_000,
-    unquoted_case="insensitive",
-    schema_in_names=True,
-    dynamic_types=False,
-    ilike=True,
-    regex_match="regexp_matches({expr}, {pattern})",
-    double_quoted_strings=False,
-    cloud=False,
-    notes="DuckDB: double quotes are identifiers, single quotes are strings; ILIKE, regexp_matches, "
-    "strftime(date, '%Y'), date_trunc('month', d), list/struct columns (unnest, s.field), QUALIFY.",
-)
+
+class DuckDB(Engine):
+    name = dialect = "duckdb"
+    url_schemes = ("duckdb",)
+    file_suffixes = (".duckdb",)
+    notes = (
+        "DuckDB: double quotes are identifiers, single quotes are strings; ILIKE, regexp_matches, "
+        "strftime(date, '%Y'), date_trunc('month', d), list/struct columns (unnest, s.field), QUALIFY."
+    )
+    double_type = "DOUBLE"
+    approx_distinct = "approx_count_distinct({expr})"
+    sample_table = sample_view = "{table} TABLESAMPLE SYSTEM ({pct} PERCENT)"
+    sample_label = "block sample"
+    scan_above_rows = 50_000_000  # DuckDB scans tens of millions of rows a second
+    regex_match = "regexp_matches({expr}, {pattern})"
+    # PIVOT and SUMMARIZE are statements of their own that only read
+    read_roots = tuple(getattr(exp, n) for n in ("Pivot", "Summarize") if hasattr(exp, n))
+    simple_show = True
+    show_forms = "SHOW TABLES, SHOW <table>, SHOW ALL TABLES"
+    show_hint = "a quoted name or path is refused because DuckDB reads it as a file — query the table with SELECT instead"
 
 
 class DuckDBSource(Source):
-    dialect = "duckdb"
-    engine = "duckdb"
-    traits = TRAITS
+    engine = DuckDB()
 
     # A read-only handle still takes DuckDB's file lock, which keeps every writer (a loader, dbt, a
     # notebook) out. So the handle is released once no statement has used it for this long, and
     # reopened (a few milliseconds) on the next one.
     IDLE_RELEASE_S: float | None = 2.0
 
-    def __init__(self, name: str, url: str, description: str = "") -> None:
-        super().__init__(name, url, description)
+    def __init__(
+        self, name: str, url: str, description: str = "", limits: LimitsConfig | None = None
+    ) -> None:
+        super().__init__(name, url, description, limits)
         self.path = file_path_of(url)
         self._conn: Any = None
         self._open_lock = threading.Lock()
@@ -105,7 +97,6 @@ class DuckDBSource(Source):
         import duckdb
 
         from flexsql.paths import cache_dir, private_dir
-        from flexsql.tools.engines.base import engine_limits
 
         # the engine's memory follows [limits], not the query: beyond it DuckDB spills to a private
         # temp folder (bounded too) or fails the query with an out-of-memory error
@@ -113,9 +104,9 @@ class DuckDBSource(Source):
             "enable_external_access": False,
             "autoinstall_known_extensions": False,
             "autoload_known_extensions": False,
-            "memory_limit": f"{engine_limits.memory_mb}MB",
+            "memory_limit": f"{self.limits.engine_memory_mb}MB",
             "temp_directory": str(private_dir(cache_dir() / "duckdb_tmp")),
-            "max_temp_directory_size": f"{engine_limits.temp_mb}MB",
+            "max_temp_directory_size": f"{self.limits.engine_temp_mb}MB",
         }
         in_memory = self.path == ":memory:"
         if not in_memory and not Path(self.path).exists():

@@ -25,21 +25,13 @@ import re
 import threading
 from typing import Any
 
+from flexsql.config import LimitsConfig
 from flexsql.errors import ConfigError, QueryError
-from flexsql.tools.engines.base import (
-    Catalog,
-    Column,
-    Deadline,
-    FetchLimits,
-    ForeignKey,
-    SafetyReport,
-    Source,
-    TableInfo,
-    collect,
-    fetch_batches,
-    timeout_error,
-)
-from flexsql.tools.engines.traits import EngineTraits
+from flexsql.tools.engines.cancel import Deadline, timeout_error
+from flexsql.tools.engines.catalog import Catalog, Column, ForeignKey, TableInfo
+from flexsql.tools.engines.engine import Engine
+from flexsql.tools.engines.fetch import FetchLimits, collect, fetch_batches
+from flexsql.tools.engines.source import SafetyReport, Source
 
 # Per-schema grants, not pg_read_all_data: that role can also read pg_authid (password hashes),
 # pg_user_mapping and pg_subscription (connection passwords).
@@ -134,38 +126,57 @@ _CHANGES_SQL = (
     "last_autoanalyze)), 0) FROM pg_stat_user_tables"
 )
 
-TRAITS = EngineTraits(
-    dialect="postgres",
-    url_schemes=("postgresql", "postgres", "postgresql+psycopg"),
-    text_type="TEXT",
-    double_type="DOUBLE PRECISION",
-    approx_distinct=None,
-    explain_prefix="EXPLAIN ",
+
+class Postgres(Engine):
+    name = "postgresql"
+    dialect = "postgres"
+    url_schemes = ("postgresql", "postgres", "postgresql+psycopg")
+    password_env = "PGPASSWORD"
+    notes = (
+        "PostgreSQL: identifiers fold to lower case unless quoted; ILIKE; date_trunc, EXTRACT; "
+        "::type casts; integer division truncates."
+    )
+    text_type = "TEXT"
+    double_type = "DOUBLE PRECISION"
     # TABLESAMPLE takes no view: views are read by their first rows
-    sample_table="{table} TABLESAMPLE SYSTEM ({pct})",
-    sample_view=None,
-    sample_label="block sample",
-    scan_above_rows=2_000_000,
-    unquoted_case="lower",
-    schema_in_names=True,
-    dynamic_types=False,
-    ilike=True,
-    regex_match="{expr} ~ {pattern}",
-    double_quoted_strings=False,
-    cloud=False,
-    notes="PostgreSQL: identifiers fold to lower case unless quoted; ILIKE; date_trunc, EXTRACT; "
-    "::type casts; integer division truncates.",
-    binary_hex="encode({expr}, 'hex')",
-)
+    sample_table = "{table} TABLESAMPLE SYSTEM ({pct})"
+    sample_label = "block sample"
+    unquoted_case = "lower"
+    regex_match = "{expr} ~ {pattern}"
+    binary_hex = "encode({expr}, 'hex')"
+    harmless_functions = frozenset({"glob"})
+    # Catalogs that hold credentials or raw values of any column: password hashes (pg_authid,
+    # pg_shadow), foreign-server passwords (pg_user_mapping[s]), replication connection strings
+    # (pg_subscription), unfiltered column statistics (pg_statistic*) and large objects.
+    # pg_read_all_data, which superuser connections drop to, can read them all; pg_roles, pg_user
+    # and pg_stats are the masked views an agent may use instead.
+    credential_names = frozenset(
+        {
+            "pg_authid",
+            "pg_shadow",
+            "pg_user_mapping",
+            "pg_user_mappings",
+            "pg_subscription",
+            "pg_statistic",
+            "pg_statistic_ext_data",
+            "pg_largeobject",
+            "pg_db_role_setting",
+            "pg_hba_file_rules",
+            "pg_ident_file_mappings",
+            "pg_file_settings",
+        }
+    )
+    credential_hint = "read pg_roles, pg_user or pg_stats instead, which mask these values"
+    simple_show = True
 
 
 class PostgresSource(Source):
-    dialect = "postgres"
-    engine = "postgresql"
-    traits = TRAITS
+    engine = Postgres()
 
-    def __init__(self, name: str, url: str, description: str = "") -> None:
-        super().__init__(name, url, description)
+    def __init__(
+        self, name: str, url: str, description: str = "", limits: LimitsConfig | None = None
+    ) -> None:
+        super().__init__(name, url, description, limits)
         self._conninfo = url.replace("postgresql+psycopg://", "postgresql://", 1)
         self._pool: list[Any] = []
         self._pool_lock = threading.Lock()

@@ -14,21 +14,13 @@ import threading
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from flexsql.config import LimitsConfig
 from flexsql.errors import ConfigError, QueryError
-from flexsql.tools.engines.base import (
-    Catalog,
-    Column,
-    Deadline,
-    FetchLimits,
-    ForeignKey,
-    SafetyReport,
-    Source,
-    TableInfo,
-    collect,
-    fetch_batches,
-    timeout_error,
-)
-from flexsql.tools.engines.traits import EngineTraits
+from flexsql.tools.engines.cancel import Deadline, timeout_error
+from flexsql.tools.engines.catalog import Catalog, Column, ForeignKey, TableInfo
+from flexsql.tools.engines.engine import Engine
+from flexsql.tools.engines.fetch import FetchLimits, collect, fetch_batches
+from flexsql.tools.engines.source import SafetyReport, Source
 
 
 def _engine_refusal(what: str) -> QueryError:
@@ -85,7 +77,7 @@ def _engine_check(sql: str) -> str:
     if depth != 0:
         raise _engine_refusal("an unclosed '(' (it would swallow flexsql's wrapper)")
     try:  # the guard's own token walk, the same code as the parse-level layer (tools/sql/guard.py)
-        token_walk(sql, "snowflake", tokens)
+        token_walk(sql, SnowflakeSource.engine, tokens)
     except RefusedError as exc:
         raise QueryError(str(exc).replace("refused: ", "refused by the engine: ", 1)) from None
     return sql.strip()
@@ -163,39 +155,38 @@ def connect_kwargs(url: str) -> dict[str, Any]:
     return kwargs
 
 
-TRAITS = EngineTraits(
-    dialect="snowflake",
-    url_schemes=("snowflake",),
-    text_type="VARCHAR",
-    double_type=None,
-    approx_distinct="approx_count_distinct({expr})",
-    explain_prefix="EXPLAIN ",
+class Snowflake(Engine):
+    name = dialect = "snowflake"
+    url_schemes = ("snowflake",)
+    password_env = "SNOWFLAKE_PASSWORD"
+    notes = (
+        "Snowflake: unquoted identifiers are UPPER case; VARIANT paths col:field::string, "
+        "LATERAL FLATTEN(input => col); ILIKE; DATE_TRUNC; QUALIFY; sharded tables → UNION ALL or wildcards."
+    )
+    approx_distinct = "approx_count_distinct({expr})"
     # block sampling exists for tables only; views are sampled row by row
-    sample_table="{table} SAMPLE SYSTEM ({pct})",
-    sample_view="{table} SAMPLE BERNOULLI ({pct})",
-    sample_label="sample",
-    scan_above_rows=2_000_000,
-    unquoted_case="upper",
-    schema_in_names=True,
-    dynamic_types=False,
-    ilike=True,
+    sample_table = "{table} SAMPLE SYSTEM ({pct})"
+    sample_view = "{table} SAMPLE BERNOULLI ({pct})"
+    unquoted_case = "upper"
     # REGEXP_LIKE matches the whole value; REGEXP_INSTR finds a match anywhere, like the other engines
-    regex_match="REGEXP_INSTR({expr}, {pattern}) > 0",
-    double_quoted_strings=False,
-    cloud=True,
-    notes="Snowflake: unquoted identifiers are UPPER case; VARIANT paths col:field::string, "
-    "LATERAL FLATTEN(input => col); ILIKE; DATE_TRUNC; QUALIFY; sharded tables → UNION ALL or wildcards.",
-    binary_hex="lower(hex_encode({expr}))",
-)
+    regex_match = "REGEXP_INSTR({expr}, {pattern}) > 0"
+    cloud = True
+    binary_hex = "lower(hex_encode({expr}))"
+    stages_and_sequences = True
 
 
 class SnowflakeSource(Source):
-    dialect = "snowflake"
-    engine = "snowflake"
-    traits = TRAITS
+    engine = Snowflake()
 
-    def __init__(self, name: str, url: str, description: str = "", timeout_s: int = 300) -> None:
-        super().__init__(name, url, description)
+    def __init__(
+        self,
+        name: str,
+        url: str,
+        description: str = "",
+        limits: LimitsConfig | None = None,
+        timeout_s: int = 300,
+    ) -> None:
+        super().__init__(name, url, description, limits)
         self._kwargs = connect_kwargs(url)
         self._conn: Any = None
         self._lock = threading.Lock()

@@ -9,22 +9,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from flexsql.config import LimitsConfig
 from flexsql.errors import ConfigError, QueryError
-from flexsql.tools.engines.base import (
-    Catalog,
-    Column,
-    Deadline,
-    FetchLimits,
-    ForeignKey,
-    SafetyReport,
-    Source,
-    TableInfo,
-    collect,
-    fetch_batches,
-    file_data_versions,
-    timeout_error,
-)
-from flexsql.tools.engines.traits import EngineTraits
+from flexsql.tools.engines.cancel import Deadline, timeout_error
+from flexsql.tools.engines.catalog import Catalog, Column, ForeignKey, TableInfo
+from flexsql.tools.engines.engine import Engine
+from flexsql.tools.engines.fetch import FetchLimits, collect, fetch_batches
+from flexsql.tools.engines.source import SafetyReport, Source, file_data_versions
 from flexsql.tools.engines.urls import file_path_of
 
 # Pragmas whose argument names a table or index (they only read).
@@ -77,36 +68,37 @@ def _authorizer(
     return sqlite3.SQLITE_DENY
 
 
-TRAITS = EngineTraits(
-    dialect="sqlite",
-    url_schemes=("sqlite", "sqlite3"),
-    text_type="TEXT",
-    double_type=None,
-    approx_distinct=None,
-    explain_prefix="EXPLAIN QUERY PLAN ",
-    sample_table=None,
-    sample_view=None,
-    sample_label="sample",
-    scan_above_rows=2_000_000,
-    unquoted_case="insensitive",
-    schema_in_names=False,
-    dynamic_types=True,
-    ilike=False,
-    regex_match=None,
-    double_quoted_strings=True,
-    cloud=False,
-    notes="SQLite: dates are TEXT (strftime('%Y', d), date(d)); no ILIKE (LIKE is case-insensitive for ASCII); "
-    "|| concatenates; integer division truncates (CAST(x AS REAL)).",
-)
+class SQLite(Engine):
+    name = dialect = "sqlite"
+    url_schemes = ("sqlite", "sqlite3")
+    file_suffixes = (".sqlite", ".sqlite3", ".db")
+    notes = (
+        "SQLite: dates are TEXT (strftime('%Y', d), date(d)); no ILIKE (LIKE is case-insensitive for ASCII); "
+        "|| concatenates; integer division truncates (CAST(x AS REAL))."
+    )
+    text_type = "TEXT"
+    explain_prefix = "EXPLAIN QUERY PLAN "
+    schema_in_names = False
+    dynamic_types = True
+    ilike = False
+    double_quoted_strings = True
+    harmless_functions = frozenset({"glob"})  # glob() matches a pattern against a string here
+    statement_hints = {
+        "Pragma": "read a pragma as a table instead, e.g. SELECT * FROM pragma_table_info('t')"
+    }
+
+    def prefix(self, expr: str, chars: int) -> str:
+        # substr counts bytes of BLOBs and characters of text; numbers pass through untouched
+        return f"CASE WHEN typeof({expr}) IN ('text', 'blob') THEN substr({expr}, 1, {chars}) ELSE {expr} END"
 
 
 class SQLiteSource(Source):
-    dialect = "sqlite"
-    engine = "sqlite"
-    traits = TRAITS
+    engine = SQLite()
 
-    def __init__(self, name: str, url: str, description: str = "") -> None:
-        super().__init__(name, url, description)
+    def __init__(
+        self, name: str, url: str, description: str = "", limits: LimitsConfig | None = None
+    ) -> None:
+        super().__init__(name, url, description, limits)
         self.path = file_path_of(url)
         self._local = threading.local()
         self._all_conns: list[sqlite3.Connection] = []

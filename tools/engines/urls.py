@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
 
-from flexsql.errors import ConfigError
+from flexsql.tools.engines.engine import engine_for_url
 
 URL_FORMS = (
     "duckdb:///path/to.duckdb, duckdb://:memory:, sqlite:///path/to.sqlite, "
@@ -16,9 +16,15 @@ URL_FORMS = (
 _SECRET_QUERY_KEYS = {"password", "token", "private_key", "passcode", "private_key_file_pwd", "sslpassword"}
 
 
+def is_file_url(url: str) -> bool:
+    """Whether the URL names a one-file database (its rest is a path, which carries no secrets)."""
+    engine = engine_for_url(url)
+    return engine is not None and bool(engine.file_suffixes)
+
+
 def redact(url: str) -> str:
     """Drop the password and secret query parameters from a URL."""
-    if url.split("://", 1)[0].lower() in ("duckdb", "sqlite", "sqlite3"):
+    if is_file_url(url):
         return url  # file URLs carry no secrets, and urlunsplit would mangle their slashes
     try:
         parts = urlsplit(url)
@@ -37,29 +43,20 @@ def redact(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
-# Where each engine's client reads a password from the environment.
-_PASSWORD_ENV = {
-    "postgresql": "PGPASSWORD",
-    "postgres": "PGPASSWORD",
-    "postgresql+psycopg": "PGPASSWORD",
-    "snowflake": "SNOWFLAKE_PASSWORD",
-}
-
-
 def split_password(url: str) -> tuple[str, dict[str, str]]:
     """The URL without its password, and the environment that hands the password to a child process
     (PGPASSWORD, SNOWFLAKE_PASSWORD), so that files and command lines never hold it."""
-    scheme = url.split("://", 1)[0].lower()
+    engine = engine_for_url(url)
     try:
         parts = urlsplit(url)
     except ValueError:
         return url, {}
-    if parts.password is None or scheme not in _PASSWORD_ENV:
+    if parts.password is None or engine is None or engine.password_env is None:
         return url, {}
     userinfo, host = parts.netloc.rsplit("@", 1)
     netloc = f"{userinfo.split(':', 1)[0]}@{host}"
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)), {
-        _PASSWORD_ENV[scheme]: unquote(parts.password)
+        engine.password_env: unquote(parts.password)
     }
 
 
@@ -88,7 +85,7 @@ def scrub_secrets(text: str, url: str) -> str:
 def source_name_for(url: str) -> str:
     """A short default name: the file stem or the database name."""
     parts = urlsplit(url)
-    if parts.scheme in ("duckdb", "sqlite"):
+    if is_file_url(url):
         path = url.split("://", 1)[1]
         if path in (":memory:", "/:memory:", ""):
             return "memory"
@@ -108,17 +105,3 @@ def file_path_of(url: str) -> str:
         if rest.startswith(("//", "/.")) or re.match(r"/[A-Za-z]:[/\\]", rest):
             rest = rest[1:]
     return unquote(rest)
-
-
-def open_source(url: str, name: str | None = None, description: str = ""):  # -> Source
-    """Open a source from its URL (lazily: nothing connects until first use)."""
-    if "://" not in url:
-        raise ConfigError(f"not a source URL: {redact(url)!r}; use one of: {URL_FORMS}")
-    from flexsql.tools.engines.traits import source_class, traits_for_url
-
-    scheme = url.split("://", 1)[0].lower()
-    name = name or source_name_for(url)
-    traits = traits_for_url(url)  # each engine module's traits name the URL schemes it opens
-    if traits is not None:
-        return source_class(traits)(name, url, description)
-    raise ConfigError(f"unsupported source scheme {scheme!r} in {redact(url)!r}; use one of: {URL_FORMS}")

@@ -10,10 +10,10 @@ Where tool state lives, and why (the audit of every cache):
 - catalog-derived — attached to the catalog object (`Catalog.derived`), so `catalog(refresh=True)`
   drops them with the catalog they were computed from: the join graph (tools/joins.py) and
   describe_table's example values (tools/catalog.py). The search index (`search:<source>` in
-  `caches`, tools/search/ranking.py) is catalog-derived too; it stores the catalog's `loaded_at` and is
+  `caches`, tools/search/index.py) is catalog-derived too; it stores the catalog's `loaded_at` and is
   rebuilt when that changes, so it never outlives a refresh either.
 - per source, shared by every session — `caches`, keyed `<module>:<source name>`: the value index
-  handle (`values:<source>`, tools/values/find.py). It is data-derived, not catalog-derived: it is backed by
+  handle (`values:<source>`, tools/values/index.py). It is data-derived, not catalog-derived: it is backed by
   a file shared across processes and checks each table's column signature itself, and `find_values
   refresh=true` rebuilds it. Safe to share: it holds no session's results.
 """
@@ -27,6 +27,9 @@ from typing import Any
 from flexsql.config import LimitsConfig, SandboxConfig
 from flexsql.tools.engines import Source, SourceRegistry
 from flexsql.tools.runtime.results import ResultStore
+
+SourceName = str | None
+"""A tool's `source` argument: a configured source's name; None (not given) means the first one."""
 
 # one lock for every caches dict: creating an entry is rare and cheap, and the dict may be shared by
 # many contexts (server sessions, agent threads), so a per-context lock would not protect it

@@ -1,15 +1,19 @@
-"""The tool registry: one declaration per tool, read by everything that offers or calls tools.
+"""Tools: each declared once, beside its function; and `Tools`, an ordered set of them.
 
-- the MCP server registers its tools by looping over `TOOLS` (flexsql.server.app);
-- `flexsql call` validates its key=value arguments with the same argument models (`parse_arguments`);
-- the agent calls tools in-process through `call` and shows them to its model as OpenAI function
-  definitions (`openai_tools`);
-- skills, commands and prompts are checked against `TOOLS` by the tests.
+A tool is a function `fn(ctx, args)` (or `fn(ctx, args, env)`, when it reports progress or talks to
+the client) decorated with `@tool(describe)`. Its argument model (a `ToolArgs`) is the only place
+for the parameters' names, defaults, ranges and descriptions; its return annotation (a
+`ToolResult`) is the structured result; `describe(settings)` is the description, rendered from the
+configured limits and the model's defaults, so "20 rows", "4,000 characters" or "50 per page" are
+never stale. Everything that offers or calls tools reads the declaration:
 
-Descriptions are rendered from the configured limits (`describe(settings)`), so "20 rows",
-"4,000 characters" or "30 s" are never stale. Input schemas are compact JSON schemas generated from
-the argument models (no titles, no `anyOf: [T, null]`): the client pays for `tools/list` on every
-turn. The declarations themselves live in `flexsql.tools.declarations`.
+- the MCP server registers each tool of its `Tools` (flexsql.server.app);
+- `flexsql call` validates its key=value arguments with the same argument models;
+- the agent calls tools in-process and shows them to its model as OpenAI function definitions;
+- skills, commands and prompts are checked against the tools by the tests.
+
+Input schemas are compact JSON schemas generated from the argument models (no titles, no
+`anyOf: [T, null]`): the client pays for `tools/list` on every turn.
 """
 
 from __future__ import annotations
@@ -18,24 +22,42 @@ import copy
 import functools
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from types import ModuleType
+from typing import Any, get_type_hints
 
+import anyio
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from flexsql.config import Settings
 from flexsql.errors import InvalidArgument, NotFoundError, UnavailableError, error_code, error_text
 from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.runtime.render import TextBudget
+from flexsql.tools.runtime.schema import compact_schema
 
 Progress = Callable[[float, float, str], None]
+Describe = Callable[[Settings], str]
 
 
 class ToolArgs(BaseModel):
     """Base of every argument model: unknown arguments are errors (a misspelt `tabel=` must not be
     ignored silently), and numbers given for text parameters stay text (`find_values text=1234`)."""
 
-    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
+    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True, populate_by_name=True)
+
+    @classmethod
+    def default(cls, name: str) -> Any:
+        """A parameter's declared default, for descriptions that state it."""
+        return cls.model_fields[name].default
+
+
+class ToolResult(BaseModel):
+    """Base of every tool's result: the structured form for programs, `to_text` for the model."""
+
+    def to_text(self, budget: TextBudget = TextBudget()) -> str:
+        """The compact text a model reads, within `budget` (characters in all, per cell)."""
+        raise NotImplementedError
 
 
 class NeedsInput(Exception):  # noqa: N818 - a signal, not an error
@@ -59,13 +81,19 @@ class ToolEnv:
     python_enabled: bool = True
 
 
+NO_ENV = ToolEnv()
+"""The env of a direct call (a test, a script): no progress, no client, default settings."""
+
+Run = Callable[[ToolContext, Any, ToolEnv], "ToolResult | Awaitable[ToolResult]"]
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
     args: type[ToolArgs]
-    result: type[BaseModel]
-    run: Callable[[ToolContext, Any, ToolEnv], BaseModel | Awaitable[BaseModel]]
-    describe: Callable[[Settings], str]
+    result: type[ToolResult]
+    run: Run
+    describe: Describe
     is_async: bool = False  # `run` is a coroutine function (it awaits a model or the client)
     needs_python: bool = False  # offered only where run_python's sandbox is enabled
     agent_tool: bool = True  # offered to the built-in agent's stages
@@ -78,15 +106,14 @@ class ToolSpec:
             return self.args.model_validate(given)
         except ValidationError as exc:
             raise InvalidArgument(
-                f"{self.name}: {_validation_text(exc)}; it takes {self.signature()}"
+                f"{self.name}: {_validation_text(exc, self.args)}; it takes {self.signature()}"
             ) from None
 
     def signature(self) -> str:
         parts = []
         for name, info in self.args.model_fields.items():
-            parts.append(
-                f"{name} ({_type_name(info.annotation)}{', required' if info.is_required() else ''})"
-            )
+            required = ", required" if info.is_required() else ""
+            parts.append(f"{info.alias or name} ({_type_name(info.annotation)}{required})")
         return ", ".join(parts) or "no arguments"
 
     def input_schema(self) -> dict[str, Any]:
@@ -94,6 +121,186 @@ class ToolSpec:
 
     def output_schema(self) -> dict[str, Any]:
         return copy.deepcopy(_output_schema(self.result))
+
+    def _prepared(self, arguments: Mapping[str, Any] | None, env: ToolEnv | None) -> tuple[ToolArgs, ToolEnv]:
+        env = env or ToolEnv()
+        if self.needs_python and not env.python_enabled:
+            raise UnavailableError(
+                f"{self.name} is disabled on this server ([sandbox] enabled = false or --no-python); "
+                "use run_query instead, or start the server with --python"
+            )
+        return self.parse(arguments), env
+
+    def call(
+        self, ctx: ToolContext, arguments: Mapping[str, Any] | None = None, env: ToolEnv | None = None
+    ) -> ToolResult:
+        """Validate, check the tool is enabled, run. Raises FlexSQLError."""
+        args, env = self._prepared(arguments, env)
+        if self.is_async:
+            raise InvalidArgument(f"{self.name} is asynchronous: use acall")
+        return self.run(ctx, args, env)  # type: ignore[return-value]
+
+    async def acall(
+        self, ctx: ToolContext, arguments: Mapping[str, Any] | None = None, env: ToolEnv | None = None
+    ) -> ToolResult:
+        """The same from async code; a synchronous tool runs in a worker thread."""
+        args, env = self._prepared(arguments, env)
+        if self.is_async:
+            return await self.run(ctx, args, env)  # type: ignore[misc]
+        return await anyio.to_thread.run_sync(lambda: self.run(ctx, args, env), abandon_on_cancel=True)  # type: ignore[arg-type, return-value]
+
+
+def tool(
+    describe: str | Describe, *, needs_python: bool = False, agent_tool: bool = True
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare the decorated function a tool named after it. Its second parameter's annotation is
+    the argument model and its return annotation the result model; a third parameter, when it has
+    one, receives the ToolEnv. The function stays a plain function (`fn(ctx, Args(...))`)."""
+
+    def declare(fn: Callable[..., Any]) -> Callable[..., Any]:
+        hints = get_type_hints(fn)
+        params = list(inspect.signature(fn).parameters)
+        if len(params) not in (2, 3):
+            raise TypeError(f"tool {fn.__name__} must take (ctx, args) or (ctx, args, env)")
+        args, result = hints[params[1]], hints.get("return")
+        if not (isinstance(args, type) and issubclass(args, ToolArgs)):
+            raise TypeError(f"tool {fn.__name__}: its args parameter must be annotated with a ToolArgs model")
+        if not (isinstance(result, type) and issubclass(result, ToolResult)):
+            raise TypeError(f"tool {fn.__name__}: its return annotation must be a ToolResult model")
+        run: Run = fn if len(params) == 3 else (lambda ctx, a, env: fn(ctx, a))
+        fn.tool_spec = ToolSpec(  # type: ignore[attr-defined]
+            name=fn.__name__,
+            args=args,
+            result=result,
+            run=run,
+            describe=describe if callable(describe) else (lambda s, text=describe: text),
+            is_async=inspect.iscoroutinefunction(fn),
+            needs_python=needs_python,
+            agent_tool=agent_tool,
+        )
+        return fn
+
+    return declare
+
+
+def spec_of(fn: Callable[..., Any]) -> ToolSpec:
+    spec = getattr(fn, "tool_spec", None)
+    if not isinstance(spec, ToolSpec):
+        raise TypeError(f"{getattr(fn, '__name__', fn)!r} is not declared with @tool")
+    return spec
+
+
+class Tools(Mapping[str, ToolSpec]):
+    """An ordered set of tools: what a server offers, what the agent's stages may call."""
+
+    def __init__(self, specs: Iterable[ToolSpec]) -> None:
+        self._specs: dict[str, ToolSpec] = {}
+        for spec in specs:
+            if spec.name in self._specs:
+                raise ValueError(f"two tools are named {spec.name!r}")
+            self._specs[spec.name] = spec
+
+    @classmethod
+    def from_modules(cls, *modules: ModuleType) -> Tools:
+        """The tools declared in `modules`, module by module, each in definition order."""
+        return cls(
+            v.tool_spec
+            for m in modules
+            for v in vars(m).values()
+            if isinstance(getattr(v, "tool_spec", None), ToolSpec)
+        )
+
+    def with_tools(self, *fns: Callable[..., Any]) -> Tools:
+        """These tools and more (functions declared with @tool), appended in order."""
+        return Tools([*self._specs.values(), *(spec_of(fn) for fn in fns)])
+
+    def __getitem__(self, name: str) -> ToolSpec:
+        return self._specs[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._specs)
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def get_tool(self, name: str) -> ToolSpec:
+        """The tool named `name`, or a NotFoundError listing the tools."""
+        try:
+            return self._specs[name]
+        except KeyError:
+            raise NotFoundError(f"unknown tool {name!r}; tools: {', '.join(self._specs)}") from None
+
+    def available(self, python: bool = True, *, agent: bool = False) -> list[ToolSpec]:
+        """The tools offered with or without the sandbox, to a client or (`agent`) to the agent."""
+        return [
+            s for s in self._specs.values() if (python or not s.needs_python) and (not agent or s.agent_tool)
+        ]
+
+    def call(
+        self,
+        ctx: ToolContext,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        env: ToolEnv | None = None,
+    ) -> ToolResult:
+        return self.get_tool(name).call(ctx, arguments, env)
+
+    async def acall(
+        self,
+        ctx: ToolContext,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        env: ToolEnv | None = None,
+    ) -> ToolResult:
+        return await self.get_tool(name).acall(ctx, arguments, env)
+
+    def openai_tools(
+        self, settings: Settings, names: Iterable[str] | None = None, python: bool = True
+    ) -> list[dict[str, Any]]:
+        """OpenAI function definitions (Chat Completions `tools`) for a subset of the agent's tools."""
+        offered = {s.name: s for s in self.available(python, agent=True)}
+        chosen = list(offered) if names is None else [n for n in names if n in offered]
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": n,
+                    "description": offered[n].describe(settings),
+                    "parameters": offered[n].input_schema(),
+                },
+            }
+            for n in chosen
+        ]
+
+    def list_size(self, settings: Settings) -> int:
+        """Characters a client reads for the whole tool list (name + description + input schema)."""
+        return sum(
+            len(s.name) + len(s.describe(settings)) + len(json.dumps(s.input_schema()))
+            for s in self._specs.values()
+        )
+
+
+def python_enabled(settings: Settings, transport_default: bool = True) -> bool:
+    """run_python's switch: `[sandbox] enabled` when set, else the transport's default (on for
+    stdio, loopback HTTP and in-process callers; off when HTTP binds elsewhere)."""
+    return transport_default if settings.sandbox.enabled is None else bool(settings.sandbox.enabled)
+
+
+def result_text(model: ToolResult, settings: Settings) -> str:
+    """The compact text a model reads, at most `limits.output_chars` characters (cut with a note)."""
+    text = model.to_text(TextBudget.of(settings.limits))
+    cap = settings.limits.output_chars
+    if len(text) > cap:
+        note = f"\n… truncated: true — text cut at {cap:,} of {len(text):,} characters; ask for less (limit, columns)"
+        text = text[: max(0, cap - len(note))].rstrip() + note
+    return text
+
+
+ERROR_META = "flexsql/error"  # the `_meta` key of an MCP error result that carries the code
+
+
+def error_payload(exc: BaseException) -> dict[str, Any]:
+    return {"code": error_code(exc), "message": error_text(exc)}
 
 
 @functools.cache
@@ -109,206 +316,53 @@ def _output_schema(result: type[BaseModel]) -> dict[str, Any]:
     return compact_schema(result.model_json_schema(mode="serialization"), nullable=True)
 
 
-def _validation_text(exc: ValidationError) -> str:
+_RANGE_ERRORS = {"greater_than_equal", "less_than_equal", "greater_than", "less_than"}
+
+
+def _validation_text(exc: ValidationError, model: type[BaseModel]) -> str:
     problems = []
     for err in exc.errors():
         where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        got = err.get("input")
         if err["type"] == "extra_forbidden":
             problems.append(f"unknown argument {where!r}")
         elif err["type"] == "missing":
             problems.append(f"{where} is required")
+        elif err["type"] in _RANGE_ERRORS:
+            problems.append(f"{where}={got} is out of range: {_range_text(model, str(err['loc'][0]))}")
+        elif err["type"] in ("too_short", "too_long", "string_too_short", "string_too_long"):
+            problems.append(_length_text(where, err.get("ctx") or {}, got))
         else:
-            got = err.get("input")
             shown = repr(got) if len(repr(got)) <= 60 else repr(got)[:57] + "..."
             problems.append(f"{where}: {err['msg'].lower()} (got {shown})")
     return "; ".join(problems)
 
 
-def _type_name(annotation: Any) -> str:
-    text = getattr(annotation, "__name__", None) or str(annotation)
-    return str(annotation).replace("typing.", "").replace(" | None", "") if "[" in str(annotation) else text
+def _length_text(where: str, bounds: Mapping[str, Any], got: Any) -> str:
+    """How many items (or characters) a list (or text) argument takes, and how many it had."""
+    unit = "character" if isinstance(got, str) else "item"
+    size = len(got) if isinstance(got, str | list | tuple) else bounds.get("actual_length")
+    if "min_length" in bounds:
+        least = bounds["min_length"]
+        return f"{where} needs at least {least} {unit}{'s' if least != 1 else ''} (got {size})"
+    return f"{where} takes at most {bounds.get('max_length')} {unit}s (got {size})"
 
 
-# -- compact JSON schemas ------------------------------------------------------------------------
-
-
-def compact_schema(schema: dict[str, Any], nullable: bool = False) -> dict[str, Any]:
-    """A JSON schema without what a model does not need: titles, null defaults, `anyOf: [T, null]`
-    wrappers — dropped for arguments (null means "not given"), `"type": [T, "null"]` for results
-    (`nullable`), where a null really is sent. `$defs` are kept (nested result models), also compacted."""
-
-    def clean(node: Any) -> Any:
-        if isinstance(node, list):
-            return [clean(n) for n in node]
-        if not isinstance(node, dict):
-            return node
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            if key == "title" and isinstance(value, str):
-                continue
-            if key == "default" and value is None:
-                continue
-            out[key] = clean(value) if key != "properties" else {k: clean(v) for k, v in value.items()}
-        variants = out.get("anyOf")
-        if isinstance(variants, list):
-            kept = [v for v in variants if v != {"type": "null"}]
-            if len(kept) == 1 and len(kept) < len(variants):
-                out.pop("anyOf")
-                only = dict(kept[0])
-                if nullable:
-                    if isinstance(only.get("type"), str):
-                        only["type"] = [only["type"], "null"]
-                    else:  # a $ref or a composite: keep the null alternative explicit
-                        only = {"anyOf": [only, {"type": "null"}]}
-                out = {**only, **out}
-        return out
-
-    return clean(schema)
-
-
-# -- the registry --------------------------------------------------------------------------------
-
-
-def _load() -> dict[str, ToolSpec]:
-    from flexsql.tools.declarations import DECLARATIONS
-
-    return {spec.name: spec for spec in DECLARATIONS}
-
-
-class _Tools(Mapping[str, ToolSpec]):
-    """`TOOLS[name]`, in declaration order; loaded on first use (the declarations import every tool)."""
-
-    _specs: dict[str, ToolSpec] | None = None
-
-    def _all(self) -> dict[str, ToolSpec]:
-        if self._specs is None:
-            self._specs = _load()
-        return self._specs
-
-    def __getitem__(self, name: str) -> ToolSpec:
-        return self._all()[name]
-
-    def __iter__(self):  # type: ignore[no-untyped-def]
-        return iter(self._all())
-
-    def __len__(self) -> int:
-        return len(self._all())
-
-
-TOOLS = _Tools()
-
-
-def get(name: str) -> ToolSpec:
-    try:
-        return TOOLS[name]
-    except KeyError:
-        raise NotFoundError(f"unknown tool {name!r}; tools: {', '.join(TOOLS)}") from None
-
-
-def python_enabled(settings: Settings, transport_default: bool = True) -> bool:
-    """run_python's switch: `[sandbox] enabled` when set, else the transport's default (on for
-    stdio, loopback HTTP and in-process callers; off when HTTP binds elsewhere)."""
-    return transport_default if settings.sandbox.enabled is None else bool(settings.sandbox.enabled)
-
-
-def available(settings: Settings, python: bool = True, *, agent: bool = False) -> list[ToolSpec]:
-    """The tools offered under these settings, in declaration order."""
-    return [
-        spec
-        for spec in TOOLS.values()
-        if (python or not spec.needs_python) and (not agent or spec.agent_tool)
-    ]
-
-
-def _checked(spec: ToolSpec, env: ToolEnv) -> None:
-    if spec.needs_python and not env.python_enabled:
-        raise UnavailableError(
-            f"{spec.name} is disabled on this server ([sandbox] enabled = false or --no-python); "
-            "use run_query instead, or start the server with --python"
-        )
-
-
-def _prepared(
-    name: str, arguments: Mapping[str, Any] | None, env: ToolEnv | None
-) -> tuple[ToolSpec, ToolArgs, ToolEnv]:
-    spec = get(name)
-    env = env or ToolEnv()
-    _checked(spec, env)
-    return spec, spec.parse(arguments), env
-
-
-def call(
-    ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None = None, env: ToolEnv | None = None
-) -> BaseModel:
-    """Call a synchronous tool in-process: validate, check it is enabled, run. Raises FlexSQLError."""
-    spec, args, env = _prepared(name, arguments, env)
-    if spec.is_async:
-        raise InvalidArgument(f"{name} is asynchronous: use acall")
-    return spec.run(ctx, args, env)  # type: ignore[return-value]
-
-
-async def acall(
-    ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None = None, env: ToolEnv | None = None
-) -> BaseModel:
-    """Call any tool from async code; synchronous tools run in a worker thread."""
-    import anyio
-
-    spec, args, env = _prepared(name, arguments, env)
-    if spec.is_async:
-        return await spec.run(ctx, args, env)  # type: ignore[misc]
-    return await anyio.to_thread.run_sync(lambda: spec.run(ctx, args, env), abandon_on_cancel=True)  # type: ignore[arg-type, return-value]
-
-
-def result_text(model: BaseModel, settings: Settings) -> str:
-    """The compact text a model reads, at most `limits.output_chars` characters (cut with a note)."""
-    to_text = model.to_text  # type: ignore[attr-defined]
-    params = inspect.signature(to_text).parameters
-    kwargs: dict[str, Any] = {}
-    if "max_chars" in params:
-        kwargs["max_chars"] = settings.limits.output_chars
-    if "cell_chars" in params:
-        kwargs["cell_chars"] = settings.limits.cell_chars
-    text = to_text(**kwargs)
-    cap = settings.limits.output_chars
-    if len(text) > cap:
-        note = f"\n… truncated: true — text cut at {cap:,} of {len(text):,} characters; ask for less (limit, columns)"
-        text = text[: max(0, cap - len(note))].rstrip() + note
-    return text
-
-
-ERROR_META = "flexsql/error"  # the `_meta` key of an MCP error result that carries the code
-
-
-def error_payload(exc: BaseException) -> dict[str, Any]:
-    return {"code": error_code(exc), "message": error_text(exc)}
-
-
-# -- exports for model endpoints ----------------------------------------------------------------
-
-
-def openai_tools(
-    settings: Settings | None = None, names: Iterable[str] | None = None, python: bool = True
-) -> list[dict[str, Any]]:
-    """OpenAI function definitions (Chat Completions `tools`) for a subset of the agent's tools."""
-    settings = settings or Settings()
-    offered = {s.name: s for s in available(settings, python, agent=True)}
-    chosen = list(offered) if names is None else [n for n in names if n in offered]
-    return [
-        {
-            "type": "function",
-            "function": {
-                "name": n,
-                "description": offered[n].describe(settings),
-                "parameters": offered[n].input_schema(),
-            },
-        }
-        for n in chosen
-    ]
-
-
-def list_size(settings: Settings | None = None) -> int:
-    """Characters a model reads for the whole tool list (name + description + input schema)."""
-    settings = settings or Settings()
-    return sum(
-        len(s.name) + len(s.describe(settings)) + len(json.dumps(s.input_schema())) for s in TOOLS.values()
+def _range_text(model: type[BaseModel], name: str) -> str:
+    """The allowed range in words, from the field's declared bounds."""
+    info = model.model_fields.get(name) or next(
+        (f for f in model.model_fields.values() if f.alias == name), None
     )
+    low = high = None
+    for bound in info.metadata if info is not None else ():
+        low = getattr(bound, "ge", getattr(bound, "gt", low))
+        high = getattr(bound, "le", getattr(bound, "lt", high))
+    if low is not None and high is not None:
+        return f"use a value from {low} to {high}"
+    return f"use a value of at least {low}" if low is not None else f"use a value of at most {high}"
+
+
+def _type_name(annotation: Any) -> str:
+    """`list[str]`, `int`: the type as a reader writes it (None means "not given", so it is not shown)."""
+    text = str(annotation) if "[" in str(annotation) or "|" in str(annotation) else annotation.__name__
+    return text.replace("typing.", "").replace(" | None", "")

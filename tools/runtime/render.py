@@ -7,7 +7,25 @@ import decimal
 import json
 import struct
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
+
+from flexsql.config import LimitsConfig
+
+_LIMITS = LimitsConfig()
+
+
+@dataclass(frozen=True)
+class TextBudget:
+    """How much of one result a model reads: [limits] output_chars in all, cell_chars per cell."""
+
+    max_chars: int = _LIMITS.output_chars
+    cell_chars: int = _LIMITS.cell_chars
+
+    @classmethod
+    def of(cls, limits: LimitsConfig) -> TextBudget:
+        return cls(max_chars=limits.output_chars, cell_chars=limits.cell_chars)
+
 
 _INFINITE_TIMES = {
     dt.datetime.max: "infinity",
@@ -17,7 +35,7 @@ _INFINITE_TIMES = {
 }
 
 
-def cell_text(value: Any, max_chars: int = 200) -> str:
+def cell_text(value: Any, max_chars: int = _LIMITS.cell_chars) -> str:
     if value is None:
         text = "NULL"
     elif isinstance(value, str) and (not value.strip() or value.strip().upper() == "NULL"):
@@ -73,7 +91,11 @@ def float_text(value: float) -> str:
 
 
 def table_text(
-    columns: Sequence[str], rows: Sequence[Sequence[Any]], *, cell_chars: int = 200, max_chars: int = 4000
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    cell_chars: int = _LIMITS.cell_chars,
+    max_chars: int = _LIMITS.output_chars,
 ) -> tuple[str, int]:
     """Render a header and as many rows as fit in `max_chars`; returns (text, rows_shown). A line wider
     than the room left (hundreds of columns) is cut with '…' — the header to half the room, so one row

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, PrivateAttr
 
 from flexsql.errors import NotFoundError
-from flexsql.tools.engines.base import estimate_size
+from flexsql.tools.engines.fetch import estimate_size
 
 
 class StoredResult(BaseModel):

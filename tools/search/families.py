@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from flexsql.tools.engines.base import TableInfo
+from flexsql.tools.engines import TableInfo
 
 _DIGITS = re.compile(r"\d+")
 MIN_COLUMN_OVERLAP = 0.5  # Jaccard of column names for two same-shape tables to be one family

@@ -14,7 +14,7 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 
-from flexsql.tools.engines.base import TableInfo
+from flexsql.tools.engines import TableInfo
 
 _KEY = re.compile(r"^(?P<entity>.+?)_?(?:id|key)$", re.IGNORECASE)
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")

@@ -19,6 +19,8 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections.abc import Mapping
+from typing import Protocol
 
 import sqlglot
 from sqlglot import exp
@@ -40,6 +42,23 @@ class _QuietWhileGuarding(logging.Filter):
 
 logging.getLogger("sqlglot").addFilter(_QuietWhileGuarding())
 
+
+class GuardRules(Protocol):
+    """What the guard needs to know about an engine. Each engine class in tools/engines declares
+    these (an `Engine` is a GuardRules), so the guard itself never tests an engine's name."""
+
+    dialect: str  # sqlglot's dialect name, for tokenizing and parsing
+    read_roots: tuple[type[exp.Expression], ...]  # statement kinds that only read, beyond the common ones
+    harmless_functions: frozenset[str]  # names of the deny list that are harmless on this engine
+    credential_names: frozenset[str]  # catalogs refused wherever they are named
+    credential_hint: str  # what to read instead of them
+    stages_and_sequences: bool  # SQL can name stages (@stage) and advance sequences (seq.NEXTVAL)
+    simple_show: bool  # a plain `SHOW name` only reads
+    show_forms: str  # the forms of SHOW that run, named when another is refused
+    show_hint: str  # the engine's own reason other forms are refused, or ""
+    statement_hints: Mapping[str, str]  # advice added to a refused statement kind (by sqlglot node name)
+
+
 READ_ONLY_HINT = "this server is read-only"
 MAX_SQL_CHARS = 1_000_000
 
@@ -54,10 +73,6 @@ _ALLOWED_ROOTS: tuple[type[exp.Expression], ...] = (
     exp.Describe,
     exp.Show,
 )
-# Roots that only read on one engine (DuckDB's PIVOT and SUMMARIZE statements).
-_DIALECT_ROOTS: dict[str, tuple[type[exp.Expression], ...]] = {
-    "duckdb": tuple(getattr(exp, n) for n in ("Pivot", "Summarize") if hasattr(exp, n)),
-}
 _ONLY_READS = "only SELECT / WITH / VALUES / SHOW / DESCRIBE / EXPLAIN run"
 
 # Nodes that write, change state or configuration, anywhere in the tree.
@@ -258,8 +273,6 @@ _ALLOWED_FUNCTIONS = {
     "pg_create_time",
     "postgres_version",
 }
-# Names that are harmless on one engine: SQLite's glob() matches a pattern against a string.
-_DIALECT_ALLOWED_FUNCTIONS: dict[str, set[str]] = {"sqlite": {"glob"}, "postgres": {"glob"}}
 
 _FILE_LIKE = re.compile(
     r"[/\\]|\.(csv|tsv|parquet|json|jsonl|ndjson|txt|xlsx|gz|zst|db|duckdb|sqlite\d?)$"
@@ -298,10 +311,11 @@ def refuse(what: str, why: str = READ_ONLY_HINT) -> RefusedError:
     return RefusedError(f"refused: {what} is not allowed — {why}")
 
 
-def denied_function_reason(name: str, dialect: str | None = None) -> str | None:
-    """Why the function `name` (any case, unqualified) may not run, or None when it may."""
+def denied_function_reason(name: str, rules: GuardRules | None = None) -> str | None:
+    """Why the function `name` (any case, unqualified) may not run, or None when it may; `rules`
+    (an engine) may declare names harmless on it."""
     name = name.lower()
-    if name in _ALLOWED_FUNCTIONS or name in _DIALECT_ALLOWED_FUNCTIONS.get(dialect or "", ()):
+    if name in _ALLOWED_FUNCTIONS or (rules is not None and name in rules.harmless_functions):
         return None
     if name in _DENIED_FUNCTIONS:
         return _DENIED_FUNCTIONS[name]
@@ -311,44 +325,22 @@ def denied_function_reason(name: str, dialect: str | None = None) -> str | None:
     return None
 
 
-def is_denied_function(name: str, dialect: str | None = None) -> bool:
-    return denied_function_reason(name, dialect) is not None
+def is_denied_function(name: str, rules: GuardRules | None = None) -> bool:
+    return denied_function_reason(name, rules) is not None
 
 
-# PostgreSQL catalogs that hold credentials or raw values of any column: password hashes
-# (pg_authid, pg_shadow), foreign-server passwords (pg_user_mapping[s]), replication connection
-# strings (pg_subscription), unfiltered column statistics (pg_statistic*) and large objects.
-# pg_read_all_data, which superuser connections drop to, can read them all; pg_roles, pg_user and
-# pg_stats are the masked views an agent may use instead.
-_PG_CREDENTIAL_CATALOGS = {
-    "pg_authid",
-    "pg_shadow",
-    "pg_user_mapping",
-    "pg_user_mappings",
-    "pg_subscription",
-    "pg_statistic",
-    "pg_statistic_ext_data",
-    "pg_largeobject",
-    "pg_db_role_setting",
-    "pg_hba_file_rules",
-    "pg_ident_file_mappings",
-    "pg_file_settings",
-}
-_PG_MASKED_VIEWS = "read pg_roles, pg_user or pg_stats instead, which mask these values"
-
-
-def _check_credential_catalogs(tokens: list[Token], dialect: str) -> None:
-    """Refuse any mention of a PostgreSQL credential catalog as a name (not inside a string), so
-    aliases, CTEs, subqueries, quoting and `pg_catalog.` qualification cannot reach it."""
-    if dialect != "postgres":
+def _check_credential_catalogs(tokens: list[Token], rules: GuardRules) -> None:
+    """Refuse any mention of the engine's credential catalogs as a name (not inside a string), so
+    aliases, CTEs, subqueries, quoting and schema qualification cannot reach them."""
+    if not rules.credential_names:
         return
     for tok in tokens:
         if tok.token_type == TokenType.STRING:
             continue
         name = tok.text.strip('"').lower()
-        if name in _PG_CREDENTIAL_CATALOGS:
+        if name in rules.credential_names:
             raise refuse(
-                f"the catalog {name}", f"it holds credentials or raw column values; {_PG_MASKED_VIEWS}"
+                f"the catalog {name}", f"it holds credentials or raw column values; {rules.credential_hint}"
             )
 
 
@@ -366,7 +358,7 @@ def _first_word(sql: str) -> str:
     return word
 
 
-def _check_tokens(tokens: list[Token], sql: str, dialect: str) -> None:
+def _check_tokens(tokens: list[Token], sql: str, rules: GuardRules) -> None:
     """Checks on the token stream, independent of how the parser builds its tree."""
     if _UNICODE_ESCAPE.search(sql):
         raise refuse(
@@ -380,10 +372,10 @@ def _check_tokens(tokens: list[Token], sql: str, dialect: str) -> None:
             and prev.token_type not in (TokenType.STRING, TokenType.NUMBER)
         ):
             name = prev.text.strip('"`[]').lower()
-            why = denied_function_reason(name, dialect)
+            why = denied_function_reason(name, rules)
             if why:
                 raise refuse(f"function {name}()", why)
-        if dialect != "snowflake":
+        if not rules.stages_and_sequences:
             continue
         if prev is not None and prev.token_type == TokenType.DOT and tok.text.lower() == "nextval":
             raise refuse("sequence NEXTVAL", "it advances a sequence")
@@ -484,9 +476,11 @@ def _string_read_as_table(tokens: list[Token]) -> str | None:
     return None
 
 
-def _check_statement_tokens(tokens: list[Token], dialect: str) -> None:
+def _check_statement_tokens(tokens: list[Token], rules: GuardRules) -> None:
     """Checks on the tokens of a statement whose kind is allowed."""
-    if dialect == "snowflake" and any(t.token_type == TokenType.PARAMETER and t.text == "@" for t in tokens):
+    if rules.stages_and_sequences and any(
+        t.token_type == TokenType.PARAMETER and t.text == "@" for t in tokens
+    ):
         raise refuse("reading a stage (@…)", "stages are files outside the database")
     target = _string_read_as_table(tokens)
     if target is not None:
@@ -499,20 +493,20 @@ def _check_statement_tokens(tokens: list[Token], dialect: str) -> None:
             raise refuse("several statements in one call", "send exactly one statement per call")
 
 
-def token_walk(sql: str, dialect: str, tokens: list[Token] | None = None) -> list[Token]:
+def token_walk(sql: str, rules: GuardRules, tokens: list[Token] | None = None) -> list[Token]:
     """The guard's checks that need no parse tree: names in call position, Unicode escapes, Snowflake
     sequences, IDENTIFIER() and stages, PostgreSQL credential catalogs, strings read as tables, a
     second statement. check_sql runs it; so does the Snowflake source's engine-level layer before it
     wraps a statement, so the two layers share one implementation and cannot drift apart.
     Returns the tokens; raises RefusedError."""
-    tokens = sqlglot.tokenize(sql, read=dialect) if tokens is None else tokens
-    _check_tokens(tokens, sql, dialect)
-    _check_credential_catalogs(tokens, dialect)
-    _check_statement_tokens(tokens, dialect)
+    tokens = sqlglot.tokenize(sql, read=rules.dialect) if tokens is None else tokens
+    _check_tokens(tokens, sql, rules)
+    _check_credential_catalogs(tokens, rules)
+    _check_statement_tokens(tokens, rules)
     return tokens
 
 
-def _check_tree(tree: exp.Expression, dialect: str) -> None:
+def _check_tree(tree: exp.Expression, rules: GuardRules) -> None:
     for node in tree.walk():
         if isinstance(node, _DENIED_TYPES):
             label = _DENIED_NODES.get(type(node).__name__, type(node).__name__.upper())
@@ -521,7 +515,7 @@ def _check_tree(tree: exp.Expression, dialect: str) -> None:
             raise refuse(label)
         if isinstance(node, exp.Func):
             name = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
-            why = denied_function_reason(name, dialect)
+            why = denied_function_reason(name, rules)
             if why:
                 raise refuse(f"function {name}()", why)
         if isinstance(node, exp.Table):
@@ -539,7 +533,7 @@ def _check_tree(tree: exp.Expression, dialect: str) -> None:
                 )
         if (
             isinstance(node, exp.Column)
-            and dialect == "snowflake"
+            and rules.stages_and_sequences
             and node.name.lower() == "nextval"
             and node.table
         ):
@@ -550,7 +544,7 @@ def _strip_leading_comments(text: str) -> str:
     return re.sub(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", "", text, count=1, flags=re.DOTALL)
 
 
-def _check_explain(body: str, dialect: str) -> None:
+def _check_explain(body: str, rules: GuardRules) -> None:
     """EXPLAIN is allowed without ANALYZE (which runs the statement); its target is checked too."""
     body = _strip_leading_comments(body)
     m = _EXPLAIN_OPTIONS.match(body)
@@ -558,7 +552,7 @@ def _check_explain(body: str, dialect: str) -> None:
     rest = _strip_leading_comments(body[m.end() :] if m else body)
     if re.search(r"\banaly[sz]e\b", options, re.IGNORECASE) or re.match(r"analy[sz]e\b", rest, re.IGNORECASE):
         raise refuse("EXPLAIN ANALYZE", "it executes the statement")
-    check_sql(rest, dialect)
+    check_sql(rest, rules)
 
 
 def _statement_label(tree: exp.Expression, sql: str) -> str:
@@ -570,13 +564,13 @@ def _statement_label(tree: exp.Expression, sql: str) -> str:
     return _first_word(sql) or f"a {type(tree).__name__.upper()} statement"
 
 
-def _check(sql: str, dialect: str) -> str:
-    tokens = sqlglot.tokenize(sql, read=dialect)
-    _check_tokens(tokens, sql, dialect)
-    _check_credential_catalogs(tokens, dialect)
+def _check(sql: str, rules: GuardRules) -> str:
+    tokens = sqlglot.tokenize(sql, read=rules.dialect)
+    _check_tokens(tokens, sql, rules)
+    _check_credential_catalogs(tokens, rules)
     statements = [
         s
-        for s in sqlglot.parse(sql, read=dialect)
+        for s in sqlglot.parse(sql, read=rules.dialect)
         if s is not None and not isinstance(s, getattr(exp, "Semicolon", ()))
     ]
     if not statements:
@@ -590,36 +584,34 @@ def _check(sql: str, dialect: str) -> str:
             tree.expression.this if isinstance(tree.expression, exp.Literal) else str(tree.expression or "")
         )
         if keyword == "EXPLAIN":
-            _check_explain(body, dialect)
-        elif keyword == "SHOW" and dialect in ("postgres", "duckdb") and _SIMPLE_SHOW.match(body):
+            _check_explain(body, rules)
+        elif keyword == "SHOW" and rules.simple_show and _SIMPLE_SHOW.match(body):
             pass
         elif keyword == "SHOW":  # the statement is allowed in general: say which form is not
-            forms = "SHOW TABLES, SHOW <table>, SHOW ALL TABLES" if dialect == "duckdb" else "SHOW <setting>"
+            why = f"only the catalog forms of SHOW run here ({rules.show_forms})"
             raise refuse(
-                f"SHOW {body.strip()[:60]}".strip(),
-                f"only the catalog forms of SHOW run here ({forms}); a quoted name or path is "
-                "refused because DuckDB reads it as a file — query the table with SELECT instead"
-                if dialect == "duckdb"
-                else f"only the catalog forms of SHOW run here ({forms})",
+                f"SHOW {body.strip()[:60]}".strip(), f"{why}; {rules.show_hint}" if rules.show_hint else why
             )
         else:
             raise refuse(_statement_label(tree, sql), f"{READ_ONLY_HINT}; {_ONLY_READS}")
-    elif isinstance(tree, _ALLOWED_ROOTS + _DIALECT_ROOTS.get(dialect, ())):
-        token_walk(sql, dialect, tokens)
-        _check_tree(tree, dialect)
+    elif isinstance(tree, _ALLOWED_ROOTS + rules.read_roots):
+        token_walk(sql, rules, tokens)
+        _check_tree(tree, rules)
     else:
         hint = f"{READ_ONLY_HINT}; {_ONLY_READS}"
-        if isinstance(tree, exp.Pragma) and dialect == "sqlite":
-            hint += "; read a pragma as a table instead, e.g. SELECT * FROM pragma_table_info('t')"
+        extra = rules.statement_hints.get(type(tree).__name__)
+        if extra:
+            hint += f"; {extra}"
         raise refuse(_statement_label(tree, sql), hint)
     # Keep exactly the statement: drop a trailing semicolon and anything (comments) after it.
     cut = next((t.start for t in tokens if t.token_type == TokenType.SEMICOLON), len(sql))
     return sql[:cut].strip().rstrip(";").strip()
 
 
-def check_sql(sql: str, dialect: str) -> str:
-    """Return `sql` (without a trailing semicolon) if it is one read-only statement; raise
-    RefusedError otherwise. Never raises any other exception type."""
+def check_sql(sql: str, rules: GuardRules) -> str:
+    """Return `sql` (without a trailing semicolon) if it is one read-only statement on the engine
+    whose `rules` are given (a `flexsql.tools.engines.Engine`); raise RefusedError otherwise.
+    Never raises any other exception type."""
     if not isinstance(sql, str) or not sql.strip():
         raise RefusedError("refused: the SQL text is empty — send one SELECT statement")
     if "\x00" in sql:
@@ -632,7 +624,7 @@ def check_sql(sql: str, dialect: str) -> str:
     outer = getattr(_GUARDING, "active", False)  # EXPLAIN checks its target re-entrantly
     _GUARDING.active = True
     try:
-        return _check(sql, dialect)
+        return _check(sql, rules)
     except RefusedError:
         raise
     except (SqlglotError, RecursionError, ValueError, IndexError) as exc:
@@ -643,11 +635,9 @@ def check_sql(sql: str, dialect: str) -> str:
         if not isinstance(
             exc, SqlglotError
         ):  # the parser's own failure ("list index out of range"), not a syntax error
-            message = (
-                f"the {dialect} parser flexsql uses does not handle this form of {keyword or 'statement'}"
-            )
+            message = f"the {rules.dialect} parser flexsql uses does not handle this form of {keyword or 'statement'}"
         raise RefusedError(
-            f"refused: the SQL could not be parsed as {dialect} ({message}) — only statements the guard can "
+            f"refused: the SQL could not be parsed as {rules.dialect} ({message}) — only statements the guard can "
             "check are run; fix the syntax or rewrite it in standard SQL"
         ) from None
     except Exception as exc:  # fail closed: what the guard cannot check does not run

@@ -15,8 +15,8 @@ import math
 import re
 from collections.abc import Sequence
 
-from flexsql.tools.engines.base import Catalog
-from flexsql.tools.search.ranking import identifier_terms, text_terms
+from flexsql.tools.engines import Catalog
+from flexsql.tools.search.text import identifier_terms, text_terms
 
 CONTEXT_WEIGHT = 0.12  # most a column gains from the context (exact 1.0 vs normalized 0.94)
 # how the context bonus splits: the column's own words, its table's and its schema's relevance to the
@@ -87,7 +87,7 @@ def plausibility(column: str, ctype: str, literal: str, count: int, distinct: in
 
 def _engine(catalog: Catalog) -> object:
     """The search index of a catalog (built once per catalog load)."""
-    from flexsql.tools.search.ranking import SearchIndex
+    from flexsql.tools.search.index import SearchIndex
 
     held = _ENGINES.get(id(catalog))
     if held is None or held[0] is not catalog:

@@ -16,6 +16,8 @@ missing from the index may still exist (find_values then checks live).
 
 Lookups: normalized exact match (casefold, accents and punctuation removed), word-order-insensitive
 keys, and a token index with a trigram index over the token vocabulary for prefixes and typos.
+
+index_scan.py reads a table's values, index_file.py holds the file's layout and writes them.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ import re
 import sqlite3
 import threading
 import time
-import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,126 +34,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from flexsql.errors import QueryError, QueryTimeout
-from flexsql.tools.engines.base import FetchLimits, Source, TableInfo
-from flexsql.tools.engines.traits import all_traits, traits_for
-from flexsql.tools.sql.build import as_text, quote_ident, quote_table
-
-INDEX_VERSION = "2"  # 2: emoji and other symbols are tokens
-CAP_PER_COLUMN = 1000  # distinct values kept per column (the most frequent ones)
-FREE_TEXT_CHARS = 60  # average length above which a column is free text, not a value domain
-MAX_VALUE_CHARS = 200  # longer single values are not indexed
-SMALL_TABLE_ROWS = 20_000  # at most this many rows: one query for all columns, no pre-pass
-STATS_ROWS = 10_000  # rows read by the pre-pass that spots free-text and id-like columns
-# Above these row estimates a table is sampled instead of scanned: each engine's scan_above_rows,
-# kept in one dict so that a test or a benchmark can lower an engine's threshold.
-SAMPLE_ABOVE = {d: t.scan_above_rows for d, t in all_traits().items()}
-SAMPLE_ROWS = 1_000_000
+from flexsql.errors import QueryError
+from flexsql.tools.engines import FetchLimits, Source, TableInfo
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.values.fuzzy import edit_distance, max_edits
+from flexsql.tools.values.index_file import open_index, store_table
+from flexsql.tools.values.index_scan import CAP_PER_COLUMN, scan_table
+from flexsql.tools.values.normalize import trigrams
 
 Progress = Callable[[float, float, str], None]
-
-_TEXT_TYPE = re.compile(r"CHAR|TEXT|STRING|CLOB|CITEXT|ENUM|NAME\b", re.IGNORECASE)
-_NON_TEXT_SQLITE = re.compile(r"INT|REAL|FLOA|DOUB|NUM|DEC|BOOL|DATE|TIME|BLOB", re.IGNORECASE)
-_ID_WORDS = {"id", "ids", "uuid", "guid", "hash", "md5", "sha", "sha1", "sha256", "token", "checksum"}
-
-
-# -- text normalization (shared with search.py) ------------------------------------------------------
-
-
-def fold(text: str) -> str:
-    """Casefolded, accents stripped (NFKD without combining marks)."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
-
-
-_NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
-
-
-def normalize(text: str) -> str:
-    """The comparison form of a value: folded, punctuation and whitespace runs become one space.
-    Emoji and other pictographs (Unicode "So") each become a word of their own, so '🎉' finds
-    '🎉🎉' and 'party 🎉'; currency and math signs stay punctuation ('$100' still matches '100')."""
-    folded = fold(text)
-    if folded.isascii():
-        return _NON_WORD.sub(" ", folded).strip()
-    parts = [
-        ch if ch.isalnum() else (f" {ch} " if unicodedata.category(ch) == "So" else " ") for ch in folded
-    ]
-    return " ".join("".join(parts).split())
-
-
-def sorted_key(norm: str) -> str:
-    """Word order removed: 'lamp desk' and 'desk lamp' share a key."""
-    return " ".join(sorted(norm.split()))
-
-
-def trigrams(token: str) -> set[str]:
-    padded = f"^{token}$"
-    return {padded[i : i + 3] for i in range(max(1, len(padded) - 2))}
-
-
-def split_identifier(name: str) -> list[str]:
-    """camelCase, PascalCase, snake_case, digits: 'StuID' -> ['stu', 'id'], 'orderDate2' -> ['order', 'date', '2']."""
-    text = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
-    text = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1 \2", text)
-    text = re.sub(r"([A-Za-z])([0-9])", r"\1 \2", text)
-    return [w for w in _NON_WORD.split(fold(text)) if w]
-
-
-# -- SQL pieces, always built by sqlglot for the source's dialect -----------------------------------
-
-
-def sample_from(
-    table: TableInfo, dialect: str, rows: int, columns: Iterable[str] | None = None
-) -> tuple[str, str]:
-    """A FROM item reading about `rows` rows of a big table, and how it samples (for the user).
-
-    The engine's sampling clause where it has one (block-level where it can, so it does not read
-    the whole table) and the table's size is estimated; otherwise the first rows."""
-    traits = traits_for(dialect)
-    tsql = quote_table(table, dialect)
-    estimate = table.row_estimate or 0
-    pct = 100.0 if estimate <= 0 else min(100.0, max(0.001, 100.0 * rows / estimate))
-    pct_text = f"{pct:.4f}".rstrip("0").rstrip(".")
-    clause = traits.sample_clause(tsql, table.kind, pct_text) if estimate else None
-    if clause:
-        return clause, f"~{pct_text}% {traits.sample_label}"
-    cols = ", ".join(quote_ident(c, dialect) for c in columns) if columns else "*"
-    return f"(SELECT {cols} FROM {tsql} LIMIT {int(rows)}) AS sampled", f"first {int(rows):,} rows"
-
-
-def needs_sample(table: TableInfo, dialect: str) -> bool:
-    return (table.row_estimate or 0) > SAMPLE_ABOVE.get(dialect, traits_for(dialect).scan_above_rows)
-
-
-def is_text_type(type_name: str, dialect: str) -> bool:
-    if traits_for(dialect).dynamic_types:
-        # SQLite affinity: no declared type holds anything; TEXT-like names hold text
-        return (
-            not type_name.strip()
-            or bool(_TEXT_TYPE.search(type_name))
-            or not _NON_TEXT_SQLITE.search(type_name)
-        )
-    if re.search(r"UUID|VARIANT|OBJECT", type_name, re.IGNORECASE):
-        return False
-    # JSON documents and arrays are searched through their text (PostgreSQL's enums carry '(enum)')
-    return bool(_TEXT_TYPE.search(type_name)) or bool(re.search(r"JSON|ARRAY|\[\]", type_name, re.IGNORECASE))
-
-
-def id_like_name(name: str) -> bool:
-    words = split_identifier(name)
-    return bool(words) and words[-1] in _ID_WORDS
-
-
-def code_like(values: list[str]) -> bool:
-    """Values that look like generated codes (no spaces, with digits or hex): ids, not a domain."""
-    if not values:
-        return False
-    shaped = sum(1 for v in values if " " not in v.strip() and re.search(r"\d", v))
-    return shaped >= 0.9 * len(values)
-
-
-# -- the index ------------------------------------------------------------------------------------------
 
 
 class ValueIndexStats(BaseModel):
@@ -214,24 +104,6 @@ class IndexedValue:
     count: int
 
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
-CREATE TABLE IF NOT EXISTS tables (tkey TEXT PRIMARY KEY, signature TEXT, row_estimate INTEGER, built_at REAL,
-                                   seconds REAL, error TEXT);
-CREATE TABLE IF NOT EXISTS columns (cid INTEGER PRIMARY KEY, tkey TEXT, name TEXT, type TEXT, status TEXT,
-                                    reason TEXT, sampled INTEGER, complete INTEGER, n_values INTEGER);
-CREATE INDEX IF NOT EXISTS columns_tkey ON columns (tkey);
-CREATE TABLE IF NOT EXISTS vals (vid INTEGER PRIMARY KEY, cid INTEGER, value TEXT, norm TEXT, skey TEXT, count INTEGER);
-CREATE INDEX IF NOT EXISTS vals_norm ON vals (norm);
-CREATE INDEX IF NOT EXISTS vals_skey ON vals (skey);
-CREATE INDEX IF NOT EXISTS vals_cid ON vals (cid);
-CREATE TABLE IF NOT EXISTS postings (tok TEXT, vid INTEGER, PRIMARY KEY (tok, vid)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS postings_vid ON postings (vid);
-CREATE TABLE IF NOT EXISTS vocab (tok TEXT PRIMARY KEY) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS grams (gram TEXT, tok TEXT, PRIMARY KEY (gram, tok)) WITHOUT ROWID;
-"""
-
-
 def index_path(source: Source) -> Path:
     from flexsql.paths import cache_dir, private_dir
 
@@ -274,35 +146,11 @@ class ValueIndex:
         self._versions: dict[str, str] = {}  # table -> data version, read at each ensure()
 
     # -- storage ------------------------------------------------------------------------------------
+    # -- storage ------------------------------------------------------------------------------------
     def _db(self) -> sqlite3.Connection:
         with self._lock:
             if self._conn is None:
-                from flexsql.paths import private_file
-
-                # SQLite gives the -wal and -shm files the database file's mode: 0600 for all three
-                for extra in (
-                    self.path.with_name(self.path.name + "-wal"),
-                    self.path.with_name(self.path.name + "-shm"),
-                ):
-                    if extra.exists():  # left by an older flexsql with the umask's mode
-                        private_file(extra)
-                conn = sqlite3.connect(str(private_file(self.path)), check_same_thread=False, timeout=30)
-                conn.isolation_level = None  # transactions are explicit: many tables per commit
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")
-                conn.executescript(_SCHEMA)
-                version = conn.execute("SELECT value FROM meta WHERE key='version'").fetchone()
-                if version is None or version[0] != INDEX_VERSION:
-                    # an older layout: start over (it is a cache)
-                    conn.execute("BEGIN IMMEDIATE")
-                    for name in ("tables", "columns", "vals", "postings", "vocab", "grams"):
-                        conn.execute(f"DELETE FROM {name}")
-                    conn.execute("INSERT OR REPLACE INTO meta VALUES ('version', ?)", (INDEX_VERSION,))
-                    conn.execute(
-                        "INSERT OR REPLACE INTO meta VALUES ('source', ?)", (self.source.display_url,)
-                    )
-                    conn.execute("COMMIT")
-                self._conn = conn
+                self._conn = open_index(self.path, self.source.display_url)
             return self._conn
 
     def close(self) -> None:
@@ -474,153 +322,11 @@ class ValueIndex:
         return result.rows
 
     def _index_table(self, table: TableInfo, vocab: set[str], timeout_s: float) -> None:
-        dialect = self.source.dialect
         started = time.perf_counter()
-        columns: list[dict[str, Any]] = []
-        candidates = []
-        for col in table.columns:
-            entry = {
-                "name": col.name,
-                "type": col.type,
-                "status": "skipped",
-                "reason": None,
-                "sampled": False,
-                "complete": False,
-                "values": [],
-            }
-            columns.append(entry)
-            if not is_text_type(col.type, dialect):
-                entry["reason"] = "not text"
-            elif id_like_name(col.name):
-                entry["reason"] = "id-like"
-            else:
-                candidates.append(entry)
-        if candidates:
-            small = table.row_estimate is not None and table.row_estimate <= SMALL_TABLE_ROWS
-            if small:
-                self._scan_small(table, candidates, timeout_s)
-            else:
-                self._scan_large(table, candidates, timeout_s)
-        self._store(table, columns, vocab, time.perf_counter() - started)
-
-    def _scan_small(self, table: TableInfo, candidates: list[dict[str, Any]], timeout_s: float) -> None:
-        """Every candidate column's distinct values from one short GROUP BY over all of them (small
-        tables only; the counts per column are summed here). Falls back to per-column scans when the
-        table turns out bigger than its estimate."""
-        dialect = self.source.dialect
-        idents = [quote_ident(e["name"], dialect) for e in candidates]
-        sql = (
-            f"SELECT {', '.join(as_text(c, dialect) for c in idents)}, count(*) "
-            f"FROM {quote_table(table, dialect)} GROUP BY {', '.join(idents)}"
-        )
-        budget = 2 * (table.row_estimate or 0) + 1000
-        rows = self._run(sql, timeout_s, budget)
-        if len(rows) >= budget:
-            self._scan_large(table, candidates, timeout_s)
-            return
-        grouped: list[dict[str, int]] = [{} for _ in candidates]
-        for row in rows:
-            n = int(row[-1])
-            for bucket, v in zip(grouped, row[:-1], strict=False):
-                if v is not None:
-                    key = str(v)
-                    bucket[key] = bucket.get(key, 0) + n
-        for entry, values in zip(candidates, grouped, strict=True):
-            self._accept(
-                entry,
-                sorted(values.items(), key=lambda kv: (-kv[1], kv[0])),
-                sampled=False,
-                unique_ratio=None,
-            )
-
-    def _scan_large(self, table: TableInfo, candidates: list[dict[str, Any]], timeout_s: float) -> None:
-        dialect = self.source.dialect
-        tsql = quote_table(table, dialect)
-        # pre-pass on the first rows: free text and nearly-unique columns are spotted without a scan
-        ratios: dict[str, float] = {}
-        try:
-            aggs = []
-            for entry in candidates:
-                csql = quote_ident(entry["name"], dialect)
-                aggs.append(f"count({csql}), count(DISTINCT {csql}), avg(length({as_text(csql, dialect)}))")
-            inner = ", ".join(quote_ident(e["name"], dialect) for e in candidates)
-            row = self._run(
-                f"SELECT {', '.join(aggs)} FROM (SELECT {inner} FROM {tsql} LIMIT {STATS_ROWS}) AS head",
-                timeout_s,
-                1,
-            )[0]
-            for i, entry in enumerate(candidates):
-                nonnull, distinct, avg_len = row[3 * i], row[3 * i + 1], row[3 * i + 2]
-                if avg_len is not None and float(avg_len) > FREE_TEXT_CHARS:
-                    entry["reason"] = f"free text (avg {float(avg_len):.0f} chars)"
-                elif nonnull:
-                    ratios[entry["name"]] = int(distinct) / int(nonnull)
-        except QueryError:
-            pass  # the per-column scans below still decide
-        for entry in candidates:
-            if entry["reason"]:
-                continue
-            csql = quote_ident(entry["name"], dialect)
-            sampled = needs_sample(table, dialect)
-            for attempt in range(2):
-                if sampled:
-                    from_sql, _how = sample_from(table, dialect, SAMPLE_ROWS, [entry["name"]])
-                else:
-                    from_sql = tsql
-                sql = (
-                    f"SELECT {as_text(csql, dialect)} AS v, count(*) AS n FROM {from_sql} "
-                    f"WHERE {csql} IS NOT NULL GROUP BY {csql} ORDER BY 2 DESC, 1 LIMIT {CAP_PER_COLUMN + 1}"
-                )
-                try:
-                    rows = self._run(sql, timeout_s, CAP_PER_COLUMN + 1)
-                except QueryTimeout:
-                    if sampled or attempt:
-                        entry["status"], entry["reason"] = "error", f"timed out after {timeout_s:g} s"
-                        break
-                    sampled = True  # too big to scan in time: sample it instead
-                    continue
-                except QueryError as exc:
-                    entry["status"], entry["reason"] = "error", str(exc).splitlines()[0][:200]
-                    break
-                merged: dict[str, int] = {}
-                for v, n in rows:
-                    if v is not None:
-                        merged[str(v)] = merged.get(str(v), 0) + int(n)
-                self._accept(
-                    entry,
-                    sorted(merged.items(), key=lambda kv: (-kv[1], kv[0])),
-                    sampled=sampled,
-                    unique_ratio=ratios.get(entry["name"]),
-                    over_cap=len(rows) > CAP_PER_COLUMN,
-                )
-                break
-
-    @staticmethod
-    def _accept(
-        entry: dict[str, Any],
-        values: list[tuple[str, int]],
-        *,
-        sampled: bool,
-        unique_ratio: float | None,
-        over_cap: bool | None = None,
-    ) -> None:
-        """Keep a column's values unless they are free text or generated codes."""
-        over = len(values) > CAP_PER_COLUMN if over_cap is None else over_cap
-        kept = values[:CAP_PER_COLUMN]
-        total = sum(n for _, n in kept)
-        if total and sum(len(v) * n for v, n in kept) / total > FREE_TEXT_CHARS:
-            entry["reason"] = f"free text (avg {sum(len(v) * n for v, n in kept) / total:.0f} chars)"
-            return
-        nearly_unique = (unique_ratio is not None and unique_ratio > 0.95) or (
-            over and kept and kept[0][1] == 1
-        )
-        if nearly_unique and over and code_like([v for v, _ in kept[:200]]):
-            entry["reason"] = "id-like (unique codes)"
-            return
-        entry["status"] = "indexed"
-        entry["sampled"] = sampled
-        entry["complete"] = not over and not sampled
-        entry["values"] = [(v, n) for v, n in kept if len(v) <= MAX_VALUE_CHARS]
+        columns = scan_table(table, self.source.engine, self._run, timeout_s)
+        db = self._db()
+        self._forget()
+        store_table(db, table, self._signature(table), columns, vocab, time.perf_counter() - started)
 
     def _forget(self) -> None:
         self._column_map = self._by_table = self._known = None
@@ -631,77 +337,6 @@ class ValueIndex:
             "INSERT OR REPLACE INTO tables VALUES (?, ?, ?, ?, ?, ?)",
             (table.qualified, self._signature(table), table.row_estimate, time.time(), 0.0, error),
         )
-
-    def _store(
-        self, table: TableInfo, columns: list[dict[str, Any]], vocab: set[str], seconds: float
-    ) -> None:
-        db = self._db()
-        key = table.qualified
-        self._forget()
-        added: set[str] = set()
-        db.execute("SAVEPOINT one_table")
-        try:
-            old = [r[0] for r in db.execute("SELECT cid FROM columns WHERE tkey = ?", (key,))]
-            if old:
-                marks = ",".join("?" * len(old))
-                db.execute(
-                    f"DELETE FROM postings WHERE vid IN (SELECT vid FROM vals WHERE cid IN ({marks}))", old
-                )
-                db.execute(f"DELETE FROM vals WHERE cid IN ({marks})", old)
-                db.execute("DELETE FROM columns WHERE tkey = ?", (key,))
-            for entry in columns:
-                values = entry["values"]
-                cur = db.execute(
-                    "INSERT INTO columns (tkey, name, type, status, reason, sampled, complete, n_values) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        key,
-                        entry["name"],
-                        entry["type"],
-                        entry["status"],
-                        entry["reason"],
-                        int(entry["sampled"]),
-                        int(entry["complete"]),
-                        len(values),
-                    ),
-                )
-                cid = cur.lastrowid
-                if not values:
-                    continue
-                rows = []
-                for value, count in values:
-                    norm = normalize(value)
-                    rows.append((cid, value, norm, sorted_key(norm), count))
-                first = db.execute("SELECT coalesce(max(vid), 0) + 1 FROM vals").fetchone()[0]
-                db.executemany(
-                    "INSERT INTO vals (vid, cid, value, norm, skey, count) VALUES (?, ?, ?, ?, ?, ?)",
-                    [(first + i, *r) for i, r in enumerate(rows)],
-                )
-                postings = []
-                new_tokens = set()
-                for i, (_, _, norm, _, _) in enumerate(rows):
-                    for tok in set(norm.split()):
-                        postings.append((tok, first + i))
-                        if tok not in vocab and tok not in added:
-                            new_tokens.add(tok)
-                db.executemany("INSERT OR IGNORE INTO postings VALUES (?, ?)", postings)
-                if new_tokens:
-                    db.executemany("INSERT OR IGNORE INTO vocab VALUES (?)", [(t,) for t in new_tokens])
-                    db.executemany(
-                        "INSERT OR IGNORE INTO grams VALUES (?, ?)",
-                        [(g, t) for t in new_tokens for g in trigrams(t)],
-                    )
-                    added.update(new_tokens)
-            db.execute(
-                "INSERT OR REPLACE INTO tables VALUES (?, ?, ?, ?, ?, NULL)",
-                (key, self._signature(table), table.row_estimate, time.time(), round(seconds, 3)),
-            )
-            vocab.update(added)
-        except BaseException:
-            db.execute("ROLLBACK TO one_table")
-            raise
-        finally:
-            db.execute("RELEASE one_table")
 
     # -- lookups ------------------------------------------------------------------------------------
     def _values_where(
@@ -809,24 +444,6 @@ class ValueIndex:
         return out
 
 
-def max_edits(length: int) -> int:
-    return 1 if length <= 7 else 2
-
-
-def edit_distance(a: str, b: str, bound: int) -> int:
-    """Damerau-Levenshtein (adjacent transpositions) distance, cut off just above `bound`."""
-    if abs(len(a) - len(b)) > bound:
-        return bound + 1
-    prev2: list[int] | None = None
-    prev = list(range(len(b) + 1))
-    for i in range(1, len(a) + 1):
-        cur = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            cost = 0 if a[i - 1] == b[j - 1] else 1
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-            if prev2 is not None and i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                cur[j] = min(cur[j], prev2[j - 2] + 1)
-        if min(cur) > bound:
-            return bound + 1
-        prev2, prev = prev, cur
-    return prev[-1]
+def value_index(ctx: ToolContext, source: Source) -> ValueIndex:
+    """The source's value index (one object per ToolContext; the file is shared across them)."""
+    return ctx.cache(f"values:{source.name}", lambda: ValueIndex(source))

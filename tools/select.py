@@ -56,6 +56,8 @@ from pydantic import BaseModel, Field
 
 from flexsql.errors import InvalidArgument
 from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.runtime.registry import ToolArgs, ToolResult, tool
+from flexsql.tools.runtime.render import TextBudget
 from flexsql.tools.runtime.results import StoredResult
 from flexsql.tools.sql.equivalence import compare_tables, normalize_value
 
@@ -94,13 +96,13 @@ class GroupScore(BaseModel):
     reasons: list[str]
 
 
-class Selection(BaseModel):
+class Selection(ToolResult):
     chosen: str | None  # candidate_id (result_id for the select_result tool)
     chosen_result_id: str | None
     groups: list[GroupScore] = Field(default_factory=list)  # best first; candidates that did not run last
     reason: str
 
-    def to_text(self) -> str:
+    def to_text(self, budget: TextBudget = TextBudget()) -> str:
         if self.chosen is None:
             head = f"no candidate chosen: {self.reason}"
         else:
@@ -425,21 +427,18 @@ def _short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def select_result(ctx: ToolContext, result_ids: list[str], question: str | None = None) -> Selection:
-    """The select_result tool: choose among stored results (from run_query or run_python)."""
-    if (
-        not isinstance(result_ids, list)
-        or not result_ids
-        or not all(isinstance(r, str) and r.strip() for r in result_ids)
-    ):
-        raise InvalidArgument(
-            'result_ids must list 1 to 20 result ids from run_query or run_python, e.g. ["r1", "r2"]'
-        )
-    ids = list(dict.fromkeys(r.strip() for r in result_ids))
-    if len(ids) > MAX_RESULT_IDS:
-        raise InvalidArgument(f"{len(ids)} result ids given: select among at most {MAX_RESULT_IDS} at a time")
-    if question is not None and not isinstance(question, str):
-        raise InvalidArgument("question must be text (the user's question), or left out")
+class SelectResult(ToolArgs):
+    result_ids: list[str] = Field(min_length=1, max_length=MAX_RESULT_IDS, description="candidates")
+    question: str | None = None
+
+
+@tool(
+    'Pick the best of candidate results for one question by execution evidence, and say why. Example: result_ids=["r1","r2"].'
+)
+def select_result(ctx: ToolContext, args: SelectResult) -> Selection:
+    """Choose among stored results (from run_query or run_python)."""
+    ids = list(dict.fromkeys(r.strip() for r in args.result_ids))
+    question = args.question
     candidates = []
     for rid in ids:
         stored = ctx.results.get(rid)  # NotFoundError names the ids that are kept

@@ -1,5 +1,6 @@
-"""Building SQL from catalog names and user arguments without string-pasting user text:
-identifiers are quoted exactly as stored, conditions are parsed as expressions."""
+"""Conditions given by a caller (sample_rows' `where`) parsed as one boolean expression, never pasted:
+text such as `1=1; DROP TABLE t` cannot change the statement's shape. (Identifiers and literals are
+quoted by each engine: `Engine.quote`, `Engine.quote_table`, `Engine.literal`.)"""
 
 from __future__ import annotations
 
@@ -7,30 +8,6 @@ from sqlglot import exp, parse_one
 from sqlglot.errors import SqlglotError
 
 from flexsql.errors import InvalidArgument
-from flexsql.tools.engines import TableInfo
-from flexsql.tools.engines.traits import traits_for
-
-
-def quote_ident(name: str, dialect: str) -> str:
-    return traits_for(dialect).quote(name)
-
-
-def quote_table(table: TableInfo, dialect: str) -> str:
-    parts = [p for p in (table.database, table.schema_name, table.name) if p]
-    if not traits_for(dialect).schema_in_names:  # one database per file: the schema is always main
-        parts = [table.name]
-    elif table.sql_catalog and not table.database:  # a schema named like a catalog: say which catalog
-        parts = [table.sql_catalog, *parts]
-    return ".".join(quote_ident(p, dialect) for p in parts)
-
-
-def quote_literal(value: str, dialect: str) -> str:
-    return exp.Literal.string(value).sql(dialect=dialect)
-
-
-def as_text(column_sql: str, dialect: str) -> str:
-    """A column cast to text, whatever its type (for value matching)."""
-    return traits_for(dialect).as_text(column_sql)
 
 
 def parse_condition(where: str, dialect: str) -> str:

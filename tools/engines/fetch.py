@@ -1,0 +1,240 @@
+"""Fetching rows under caps: keep rows up to a row and byte limit, keep counting up to a count
+limit, and cut single cells (text, binary, lists, maps) that are too big to keep whole, saying so."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULT_MAX_ROWS = 1_000
+DEFAULT_MAX_BYTES = 8_000_000
+DEFAULT_COUNT_LIMIT = 100_000
+DEFAULT_MAX_CELL_BYTES = 1024 * 1024
+
+
+@dataclass
+class FetchLimits:
+    max_rows: int = DEFAULT_MAX_ROWS
+    max_bytes: int = DEFAULT_MAX_BYTES
+    count_limit: int = DEFAULT_COUNT_LIMIT
+    max_cell_bytes: int = DEFAULT_MAX_CELL_BYTES
+
+
+@dataclass(frozen=True)
+class FetchCut:
+    """What a fetch left out: why rows stopped (None: every counted row is kept) and how many cells
+    were cut. Rows and cells are different news for the reader ('rows 1-20 of 4,000' against 'this
+    cell is a prefix'), so they are kept apart."""
+
+    rows: str | None = None
+    cells: int = 0
+    max_cell_bytes: int = 0
+
+    def __str__(self) -> str:
+        note = f"{self.cells} cell(s) over max_cell_bytes={self.max_cell_bytes} cut" if self.cells else None
+        return "; ".join(x for x in (self.rows, note) if x)
+
+
+_CELL_TYPES = (str, bytes, bytearray, memoryview)
+_NESTED_TYPES = (list, tuple, dict)  # DuckDB lists/arrays, structs and maps; PostgreSQL arrays, json
+
+
+def nested_size(value: Any, cap: int) -> int:
+    """Approximate printed bytes of a list/tuple/dict cell, counting stops once past `cap` (a
+    100M-element list costs no more to measure than a small one)."""
+    size = 2
+    items = value.items() if isinstance(value, dict) else value
+    for item in items:
+        parts = item if isinstance(value, dict) else (item,)
+        for part in parts:
+            if part is None or isinstance(part, bool | int | float):
+                size += 12  # a printed number and its separator, roughly
+            elif isinstance(part, _CELL_TYPES):
+                size += len(part) + 2
+            elif isinstance(part, _NESTED_TYPES):
+                size += nested_size(part, cap - size)
+            else:
+                size += len(str(part)) + 2
+        if size > cap:
+            return size
+    return size
+
+
+def _cell_size(value: Any, cap: int) -> int:
+    if value.__class__ in _CELL_TYPES:
+        return len(value)
+    if isinstance(value, _NESTED_TYPES):
+        return nested_size(value, cap)
+    return 0
+
+
+def _item_size(value: Any, cap: int) -> int:
+    """One element's size as `nested_size` counts it."""
+    return nested_size([value], cap) - 2
+
+
+def cut_nested(value: Any, max_bytes: int) -> Any:
+    """A list/dict cell cut to its first elements that fit in `max_bytes`, then a marker naming how
+    many were dropped: the last element of a list is the string '… N more elements cut', a dict gets
+    the key '…' with 'N more keys cut'. Elements that are themselves too big are cut in turn."""
+    is_dict = isinstance(value, dict)
+    items = list(value.items()) if is_dict else value
+    kept: list[Any] = []
+    size = 2 + 64  # room for the marker, so a cut cell is under the cap when measured again
+    for item in items:
+        part_cap = max(max_bytes - size, 16)
+        if is_dict:
+            key, inner = item
+            inner = _cut_cell(inner, part_cap)
+            cost = 4 + len(str(key)) + _item_size(inner, part_cap)
+            item = (key, inner)
+        else:
+            item = _cut_cell(item, part_cap)
+            cost = _item_size(item, part_cap)
+        if size + cost > max_bytes:
+            break
+        kept.append(item)
+        size += cost
+    dropped = len(items) - len(kept)
+    if is_dict:
+        out = dict(kept)
+        if dropped:
+            out["…"] = f"{dropped} more keys cut"
+        return out
+    if dropped:
+        kept.append(f"… {dropped} more elements cut")
+    return tuple(kept) if isinstance(value, tuple) else kept
+
+
+def _cut_cell(value: Any, max_bytes: int) -> Any:
+    if value.__class__ in _CELL_TYPES:
+        if len(value) <= max_bytes:
+            return value
+        return value[: max_bytes - 1] + "…" if isinstance(value, str) else bytes(value[:max_bytes])
+    if isinstance(value, _NESTED_TYPES) and nested_size(value, max_bytes) > max_bytes:
+        return cut_nested(value, max_bytes)
+    return value
+
+
+def _is_cuttable(value: Any) -> bool:
+    return value.__class__ in _CELL_TYPES or isinstance(value, _NESTED_TYPES)
+
+
+def cut_big_cells(rows: list[tuple[Any, ...]], max_cell_bytes: int) -> int:
+    """Cut, in place, every text, binary, list or dict cell bigger than `max_cell_bytes`; returns
+    how many. Looks column-wise (C-level len over each text column) to stay cheap on million-row
+    results; lists and dicts are measured with a count that stops at the cap."""
+    if not rows:
+        return 0
+    cut = 0
+    for j, column in enumerate(zip(*rows, strict=False)):
+        if not (len(column) <= 64 or any(_is_cuttable(v) for v in column[:64])):
+            continue  # not a text or nested column (sampled): numbers and dates cannot be huge
+        lengths = [
+            len(v)
+            if v.__class__ in _CELL_TYPES
+            else nested_size(v, max_cell_bytes)
+            if v.__class__ in _NESTED_TYPES
+            else 0
+            for v in column
+        ]
+        if max(lengths, default=0) <= max_cell_bytes:
+            continue
+        for i, n in enumerate(lengths):
+            if n > max_cell_bytes:
+                row = list(rows[i])
+                row[j] = _cut_cell(row[j], max_cell_bytes)
+                rows[i] = tuple(row)
+                cut += 1
+    return cut
+
+
+def approx_size(row: Sequence[Any]) -> int:
+    """A cheap estimate of a row's size in bytes (what it costs to keep and to print)."""
+    size = 8
+    for cell in row:
+        if cell is None:
+            size += 1
+        elif isinstance(cell, str | bytes):
+            size += len(cell) + 1
+        elif isinstance(cell, int | float | bool):
+            size += 8
+        elif isinstance(cell, _NESTED_TYPES):
+            size += nested_size(cell, DEFAULT_MAX_BYTES)
+        else:
+            size += len(str(cell)) + 1
+    return size
+
+
+def fetch_batches(cursor: Any, size: int = 2048) -> Iterator[Sequence[Sequence[Any]]]:
+    """A DB-API cursor's rows in batches (every driver we use has fetchmany)."""
+    while True:
+        batch = cursor.fetchmany(size)
+        if not batch:
+            return
+        yield batch
+
+
+def estimate_size(rows: Sequence[Sequence[Any]]) -> int:
+    """Approximate bytes of many rows from a sample of at most 64 (exact for short lists)."""
+    n = len(rows)
+    if n <= 64:
+        return sum(approx_size(r) for r in rows)
+    step = n // 64
+    sample = rows[::step][:64]
+    return int(sum(approx_size(r) for r in sample) * n / len(sample))
+
+
+def collect(
+    batches: Iterator[Sequence[Sequence[Any]]], limits: FetchLimits
+) -> tuple[list[tuple[Any, ...]], int, bool, FetchCut | None]:
+    """Keep rows up to the row and byte caps, keep counting up to `count_limit`.
+
+    Works a batch at a time (row-by-row Python costs seconds on million-row results); the byte
+    cap uses a sampled size estimate per batch and goes row by row only in the batch that crosses it.
+    Returns (rows, counted, more_than_counted, what was cut or None).
+    """
+    rows: list[tuple[Any, ...]] = []
+    kept_bytes = 0
+    counted = 0
+    reason: str | None = None
+    cells_cut = 0
+    for batch in batches:
+        if counted + len(batch) >= limits.count_limit:
+            batch = batch[: limits.count_limit - counted]
+            more = True
+        else:
+            more = False
+        counted += len(batch)
+        if reason is None:
+            room = limits.max_rows - len(rows)
+            take = batch if len(batch) <= room else batch[:room]
+            size = estimate_size(take)
+            if kept_bytes + size <= limits.max_bytes:
+                rows.extend(r if isinstance(r, tuple) else tuple(r) for r in take)
+                kept_bytes += size
+            else:
+                for row in take:
+                    row = tuple(row)
+                    if approx_size(row) > limits.max_cell_bytes:  # a huge cell: cut it, keep the row
+                        cell_rows = [row]
+                        cells_cut += cut_big_cells(cell_rows, limits.max_cell_bytes)
+                        row = cell_rows[0]
+                    kept_bytes += approx_size(row)
+                    if kept_bytes > limits.max_bytes:
+                        reason = f"max_bytes={limits.max_bytes}"
+                        break
+                    rows.append(tuple(row))
+            if reason is None and len(take) < len(batch):
+                reason = f"max_rows={limits.max_rows}"
+        if more:
+            return rows, counted, True, _cut(rows, limits, reason or f"max_rows={limits.max_rows}", cells_cut)
+    return rows, counted, False, _cut(rows, limits, reason, cells_cut)
+
+
+def _cut(rows: list[tuple[Any, ...]], limits: FetchLimits, reason: str | None, cells: int) -> FetchCut | None:
+    cells += cut_big_cells(rows, limits.max_cell_bytes)
+    if reason is None and not cells:
+        return None
+    return FetchCut(rows=reason, cells=cells, max_cell_bytes=limits.max_cell_bytes)

@@ -1,0 +1,369 @@
+"""The search index of a catalog: BM25F postings over its tables, columns and schemas, and their links.
+
+Built once per catalog load and cached in the ToolContext (`search_index`). Tables of one sharded
+family or release series are one document; foreign keys, and links inferred from `<entity>_id`
+column names, say which tables join.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import zlib
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from flexsql.tools.engines import Catalog, Source, TableInfo
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.search.families import families
+from flexsql.tools.search.keys import inferred_links
+from flexsql.tools.search.text import Term, identifier_terms, text_terms
+from flexsql.tools.values.normalize import split_identifier
+
+SKETCH_SIZE = 128  # column-name hashes kept per table for telling twins apart
+
+
+@dataclass
+class Params:
+    """Ranking weights (tuned on a Spider training sample; see benchmarks/schema_linking.py)."""
+
+    k1: float = 1.2
+    # table document fields: (weight, length normalisation b)
+    t_name: tuple[float, float] = (3.0, 0.3)
+    t_columns: tuple[float, float] = (1.0, 0.6)
+    t_comment: tuple[float, float] = (0.6, 0.75)
+    t_schema: tuple[float, float] = (1.0, 0.3)
+    # column document fields
+    c_name: tuple[float, float] = (3.0, 0.3)
+    c_table: tuple[float, float] = (1.0, 0.3)
+    c_comment: tuple[float, float] = (0.6, 0.75)
+    # schema documents
+    s_name: tuple[float, float] = (2.0, 0.3)
+    s_tables: tuple[float, float] = (1.5, 0.5)
+    s_columns: tuple[float, float] = (0.5, 0.5)
+    schema_boost: float = 0.6  # share of the best schema score added to each table of a schema
+    value_weight: float = 4.0
+    fk_share: float = 0.25  # share of a strong hit's score passed to its FK neighbours
+    fk_sources: int = 5  # how many top tables pass it on
+    column_table_share: float = 15.0  # columns of the best tables first: best table's columns get this much
+    column_value_weight: float = 8.0  # a column holding a word of the question is likely filtered on
+    column_all_of_top: int = 3  # every column of the top N tables is a candidate
+    join_tables: int = 3  # foreign keys among the top N tables lift their key columns
+    join_weight: float = 6.0
+    drop_result_phrases: bool = True
+    schema_word_discount: float = 0.3  # value hits for one word that also names a table
+    singular_values: bool = True  # 'stores' also looks up the value 'store'
+    date_boost: float = 0.3  # share added to a family whose members the question's dates name
+    date_only: float = 0.5  # a family named only by a date gets this share of the best table's score
+    coverage_decay: float = 1.0  # <1: a word's weight decays per returned table already matching it (off:
+    # on Spider 1.0 whole-catalog it cost 0.04 all-gold@10, on Spider 2.0-Snow it gained only 0.006)
+    coverage_pool: int = 3  # re-rank the first limit * this many tables for coverage
+    # tables of one schema with (almost) the same columns (posts_questions, posts_answers, posts_tag_wiki;
+    # acs county_5yr, place_5yr) match a question through the same columns: each one after the first
+    # counts this much less, so one slot of the result does not become five copies of one table
+    # (with twin_unasked: Spider 2.0-Snow all-gold@10 0.912 -> 0.930, @20 0.970 -> 0.979; Spider 1.0 unchanged)
+    twin_decay: float = 0.7
+    twin_overlap: float = 0.9  # Jaccard of the column names, over tables of at least twin_min_columns
+    twin_min_columns: int = 8
+    # among twins, each table-name word the question lacks costs this share: 'results' before
+    # 'sprint_results', 'posts_questions' before 'posts_questions_archive', unless the question says so
+    twin_unasked: float = 0.9
+    prefix_weight: float = 0.6  # a question word the catalog lacks matches catalog words it begins
+    inferred_share: float = 0.25  # like fk_share, for links inferred from `<entity>_id` column names
+    inferred_sources: int = 5  # how many top tables pass it on
+    inferred_with_declared: bool = False  # infer links in schemas that declare foreign keys too
+    # WordNet expansion of question words (tools/search/synonyms.py; off where WordNet is absent):
+    # weights of a synonym, a broader and a narrower word, times sense_decay per rarer sense
+    synonym_weight: float = 0.4
+    broader_weight: float = 0.25
+    narrower_weight: float = 0.2
+    sense_decay: float = 0.7
+    synonym_unknown_only: bool = False  # expand only question words the catalog lacks
+    unknown_boost: float = 1.0  # times this for a question word the catalog lacks (its only evidence)
+    synonym_verbs: bool = False  # verb senses too ('forward' ~ 'ship'), not only nouns
+    # on a multi-schema catalog the top hits' schemas are the question's topic: a schema-mate whose
+    # name carries a question word ('weather stations' -> NOAA_GSOD.STATIONS beside GSOD*) gets this
+    # share of the best such hit's score (keys like stn/wban are not `<entity>_id`, so no link is inferred).
+    # Not in schemas that declare foreign keys: there the FK share finds the neighbours, and this cost
+    # Spider 1.0 train 0.009 all-gold@5
+    companion_share: float = 0.25
+    companion_sources: int = 3
+    # a table joining two or more of the top hits (results between races, drivers and constructors)
+    # gets this share of their mean score per bridged hit beyond the first (not in schemas declaring
+    # foreign keys: on Spider 1.0 it cost train all-gold@5 0.888 -> 0.870 there)
+    bridge_share: float = 0.3
+    bridge_top: int = 10
+
+
+@dataclass
+class _Field:
+    weight: float
+    b: float
+    terms: list[list[str]] = field(default_factory=list)  # per document
+
+
+def _bm25f_postings(fields: list[_Field], n_docs: int) -> dict[str, dict[int, float]]:
+    """term -> {doc: pseudo term frequency}, combining fields BM25F-style."""
+    postings: dict[str, dict[int, float]] = defaultdict(dict)
+    for f in fields:
+        # average over documents that have the field: sparse fields (comments) must not look huge
+        lengths = [len(t) for t in f.terms if t]
+        avg = (sum(lengths) / len(lengths)) if lengths else 1.0
+        for doc, terms in enumerate(f.terms):
+            if not terms:
+                continue
+            norm = f.weight / (1 - f.b + f.b * len(terms) / avg)
+            counts: dict[str, int] = defaultdict(int)
+            for t in terms:
+                counts[t] += 1
+            for t, c in counts.items():
+                postings[t][doc] = postings[t].get(doc, 0.0) + c * norm
+    return dict(postings)
+
+
+def _idf(postings: dict[str, dict[int, float]], n_docs: int) -> dict[str, float]:
+    return {t: math.log(1 + (n_docs - len(d) + 0.5) / (len(d) + 0.5)) for t, d in postings.items()}
+
+
+class _Terms:
+    """Terms of names and comments, each distinct one split and stemmed once: warehouses repeat names
+    and comments (shards, twins, standard columns; 60 tables x 3,000 shared columns: 7 s -> well under 1 s)."""
+
+    def __init__(self, vocabulary: frozenset[str]) -> None:
+        self.vocabulary = vocabulary
+        self._names: dict[str, list[Term]] = {}
+        self._texts: dict[str | None, list[Term]] = {}
+
+    def identifier(self, name: str) -> list[Term]:
+        found = self._names.get(name)
+        if found is None:
+            found = self._names[name] = identifier_terms(name, self.vocabulary)
+        return found
+
+    def comment(self, text: str | None) -> list[Term]:
+        found = self._texts.get(text)
+        if found is None:
+            found = self._texts[text] = text_terms(text)
+        return found
+
+
+class SearchIndex:
+    """Inverted indexes over one catalog's tables, columns and schemas."""
+
+    def __init__(self, catalog: Catalog, params: Params | None = None) -> None:
+        self.params = params or Params()
+        self.loaded_at = catalog.loaded_at
+        self._column_sketches: dict[int, tuple[int, frozenset[int]]] = {}
+        self._twin_pairs: dict[tuple[int, int, float], bool] = {}
+        self._group_families(catalog)
+        self._index_documents()
+        self._link_declared()
+        self._link_inferred()
+
+    def _group_families(self, catalog: Catalog) -> None:
+        """One entry per sharded family / release series (its latest member stands for it): one slot of
+        the result covers the family, and 300 daily shards do not drown the idf of their words."""
+        fams = families(catalog.tables)
+        family_of = {i: f for f in fams for i in f.members}
+        self.tables: list[TableInfo] = []
+        self.family: list[tuple[str, list[TableInfo]] | None] = []
+        self.by_key: dict[str, int] = {}
+        for i, t in enumerate(catalog.tables):
+            fam = family_of.get(i)
+            if fam is None:
+                self.by_key[t.qualified] = len(self.tables)
+                self.tables.append(t)
+                self.family.append(None)
+            elif i == fam.members[0]:
+                members = [catalog.tables[m] for m in fam.members]
+                for m in members:
+                    self.by_key[m.qualified] = len(self.tables)
+                self.tables.append(members[-1])
+                self.family.append((fam.pattern, members))
+
+    def _index_documents(self) -> None:
+        """Table and column documents (BM25F fields), and the catalog word behind each term for explaining
+        matches; the schema documents gather their tables' words."""
+        p = self.params
+        distinct = {n for t in self.tables for n in (t.name, *(c.name for c in t.columns))}
+        vocabulary = frozenset(w for n in distinct for w in split_identifier(n) if len(w) >= 3)
+        words = _Terms(vocabulary)
+        self.schemas: list[str] = []
+        schema_of: dict[str, int] = {}
+        t_name, t_cols, t_comment, t_schema = (
+            _Field(*p.t_name),
+            _Field(*p.t_columns),
+            _Field(*p.t_comment),
+            _Field(*p.t_schema),
+        )
+        c_name, c_table, c_comment = _Field(*p.c_name), _Field(*p.c_table), _Field(*p.c_comment)
+        self.columns: list[tuple[int, str]] = []  # (table index, column name)
+        self.table_schema: list[int] = []
+        # per table: term -> catalog word, per field, for explaining matches
+        self.name_words: list[dict[str, str]] = []
+        self.comment_words: list[dict[str, str]] = []
+        self.column_words: list[dict[str, str]] = []  # per column
+        self.column_comment_words: list[dict[str, str]] = []
+        schema_terms: dict[int, tuple[list[str], list[str], list[str]]] = {}
+        for ti, table in enumerate(self.tables):
+            skey = ".".join(part for part in (table.database, table.schema_name) if part)
+            if skey not in schema_of:
+                schema_of[skey] = len(self.schemas)
+                self.schemas.append(skey)
+                schema_terms[schema_of[skey]] = (
+                    [x.term for x in identifier_terms(table.schema_name, vocabulary)],
+                    [],
+                    [],
+                )
+            si = schema_of[skey]
+            self.table_schema.append(si)
+            name_terms = words.identifier(table.name)
+            self.name_words.append({x.term: x.word for x in name_terms})
+            comment_terms = list(words.comment(table.comment))
+            table_terms = [x.term for x in name_terms]  # shared by the table's columns (read only)
+            col_all: list[str] = []
+            for col in table.columns:
+                cterms = words.identifier(col.name)
+                ccomment = words.comment(col.comment)
+                self.columns.append((ti, col.name))
+                self.column_words.append({x.term: col.name for x in cterms})
+                self.column_comment_words.append({x.term: x.word for x in ccomment})
+                c_name.terms.append([x.term for x in cterms])
+                c_table.terms.append(table_terms)
+                c_comment.terms.append([x.term for x in ccomment])
+                col_all += [x.term for x in cterms]
+                comment_terms += ccomment
+            self.comment_words.append({x.term: x.word for x in comment_terms})
+            t_name.terms.append([x.term for x in name_terms])
+            t_cols.terms.append(col_all)
+            t_comment.terms.append([x.term for x in comment_terms])
+            t_schema.terms.append(schema_terms[si][0])
+            schema_terms[si][1].extend(x.term for x in name_terms)
+            schema_terms[si][2].extend(col_all)
+        self.table_name_terms = frozenset(t for terms in t_name.terms for t in terms)
+        self.t_post = _bm25f_postings([t_name, t_cols, t_comment, t_schema], len(self.tables))
+        self.t_idf = _idf(self.t_post, len(self.tables))
+        self.vocab = sorted(self.t_post)
+        self.c_post = _bm25f_postings([c_name, c_table, c_comment], len(self.columns))
+        self.c_idf = _idf(self.c_post, len(self.columns))
+        self._index_schemas(schema_terms, vocabulary)
+
+    def _index_schemas(
+        self, schema_terms: dict[int, tuple[list[str], list[str], list[str]]], vocabulary: frozenset[str]
+    ) -> None:
+        """Schema documents (name, table names, column names) and who sits where."""
+        p = self.params
+        s_name, s_tables, s_cols = _Field(*p.s_name), _Field(*p.s_tables), _Field(*p.s_columns)
+        for si in range(len(self.schemas)):
+            names, tnames, cnames = schema_terms[si]
+            s_name.terms.append(names)
+            s_tables.terms.append(tnames)
+            s_cols.terms.append(cnames)
+        self.s_post = _bm25f_postings([s_name, s_tables, s_cols], len(self.schemas))
+        self.s_idf = _idf(self.s_post, len(self.schemas))
+        self.schema_words = [
+            {x.term: x.word for x in identifier_terms(s.split(".")[-1], vocabulary)} for s in self.schemas
+        ]
+        self.schema_tables: list[list[int]] = [[] for _ in self.schemas]
+        for ti, si in enumerate(self.table_schema):
+            self.schema_tables[si].append(ti)
+        self.table_columns: list[list[int]] = [[] for _ in self.tables]
+        for ci, (ti, _) in enumerate(self.columns):
+            self.table_columns[ti].append(ci)
+        self.column_by_name: dict[tuple[int, str], int] = {
+            (ti, name.lower()): ci for ci, (ti, name) in enumerate(self.columns)
+        }
+
+    def _link_declared(self) -> None:
+        """Neighbours and join columns from the declared foreign keys."""
+        self.neighbours: list[set[int]] = [set() for _ in self.tables]
+        self.joins: list[list[tuple[list[int], int, list[int]]]] = [
+            [] for _ in self.tables
+        ]  # FK column links
+        lowered = {key.lower(): i for key, i in self.by_key.items()}
+        for ti, table in enumerate(self.tables):
+            for fk in table.foreign_keys:
+                parts = [table.database, fk.ref_schema or table.schema_name, fk.ref_table]
+                ref = lowered.get(".".join(x for x in parts if x).lower())
+                if ref is not None and ref != ti:
+                    self.neighbours[ti].add(ref)
+                    self.neighbours[ref].add(ti)
+                    mine = [self.column_by_name.get((ti, c.lower())) for c in fk.columns]
+                    theirs = [self.column_by_name.get((ref, c.lower())) for c in fk.ref_columns]
+                    self.joins[ti].append(
+                        ([c for c in mine if c is not None], ref, [c for c in theirs if c is not None])
+                    )
+
+    def _link_inferred(self) -> None:
+        """Links inferred from key-like column names (race_id -> races), for schemas without foreign keys."""
+        declared = {self.table_schema[ti] for ti in range(len(self.tables)) if self.neighbours[ti]}
+        self.declared_schemas = frozenset(declared)
+        self.inferred: list[dict[int, str]] = [{} for _ in self.tables]  # neighbour -> column
+        for a, b, col in inferred_links(
+            self.tables,
+            self.table_schema,
+            [f[0] if f else t.name for t, f in zip(self.tables, self.family, strict=True)],
+        ):
+            if b in self.neighbours[a] or (
+                self.table_schema[a] in declared and not self.params.inferred_with_declared
+            ):
+                continue
+            self.inferred[a].setdefault(b, col)
+            self.inferred[b].setdefault(a, col)
+
+    def column_sketch(self, ti: int) -> tuple[int, frozenset[int]]:
+        """(column count, hashes of the lower-cased column names — of a table wider than SKETCH_SIZE only
+        the smallest SKETCH_SIZE): enough to tell twins apart in O(SKETCH_SIZE) however wide the tables.
+        Built on first use: most tables are never asked."""
+        sketch = self._column_sketches.get(ti)
+        if sketch is None:
+            # crc32, not hash(): str hashes change per process, and rankings must not
+            hashes = {zlib.crc32(c.name.lower().encode()) for c in self.tables[ti].columns}
+            kept = frozenset(hashes if len(hashes) <= SKETCH_SIZE else heapq.nsmallest(SKETCH_SIZE, hashes))
+            sketch = self._column_sketches[ti] = (len(hashes), kept)
+        return sketch
+
+    def twins(self, ti: int, tj: int, a: frozenset[int], b: frozenset[int], overlap: float) -> bool:
+        """Whether two tables' column sketches overlap enough; remembered per pair (wide tables cost
+        100 µs a pair, and a query compares up to 1,770 pairs)."""
+        key = (min(ti, tj), max(ti, tj), overlap)
+        verdict = self._twin_pairs.get(key)
+        if verdict is None:
+            if len(self._twin_pairs) > 200_000:
+                self._twin_pairs.clear()
+            verdict = self._twin_pairs[key] = _jaccard(a, b) >= overlap
+        return verdict
+
+    @staticmethod
+    def bm25(
+        post: dict[str, dict[int, float]], idf: dict[str, float], terms: dict[str, float], k1: float
+    ) -> dict[int, float]:
+        scores: dict[int, float] = defaultdict(float)
+        for term, qweight in terms.items():
+            docs = post.get(term)
+            if not docs:
+                continue
+            w = idf[term] * qweight
+            for doc, tf in docs.items():
+                scores[doc] += w * tf * (k1 + 1) / (tf + k1)
+        return scores
+
+
+def search_index(ctx: ToolContext, source: Source) -> SearchIndex:
+    catalog = source.catalog()
+    key = f"search:{source.name}"
+    cached = ctx.caches.get(key)
+    if cached is None or cached.loaded_at != catalog.loaded_at:
+        cached = SearchIndex(catalog)
+        ctx.caches[key] = cached
+    return cached
+
+
+def _jaccard(a: frozenset[int], b: frozenset[int]) -> float:
+    """Jaccard of two column sets from their sketches: exact when both are whole, else the bottom-k
+    estimate (the share of the union's smallest hashes that both hold)."""
+    if len(a) < SKETCH_SIZE and len(b) < SKETCH_SIZE:
+        both = len(a & b)
+        return both / (len(a) + len(b) - both)
+    smallest = heapq.nsmallest(SKETCH_SIZE, a | b)
+    return sum(1 for h in smallest if h in a and h in b) / len(smallest)
