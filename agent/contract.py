@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-STAGES = ("classify", "link", "knowledge", "plan", "implement", "repair", "evaluate", "revise_plan")
-Stage = Literal["classify", "link", "knowledge", "plan", "implement", "repair", "evaluate", "revise_plan"]
+from flexsql.config import STAGES
+from flexsql.tools.sql.fences import fenced_blocks
 
 
 class Classification(BaseModel):
@@ -149,13 +149,12 @@ class StageOutputError(ValueError):
 
 _VERDICT_LINE = re.compile(r"VERDICT:\s*(correct|implementation_issue|plan_issue)\b(.*)$", re.MULTILINE)
 _STATUS_LINE = re.compile(r"STATUS:\s*(answerable|needs_clarification|unanswerable)\b(.*)$", re.MULTILINE)
-_FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[ \t]*\n(.*?)```", re.DOTALL)
 
 
 def _json_candidates(text: str) -> list[str]:
     """The reply itself, fenced blocks, then every balanced {...} span (first to last)."""
     found = [text.strip()]
-    found += [m.group(2).strip() for m in _FENCE.finditer(text) if m.group(1).lower() in ("", "json")]
+    found += [b.body.strip() for b in fenced_blocks(text) if b.lang in ("", "json")]
     depth, start, in_str, escape = 0, -1, False, False
     for i, ch in enumerate(text):
         if in_str:
@@ -181,10 +180,12 @@ def _json_candidates(text: str) -> list[str]:
 
 def _program_from_fence(text: str) -> dict[str, Any] | None:
     """An implement/repair reply in the prompts' own format: one ```sql or ```python block."""
-    for match in _FENCE.finditer(text):
-        lang = match.group(1).lower()
-        if lang in ("sql", "python", "py"):
-            return {"language": "python" if lang.startswith("py") else "sql", "code": match.group(2).strip()}
+    for block in fenced_blocks(text):
+        if block.lang in ("sql", "python", "py"):
+            return {
+                "language": "python" if block.lang.startswith("py") else "sql",
+                "code": block.body.strip(),
+            }
     return None
 
 

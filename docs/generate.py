@@ -73,6 +73,8 @@ _SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean", typ
 def type_text(annotation: Any) -> str:
     """A field's type in JSON/TOML words: `string | null`, `list of string`, `Plan`."""
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:  # the constraints are shown as the range
+        return type_text(args[0])
     if annotation in _SCALARS:
         return _SCALARS[annotation]
     if origin is typing.Literal:
@@ -93,8 +95,10 @@ def type_text(annotation: Any) -> str:
 
 def without_none(annotation: Any) -> Any:
     """`X | None` → X: in the settings an unset value is shown as the default, not as a type."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return without_none(typing.get_args(annotation)[0])
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        kept = [a for a in typing.get_args(annotation) if a is not type(None)]
+        kept = [without_none(a) for a in typing.get_args(annotation) if a is not type(None)]
         return kept[0] if len(kept) == 1 else annotation
     return annotation
 
@@ -131,11 +135,20 @@ def range_text(field: FieldInfo) -> str:
         annotated_types.Le: ("≤", "le"),
     }
     parts = []
-    for item in field.metadata:
+    for item in [*field.metadata, *_annotated_metadata(field.annotation)]:
         for kind, (symbol, attribute) in symbols.items():
             if isinstance(item, kind):
                 parts.append(f"{symbol} {_number(getattr(item, attribute))}")
     return ", ".join(parts)
+
+
+def _annotated_metadata(annotation: Any) -> list[Any]:
+    """Constraints carried inside the type (`Annotated[float, Gt(0)] | None`: a stage override)."""
+    found: list[Any] = []
+    for arg in [annotation, *typing.get_args(annotation)]:
+        if typing.get_origin(arg) is typing.Annotated:
+            found += list(typing.get_args(arg)[1:])
+    return found
 
 
 def _number(value: float) -> str:
@@ -263,7 +276,7 @@ def contract_instruction() -> str:
 # -- settings (flexsql/config.py) --------------------------------------------------------------------
 
 # A table of sections keyed by a free name names its keys here (the placeholder and the allowed keys).
-KEYED_SECTIONS: dict[str, tuple[str, str]] = {"stages": ("stage", "flexsql.config:MODEL_STAGES")}
+KEYED_SECTIONS: dict[str, tuple[str, str]] = {"stages": ("stage", "flexsql.config:STAGES")}
 
 
 @dataclass

@@ -11,6 +11,7 @@ import click
 from flexsql.agent.flags import apply_model_flags, model_options
 from flexsql.config import load_settings
 from flexsql.errors import FlexSQLError, NotFoundError
+from flexsql.evals.scoring import SCORERS
 
 EPILOG = """
 \b
@@ -99,7 +100,7 @@ are skipped. The command exits 0 when the evaluation ran, whatever the accuracy 
 )
 @click.option(
     "--scorer",
-    type=click.Choice(["spider2", "spider2-strict", "ex"]),
+    type=click.Choice(SCORERS),
     help="The score reported as `score` (all three are recorded). Default: spider2 for Spider 2.0 "
     "tasks, ex otherwise.",
 )

@@ -36,6 +36,7 @@ from flexsql.evals.runners import (
     safe_name,
 )
 from flexsql.evals.scoring import (
+    SCORERS,
     GoldTable,
     Verdict,
     csv_text,
@@ -329,13 +330,11 @@ class Evaluation:
             reason = (
                 f"execution error: {exc}" if exc.category == "execution_error" else f"{exc.category}: {exc}"
             )
-            return {s: failure(s, exc.category, reason) for s in ("spider2", "spider2-strict", "ex")}
+            return {s: failure(s, exc.category, reason) for s in SCORERS}
         except Exception as exc:  # unreadable CSV (empty file, bad quoting)
             timings["exec_s"] = round(time.perf_counter() - t0, 4)
             reason = f"the prediction CSV could not be read: {type(exc).__name__}: {exc}"
-            return {
-                s: failure(s, "unreadable_prediction", reason) for s in ("spider2", "spider2-strict", "ex")
-            }
+            return {s: failure(s, "unreadable_prediction", reason) for s in SCORERS}
         timings["exec_s"] = round(time.perf_counter() - t0, 4)
         t1 = time.perf_counter()
         verdicts: dict[str, Verdict] = {}

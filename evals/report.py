@@ -15,17 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from flexsql.evals import dialogue
-from flexsql.evals.scoring import CATEGORY_TEXT, SCORERS
+from flexsql.evals.scoring import CATEGORY_TEXT, SCORER_NOTES, SCORERS
 from flexsql.evals.tasks import Task
-
-SCORER_NOTES = {
-    "spider2": "the official Spider 2.0 rule: every gold column (condition_cols) equals some predicted column, "
-    "each column sorted on its own, NULL = 0, numbers within 0.01",
-    "spider2-strict": "one-to-one column mapping, rows compared as a multiset, NULL distinct from 0, "
-    "condition_cols as written (fixes the official weaknesses)",
-    "ex": "execution match: all columns, any column order, no extra columns, rows as a multiset (ordered when the "
-    "gold SQL has a top-level ORDER BY)",
-}
 
 
 def _pct(n: int, d: int) -> float | None:

@@ -27,7 +27,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import pandas as pd
 from pydantic import BaseModel
@@ -35,7 +35,15 @@ from pydantic import BaseModel
 from flexsql.tools.sql.equivalence import Equivalence, compare_tables, show_value
 
 ScorerName = Literal["spider2", "spider2-strict", "ex"]
-SCORERS: tuple[str, ...] = ("spider2", "spider2-strict", "ex")
+SCORERS: tuple[ScorerName, ...] = get_args(ScorerName)
+SCORER_NOTES: dict[ScorerName, str] = {  # what each decides, for reports (docs/scoring.md says more)
+    "spider2": "the official Spider 2.0 rule: every gold column (condition_cols) equals some predicted column, "
+    "each column sorted on its own, NULL = 0, numbers within 0.01",
+    "spider2-strict": "one-to-one column mapping, rows compared as a multiset, NULL distinct from 0, "
+    "condition_cols as written (fixes the official weaknesses)",
+    "ex": "execution match: all columns, any column order, no extra columns, rows as a multiset (ordered when the "
+    "gold SQL has a top-level ORDER BY)",
+}
 Flavor = Literal["lite", "snow"]
 OFFICIAL_TOLERANCE = 1e-2
 EX_TOLERANCE = 1e-9

@@ -14,7 +14,6 @@ Formats (detected from the content, not the file name):
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,6 +21,7 @@ from pydantic import BaseModel
 
 from flexsql.errors import ConfigError, NotFoundError
 from flexsql.tools.engines import engine_for_path
+from flexsql.tools.sql.fences import sql_blocks
 
 Benchmark = Literal["spider2-lite", "spider2-snow", "spider", "dialogue"]
 
@@ -252,13 +252,10 @@ def find_external_knowledge(task: Task, folder: Path | None) -> Path | None:
     return None
 
 
-_FENCE = re.compile(r"```[ \t]*sql[^\n]*\n(.*?)```", re.IGNORECASE | re.DOTALL)
-
-
 def extract_sql(text: str, last: bool = False) -> str:
     """The SQL of a prediction file: the first fenced ```sql block when there is one (as the official
     evaluator does; `last` takes the last one, for an agent's final answer), else the whole text."""
-    blocks = _FENCE.findall(text)
+    blocks = sql_blocks(text)
     if not blocks:
         return text.strip()
     return (blocks[-1] if last else blocks[0]).strip()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -133,35 +133,16 @@ class LimitsConfig(StrictModel):
     )
 
 
-# The agent's stages (agent/contract.py uses the same names); [model.stages.X] must name one of them.
-MODEL_STAGES = ("classify", "link", "knowledge", "plan", "implement", "repair", "evaluate", "revise_plan")
+Stage = Literal["classify", "link", "knowledge", "plan", "implement", "repair", "evaluate", "revise_plan"]
+"""The agent's stages (the model-facing contract, docs/contract.md); [model.stages.X] names one."""
+STAGES: tuple[Stage, ...] = get_args(Stage)
 
 ResponseFormatMode = Literal["auto", "json_schema", "off"]
 
 
-class ModelStageConfig(StrictModel):
-    """A stage's overrides of [model]: every field left out falls back to the [model] value."""
-
-    base_url: str | None = Field(None, description="This stage's endpoint")
-    model: str | None = Field(None, description="This stage's model name")
-    api_key_env: str | None = Field(None, description="The variable holding this stage's API key")
-    temperature: float | None = Field(None, ge=0, le=2, description="This stage's sampling temperature")
-    max_tokens: int | None = Field(None, ge=1, description="This stage's completion token cap per request")
-    reasoning_effort: str | None = Field(None, description="This stage's reasoning_effort")
-    extra_body: dict[str, Any] | None = Field(None, description="Merged key by key over [model] extra_body")
-    timeout_s: float | None = Field(None, gt=0, le=3600, description="Seconds to wait for one reply")
-    max_retries: int | None = Field(None, ge=0, le=20, description="Retries of a failed request")
-    concurrency: int | None = Field(
-        None,
-        ge=1,
-        le=1024,
-        description="Requests in flight to this stage's endpoint (the first model of an endpoint sets it)",
-    )
-    response_format: ResponseFormatMode | None = Field(None, description="This stage's response_format mode")
-
-
-class ModelConfig(StrictModel):
-    """The agent's model endpoint ([model] in flexsql.toml, FLEXSQL_MODEL__*, or --base-url/--model)."""
+class ModelEndpoint(StrictModel):
+    """How the agent reaches a model and what it sends: [model], each field of which a stage may
+    override ([model.stages.X]); a stage's settings are [model]'s updated by its own."""
 
     base_url: str | None = Field(
         None,
@@ -200,16 +181,42 @@ class ModelConfig(StrictModel):
         description="auto: json_schema on requests without tools, dropped for an endpoint that rejects it; "
         "json_schema: on every request; off: never (replies are parsed leniently)",
     )
+
+
+def _overrides(base: type[StrictModel]) -> type[StrictModel]:
+    """`base` with every field optional: None (left out) falls back to [model]'s value. Generated,
+    so a stage can override exactly the fields [model] has, with the same ranges and descriptions."""
+    fields: dict[str, Any] = {}
+    for name, info in base.model_fields.items():
+        # the field's ranges apply to a given value; None is "left out"
+        value = Annotated[info.annotation, *info.metadata] if info.metadata else info.annotation
+        fields[name] = (value | None, Field(None, description=info.description))
+    return create_model(  # type: ignore[call-overload, no-any-return]
+        "ModelStageConfig",
+        __base__=StrictModel,
+        __doc__="A stage's overrides of [model]: every field left out falls back to the [model] value.",
+        **fields,
+    )
+
+
+if TYPE_CHECKING:  # the same fields, each optional at run time
+    ModelStageConfig = ModelEndpoint
+else:
+    ModelStageConfig = _overrides(ModelEndpoint)
+
+
+class ModelConfig(ModelEndpoint):
+    """The agent's model endpoint ([model] in flexsql.toml, FLEXSQL_MODEL__*, or --base-url/--model)."""
+
     stages: dict[str, ModelStageConfig] = Field({}, description="Per-stage overrides, [model.stages.<stage>]")
 
     @field_validator("stages")
     @classmethod
     def _known_stages(cls, value: dict[str, ModelStageConfig]) -> dict[str, ModelStageConfig]:
-        unknown = sorted(set(value) - set(MODEL_STAGES))
+        unknown = sorted(set(value) - set(STAGES))
         if unknown:
             raise ValueError(
-                f"unknown stage {', '.join(unknown)} in [model.stages]; "
-                f"the stages are {', '.join(MODEL_STAGES)}"
+                f"unknown stage {', '.join(unknown)} in [model.stages]; the stages are {', '.join(STAGES)}"
             )
         return value
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
-from flexsql.config import ResponseFormatMode
+from flexsql.config import ModelEndpoint
 from flexsql.errors import ConfigError
 from flexsql.errors import ModelError as ModelError  # re-exported; the one ModelError is flexsql.errors'
 
@@ -56,21 +56,12 @@ class ChatModel(Protocol):
     async def complete(self, request: ChatRequest) -> ModelReply: ...
 
 
-class ResolvedModelConfig(BaseModel):
-    """One stage's effective model settings: [model.stages.X] merged over [model]."""
+class ResolvedModelConfig(ModelEndpoint):
+    """One stage's effective model settings: [model.stages.X] merged over [model] (factory.resolve);
+    the defaults are [model]'s, and an endpoint and a model are required."""
 
     base_url: str
     model: str
-    api_key_env: str | None = None
-    temperature: float | None = None
-    max_tokens: int | None = None
-    reasoning_effort: str | None = None
-    extra_body: dict[str, Any] = {}
-    timeout_s: float = Field(120.0, gt=0)
-    max_retries: int = Field(3, ge=0)
-    retry_backoff_s: float = Field(0.5, ge=0)
-    concurrency: int = Field(8, ge=1)
-    response_format: ResponseFormatMode = "auto"
 
 
 class ModelUnavailable(ConfigError):

@@ -7,10 +7,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from flexsql.config import LimitsConfig
+
 DEFAULT_MAX_ROWS = 1_000
 DEFAULT_MAX_BYTES = 8_000_000
 DEFAULT_COUNT_LIMIT = 100_000
-DEFAULT_MAX_CELL_BYTES = 1024 * 1024
+DEFAULT_MAX_CELL_BYTES = LimitsConfig().store_cell_kb * 1024  # [limits] store_cell_kb's default
 
 
 @dataclass

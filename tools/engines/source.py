@@ -25,7 +25,7 @@ from flexsql.tools.engines.fetch import FetchCut, FetchLimits
 from flexsql.tools.engines.urls import redact, scrub_secrets
 from flexsql.tools.sql.guard import check_sql
 
-DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_TIMEOUT_S = LimitsConfig().query_timeout_s  # a direct call's timeout: [limits]' default
 
 
 class QueryResult(BaseModel):

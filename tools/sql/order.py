@@ -14,14 +14,15 @@ import re
 import sqlglot
 from sqlglot import exp
 
-_FENCE = re.compile(r"```[ \t]*(?:sql|SQL)?[ \t]*\n(.*?)```", re.DOTALL)
+from flexsql.tools.sql.fences import sql_blocks
+
 _DEPTH_SCAN = re.compile(r"\(|\)|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|\border\s+by\b", re.IGNORECASE)
 
 
 def unfenced(sql: str) -> str:
     """The SQL of the first fenced block when the text has one, else the text; no trailing `;`."""
-    match = _FENCE.search(sql)
-    text = match.group(1) if match else sql
+    blocks = sql_blocks(sql, unnamed=True)
+    text = blocks[0] if blocks else sql
     return text.strip().rstrip(";").strip()
 
 

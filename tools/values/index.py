@@ -36,6 +36,7 @@ from pydantic import BaseModel
 
 from flexsql.errors import QueryError
 from flexsql.tools.engines import FetchLimits, Source, TableInfo
+from flexsql.tools.engines.source import DEFAULT_TIMEOUT_S
 from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.values.fuzzy import edit_distance, max_edits
 from flexsql.tools.values.index_file import open_index, store_table
@@ -234,7 +235,7 @@ class ValueIndex:
         *,
         refresh: bool = False,
         progress: Progress | None = None,
-        timeout_s: float = 30.0,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
         ttl_s: float | None = INDEX_TTL_S,
     ) -> BuildReport:
         """Index the tables that are missing (or whose columns changed); all of them with refresh."""
