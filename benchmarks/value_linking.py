@@ -29,7 +29,9 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from schema_linking import DEFAULT_DATA, build_spider_catalog, catalog_stamp, sqlite_schema  # noqa: E402
+from schema_linking import DEFAULT_DATA  # noqa: E402
+from spider_catalog import build_spider_catalog, catalog_stamp  # noqa: E402
+from spider_gold import sqlite_schema  # noqa: E402
 
 from flexsql.tools.values.find import FindValues  # noqa: E402
 
