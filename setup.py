@@ -4,7 +4,7 @@ The top-level folders map to flexsql subpackages (server/ is flexsql.server, …
 setuptools' own `find` cannot express. Listing the packages by hand silently dropped every new
 subpackage from the wheel (they still imported in an editable install), so they are discovered
 here: every folder under a mapped root that holds Python files is a package. A new top-level
-folder still needs a line in ROOTS, and tests/test_packaging.py fails until it has one."""
+folder still needs a line in ROOTS, and tests/core/test_packaging.py fails until it has one."""
 
 from __future__ import annotations
 

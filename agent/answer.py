@@ -6,10 +6,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from flexsql.agent.budget import Spent as Usage
+from flexsql.agent.budget import Spent
 from flexsql.tools.runtime.registry import ToolResult
 from flexsql.tools.runtime.render import TextBudget, table_text
-from flexsql.tools.select import GroupScore
+from flexsql.tools.select import GroupScore, Verdict
+
+Usage = Spent  # what a question spent, under the name the answer (and the service) use
 
 Status = Literal["answered", "needs_clarification", "unanswerable", "reply", "failed"]
 
@@ -30,7 +32,7 @@ class CandidateOut(BaseModel):
     result_id: str | None = None
     rows: int | None = None
     error: str | None = None
-    verdicts: list[str] = []
+    verdicts: list[Verdict] = []
     feedback: list[str] = []
     repaired_from: str | None = None
 

@@ -53,7 +53,7 @@ def has_back_channel(ctx: Any) -> bool:
 def _schema(answer: Answer) -> type[BaseModel]:
     """One field: a choice among 2-6 readings, else free text."""
     readings = [r for r in answer.readings if r][:6]
-    field_type: Any = Literal[tuple(readings)] if 2 <= len(readings) <= 6 else str  # type: ignore[valid-type]
+    field_type: Any = Literal[tuple(readings)] if 2 <= len(readings) <= 6 else str
     return create_model("Clarification", answer=(field_type, Field(description=_question(answer))))
 
 
@@ -86,6 +86,7 @@ def reply_from(responses: Any, answer: Answer) -> str | None:
     if response is None or getattr(response, "action", None) != "accept":
         return None
     try:
+        # the model is built at run time (create_model), so mypy cannot see its one field
         return str(_schema(answer).model_validate(response.content or {}).answer)  # type: ignore[attr-defined]
     except ValidationError:
         return None

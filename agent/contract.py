@@ -149,6 +149,17 @@ class StageOutputError(ValueError):
 
 _VERDICT_LINE = re.compile(r"VERDICT:\s*(correct|implementation_issue|plan_issue)\b(.*)$", re.MULTILINE)
 _STATUS_LINE = re.compile(r"STATUS:\s*(answerable|needs_clarification|unanswerable)\b(.*)$", re.MULTILINE)
+# what the words of those lines mean in the stages' JSON
+_VERDICT_WORDS: dict[str, Literal["ok", "plan", "implementation"]] = {
+    "correct": "ok",
+    "implementation_issue": "implementation",
+    "plan_issue": "plan",
+}
+_STATUS_WORDS: dict[str, Literal["answerable", "ambiguous", "unanswerable"]] = {
+    "answerable": "answerable",
+    "needs_clarification": "ambiguous",
+    "unanswerable": "unanswerable",
+}
 
 
 def _json_candidates(text: str) -> list[str]:
@@ -232,21 +243,17 @@ def parse_output(stage: str, text: str | None, plans: int = 4) -> BaseModel:
         if status:
             kind, detail = status.group(1), status.group(2).strip(" —-:") or None
             return Classification(
-                type={
-                    "answerable": "answerable",
-                    "needs_clarification": "ambiguous",
-                    "unanswerable": "unanswerable",
-                }[kind],  # type: ignore[arg-type]
+                type=_STATUS_WORDS[kind],
                 clarifying_question=detail if kind == "needs_clarification" else None,
                 reason=detail if kind == "unanswerable" else None,
             )
     if stage == "evaluate":
         verdict = _VERDICT_LINE.search(text)  # the verify prompt's own format: `VERDICT: plan_issue — …`
         if verdict:
-            kind = {"correct": "ok", "implementation_issue": "implementation", "plan_issue": "plan"}[
-                verdict.group(1)
-            ]
-            return Verdict(verdict=kind, feedback=verdict.group(2).strip(" —-:") or text.strip()[-500:])  # type: ignore[arg-type]
+            return Verdict(
+                verdict=_VERDICT_WORDS[verdict.group(1)],
+                feedback=verdict.group(2).strip(" —-:") or text.strip()[-500:],
+            )
     if problems:
         raise StageOutputError(
             f"the JSON object does not match the schema ({problems[-1]}); "

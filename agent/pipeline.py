@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel
 
-from flexsql.agent.answer import Answer, CandidateOut, PlanOut
+from flexsql.agent.answer import Answer, CandidateOut, PlanOut, Status
 from flexsql.agent.budget import Budget
 from flexsql.agent.contract import Plan, Program
 from flexsql.agent.models.base import ChatModel
@@ -37,8 +37,10 @@ from flexsql.agent.trace import Trace
 from flexsql.config import Settings
 from flexsql.errors import BudgetExceeded, FlexSQLError, error_text
 from flexsql.tools.engines import CancelHooks, active_cancel_hooks
+from flexsql.tools.python_tool import PythonResult
+from flexsql.tools.query import QueryOutput
 from flexsql.tools.runtime.context import ToolContext
-from flexsql.tools.runtime.registry import ToolEnv, result_text
+from flexsql.tools.runtime.registry import ToolEnv, expect, result_text
 from flexsql.tools.select import CandidateIn, select_candidates
 from flexsql.tools.toolbox import TOOLS
 
@@ -79,16 +81,22 @@ async def _run_program(run: Run, program: Program) -> tuple[str | None, int | No
     env = ToolEnv(settings=run.settings, python_enabled=run.python)
     try:
         if program.language == "sql":
-            out = await TOOLS.acall(run.tools, "run_query", {"sql": program.code, "source": run.source}, env)
-            return out.result_id, out.total_rows, None, result_text(out, run.settings)  # type: ignore[attr-defined]
+            query = expect(
+                await TOOLS.acall(run.tools, "run_query", {"sql": program.code, "source": run.source}, env),
+                QueryOutput,
+            )
+            return query.result_id, query.total_rows, None, result_text(query, run.settings)
         known = [rid for rid in dict.fromkeys(_RESULT_REF.findall(program.code))]
-        out = await TOOLS.acall(
-            run.tools, "run_python", {"code": program.code, "result_ids": known or None}, env
+        out = expect(
+            await TOOLS.acall(
+                run.tools, "run_python", {"code": program.code, "result_ids": known or None}, env
+            ),
+            PythonResult,
         )
         text = result_text(out, run.settings)
-        if out.error:  # type: ignore[attr-defined]
+        if out.error:
             return None, None, f"the Python program failed:\n{text}", text
-        if not out.result_id:  # type: ignore[attr-defined]
+        if not out.result_id:
             return (
                 None,
                 None,
@@ -97,8 +105,8 @@ async def _run_program(run: Run, program: Program) -> tuple[str | None, int | No
                     f"table); it was {out.value_type or 'nothing'}"
                 ),
                 text,
-            )  # type: ignore[attr-defined]
-        return out.result_id, out.total_rows, None, text  # type: ignore[attr-defined]
+            )
+        return out.result_id, out.total_rows, None, text
     except FlexSQLError as exc:
         return None, None, error_text(exc), error_text(exc)
 
@@ -190,12 +198,12 @@ async def _guarded_plan(
             run.trace.event("plan_failed", plan=index, error=error_text(exc))
 
 
-def _answer_for(run: Run, status: str, **fields: Any) -> Answer:
+def _answer_for(run: Run, status: Status, **fields: Any) -> Answer:
     spent = run.budget.snapshot()
     return Answer(
         status=status,
         question=run.question,
-        run_id=run.run_id,  # type: ignore[arg-type]
+        run_id=run.run_id,
         usage=spent,
         budget_exhausted=run.budget.exhausted,
         trace=str(run.trace.path) if run.trace.path else None,
@@ -214,7 +222,7 @@ def _selected(run: Run, state: _State) -> Answer:
             verdicts=c.verdicts,
             plan_index=c.plan_index,
             repaired_from=c.repaired_from,
-        )  # type: ignore[arg-type]
+        )
         for c in state.candidates
     ]
     common = {"plans": state.plans, "candidates": state.candidates}
@@ -234,10 +242,13 @@ def _selected(run: Run, state: _State) -> Answer:
             **common,
         )
     stored = run.tools.results.get(chosen.result_id)
-    preview = TOOLS.call(
-        run.tools,
-        "fetch_rows",
-        {"result_id": chosen.result_id, "offset": 0, "limit": run.settings.limits.preview_rows},
+    preview = expect(
+        TOOLS.call(
+            run.tools,
+            "fetch_rows",
+            {"result_id": chosen.result_id, "offset": 0, "limit": run.settings.limits.preview_rows},
+        ),
+        QueryOutput,
     )
     return _answer_for(
         run,
@@ -249,7 +260,7 @@ def _selected(run: Run, state: _State) -> Answer:
         columns=list(stored.columns),
         rows=preview.rows,
         total_rows=stored.total_rows,
-        reason=selection.reason,  # type: ignore[attr-defined]
+        reason=selection.reason,
         groups=selection.groups,
         **common,
     )

@@ -210,13 +210,13 @@ def _dialect(dialect: str | None) -> str | None:
     return dialect.lower()
 
 
-def _arg(node: exp.Expression, name: str) -> Any:
+def _arg(node: exp.Expr, name: str) -> Any:
     # sqlglot renamed some keys (`from` → `from_`, `with` → `with_`); accept both.
     value = node.args.get(name)
     return value if value is not None else node.args.get(name + "_")
 
 
-def _ident(node: exp.Expression | None) -> str:
+def _ident(node: exp.Expr | None) -> str:
     if node is None:
         return ""
     if isinstance(node, exp.Identifier):
@@ -229,8 +229,8 @@ class _Scope:
         self.parent = parent
         self.aliases: dict[str, str] = {}  # alias or name (lower) -> the name roles show
         self.sources: list[str] = []  # what this scope reads, in FROM order
-        self.select_aliases: dict[str, exp.Expression] = {}
-        self.select_items: list[exp.Expression] = []
+        self.select_aliases: dict[str, exp.Expr] = {}
+        self.select_items: list[exp.Expr] = []
 
     def resolve(self, qualifier: str) -> str:
         scope: _Scope | None = self
@@ -247,7 +247,7 @@ class _Extractor:
         self.subqueries = 0
 
     # queries
-    def query(self, node: exp.Expression, parent: _Scope | None) -> RoleState:
+    def query(self, node: exp.Expr, parent: _Scope | None) -> RoleState:
         nested: list[NestedQuery] = []
         with_ = _arg(node, "with")
         if with_ is not None:
@@ -265,7 +265,7 @@ class _Extractor:
             state = self.select(branches[0], parent)
             for op, branch in zip(ops, branches[1:], strict=True):
                 nested.append(NestedQuery(kind=op, state=self.select(branch, parent)))
-            state.set_op = ops[0]  # type: ignore[assignment]
+            state.set_op = ops[0]
             # ORDER BY / LIMIT of a set operation apply to the whole set; they are shown on the top state.
             scope = _Scope(parent)
             self._order_limit(node, state, scope)
@@ -276,7 +276,7 @@ class _Extractor:
         state.nested = nested + state.nested
         return state
 
-    def _branches(self, node: exp.Expression, root: bool = True) -> tuple[list[exp.Expression], list[str]]:
+    def _branches(self, node: exp.Expr, root: bool = True) -> tuple[list[exp.Expr], list[SetOp]]:
         """A chain of set operations flattened into its branches and operators; a parenthesised
         set with its own ORDER BY / LIMIT stays one branch."""
         if isinstance(node, exp.Subquery):
@@ -287,12 +287,16 @@ class _Extractor:
             return [node], []
         left, left_ops = self._branches(node.this, root=False)
         right, right_ops = self._branches(node.expression, root=False)
-        op = {exp.Union: "union", exp.Intersect: "intersect", exp.Except: "except"}.get(type(node), node.key)
-        if op == "union" and not node.args.get("distinct"):
-            op = "union all"
+        op: SetOp
+        if isinstance(node, exp.Intersect):
+            op = "intersect"
+        elif isinstance(node, exp.Except):
+            op = "except"
+        else:  # Union, the third of sqlglot's set operations
+            op = "union" if node.args.get("distinct") else "union all"
         return left + right, left_ops + [op] + right_ops
 
-    def select(self, node: exp.Expression, parent: _Scope | None) -> RoleState:
+    def select(self, node: exp.Expr, parent: _Scope | None) -> RoleState:
         if not isinstance(node, exp.Select):
             return self.query(node, parent)
         scope = _Scope(parent)
@@ -348,7 +352,7 @@ class _Extractor:
         self._order_limit(node, state, scope)
         return state
 
-    def _order_limit(self, node: exp.Expression, state: RoleState, scope: _Scope) -> None:
+    def _order_limit(self, node: exp.Expr, state: RoleState, scope: _Scope) -> None:
         order = node.args.get("order")
         if order is not None:
             for o in order.expressions:
@@ -371,7 +375,7 @@ class _Extractor:
             if value is not None:
                 state.limit = value.sql(dialect=self.dialect)
 
-    def _source(self, node: exp.Expression, scope: _Scope, state: RoleState) -> None:
+    def _source(self, node: exp.Expr, scope: _Scope, state: RoleState) -> None:
         alias_node = node.args.get("alias")
         alias = _ident(alias_node.this) if isinstance(alias_node, exp.TableAlias) and alias_node.this else ""
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):
@@ -395,7 +399,7 @@ class _Extractor:
             scope.sources.append(text)
 
     # predicates
-    def _predicate(self, atom: exp.Expression, scope: _Scope, state: RoleState) -> None:
+    def _predicate(self, atom: exp.Expr, scope: _Scope, state: RoleState) -> None:
         negated = False
         node = atom
         if isinstance(node, exp.Not):
@@ -404,7 +408,7 @@ class _Extractor:
             node = node.this
         if node.args.get("negate"):  # newer sqlglot keeps NOT LIKE / NOT ILIKE as a flag
             negated = not negated
-        ops = {
+        ops: dict[type[exp.Expr], str] = {
             exp.EQ: "=",
             exp.NEQ: "<>",
             exp.GT: ">",
@@ -418,7 +422,7 @@ class _Extractor:
             exp.NullSafeEQ: "is not distinct from",
             exp.RegexpLike: "regexp",
         }
-        left: exp.Expression | None = None
+        left: exp.Expr | None = None
         op: str | None = None
         value: str | None = None
         if type(node) in ops:
@@ -460,7 +464,7 @@ class _Extractor:
             op = {"=": "<>", "is": "is not"}.get(op, f"not {op}")
         state.filter.append(FilterRole(column=self.render(left, scope, state), op=op, value=value))
 
-    def _subquery(self, node: exp.Expression, scope: _Scope, state: RoleState) -> str:
+    def _subquery(self, node: exp.Expr, scope: _Scope, state: RoleState) -> str:
         self.subqueries += 1
         label = f"subquery {self.subqueries}"
         inner = node.unnest() if isinstance(node, exp.Subquery) else node
@@ -468,7 +472,7 @@ class _Extractor:
         return f"({label})"
 
     # expressions
-    def _unalias(self, node: exp.Expression, scope: _Scope) -> exp.Expression:
+    def _unalias(self, node: exp.Expr, scope: _Scope) -> exp.Expr:
         if isinstance(node, exp.Column) and not node.table and node.name.lower() in scope.select_aliases:
             return scope.select_aliases[node.name.lower()]
         if (
@@ -483,18 +487,18 @@ class _Extractor:
                 return scope.select_items[n - 1]
         return node
 
-    def _unalias_tree(self, node: exp.Expression, scope: _Scope) -> exp.Expression:
+    def _unalias_tree(self, node: exp.Expr, scope: _Scope) -> exp.Expr:
         if not scope.select_aliases:
             return node
         return node.copy().transform(lambda n: self._unalias(n, scope) if isinstance(n, exp.Column) else n)
 
-    def render(self, node: exp.Expression, scope: _Scope, state: RoleState) -> str:
+    def render(self, node: exp.Expr, scope: _Scope, state: RoleState) -> str:
         """The expression as SQL text with aliases resolved and nested queries as placeholders."""
         if isinstance(node, exp.Column):  # the common case, without copying and generating SQL
             return self._column(node, scope).name
         subqueries: dict[int, str] = {}
 
-        def rewrite(n: exp.Expression) -> exp.Expression:
+        def rewrite(n: exp.Expr) -> exp.Expr:
             if isinstance(n, exp.Subquery) or (isinstance(n, exp.Select) and n is not node):
                 label = self._subquery(n, scope, state)
                 key = len(subqueries)
@@ -510,7 +514,7 @@ class _Extractor:
             text = text.replace(f"(__flexsql_sub_{key})", label).replace(f"__flexsql_sub_{key}", label)
         return text
 
-    def _column(self, col: exp.Column, scope: _Scope) -> exp.Expression:
+    def _column(self, col: exp.Column, scope: _Scope) -> exp.Expr:
         if isinstance(col.this, exp.Star):
             table = scope.resolve(_ident(col.args.get("table"))) if col.table else None
             return exp.Var(this=f"{table}.*" if table else "*")
@@ -523,7 +527,7 @@ class _Extractor:
         return exp.Var(this=f"{table}.{name}" if table else name)
 
 
-def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
+def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
     """AND and OR split into their predicates (parentheses dropped)."""
     if isinstance(node, exp.Paren):
         return _conjuncts(node.this)
@@ -532,7 +536,7 @@ def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
     return [node]
 
 
-def _has_column(node: exp.Expression) -> bool:
+def _has_column(node: exp.Expr) -> bool:
     return isinstance(node, exp.Column) or node.find(exp.Column) is not None
 
 

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from flexsql.agent import clarify
-from flexsql.agent.answer import Answer, Usage
+from flexsql.agent.answer import Answer, Status, Usage
 from flexsql.agent.conversation import ConversationStore, Turn, history_text, pending_clarification
 from flexsql.agent.models.base import ChatModel, ModelUnavailable
 from flexsql.agent.models.factory import configured, model_for_stage
@@ -177,14 +177,18 @@ async def ask_question(
         trace.close()
 
 
-def _turn_type(result: Answer) -> Literal["answerable", "ambiguous", "unanswerable", "improper"] | None:
-    return {
-        "needs_clarification": "ambiguous",
-        "unanswerable": "unanswerable",
-        "reply": "improper",
-        "answered": "answerable",
-        "failed": "answerable",
-    }.get(result.status)  # type: ignore[return-value]
+TurnType = Literal["answerable", "ambiguous", "unanswerable", "improper"]
+_TURN_TYPES: dict[Status, TurnType] = {
+    "needs_clarification": "ambiguous",
+    "unanswerable": "unanswerable",
+    "reply": "improper",
+    "answered": "answerable",
+    "failed": "answerable",
+}
+
+
+def _turn_type(result: Answer) -> TurnType | None:
+    return _TURN_TYPES.get(result.status)
 
 
 class Ask(ToolArgs):

@@ -18,8 +18,8 @@ from pathlib import Path
 import anyio
 from mcp import Client
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from mcp_support import http_server  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: tests.support
+from tests.support.mcp_support import http_server  # noqa: E402
 
 MIX = [
     ("list_tables", {"limit": 20}),

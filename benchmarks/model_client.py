@@ -17,11 +17,10 @@ from pathlib import Path
 
 import anyio
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from openai_stub import OpenAIStub, Reply  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: tests.support
 
 from flexsql.agent.models import ChatRequest, OpenAICompatModel, ResolvedModelConfig  # noqa: E402
+from tests.support.openai_stub import OpenAIStub, Reply  # noqa: E402
 
 TOOL = {
     "type": "function",

@@ -23,12 +23,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-
-from openai_stub import OpenAIStub, Reply, StubRequest  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: tests.support
 
 from flexsql.evals.runners import safe_name  # noqa: E402
 from flexsql.evals.tasks import Task, load_tasks  # noqa: E402
+from tests.support.openai_stub import OpenAIStub, Reply, StubRequest  # noqa: E402
 
 _TYPE_STATUS = {"ambiguous": "ambiguous", "unanswerable": "unanswerable", "improper": "improper"}
 

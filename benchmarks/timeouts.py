@@ -14,12 +14,11 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from engines import engine_url, pg_dsn  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: tests.support
 
 from flexsql.errors import QueryTimeout  # noqa: E402
 from flexsql.tools.engines import open_source  # noqa: E402
+from tests.support.engines import engine_url, pg_dsn  # noqa: E402
 
 LONG = {
     "duckdb": "SELECT count(*) FROM range(1000000000000) a",

@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 import duckdb
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: tests.support
 
 from flexsql.tools import catalog, query
 from flexsql.tools.catalog import DescribeTable, ListTables
@@ -91,7 +91,8 @@ def wide_catalog(directory: Path, tables: int = 2000, columns: int = 15) -> str:
 
 def stdio_round_trip(url: str, repeat: int) -> float:
     from mcp import Client
-    from mcp_support import stdio_params
+
+    from tests.support.mcp_support import stdio_params
 
     async def go() -> float:
         async with Client(stdio_params(url)) as client:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -53,7 +54,7 @@ class BuiltinRunner(Runner):
         self.plans = plans
         self.conversations = ConversationStore()  # dialogues, in memory: one conversation per dialogue
         self._sources: dict[str, SourceRegistry] = {}
-        self._caches: dict[str, dict] = {}
+        self._caches: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
 
     def _context(self, url: str) -> ToolContext:

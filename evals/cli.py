@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from flexsql.agent.flags import apply_model_flags, model_options
 from flexsql.config import load_settings
 from flexsql.errors import FlexSQLError, NotFoundError
-from flexsql.evals.scoring import SCORERS
+from flexsql.evals.scoring import SCORERS, Flavor
+
+if TYPE_CHECKING:  # imported where used: `--help` and the other commands do not load them
+    from rich.console import Console
+
+    from flexsql.evals.harness import Evaluation, RunOutcome
 
 EPILOG = """
 \b
@@ -178,7 +183,7 @@ def eval_command(
     predictions: Path | None,
     prediction_mode: str,
     scorer: str | None,
-    flavor: str | None,
+    flavor: Flavor | None,
     jobs: int,
     timeout: float,
     out: Path | None,
@@ -274,7 +279,7 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}%"
 
 
-def _run(evaluation: Any, console: Any, quiet: bool):
+def _run(evaluation: Evaluation, console: Console, quiet: bool) -> RunOutcome:
     todo_hint = len(evaluation.tasks)
     if quiet or not console.is_terminal:
         return evaluation.run()

@@ -9,14 +9,21 @@ import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
 from flexsql.errors import FlexSQLError
+
+if TYPE_CHECKING:  # annotations only: both are imported where used, so scoring alone stays light
+    from mcp import Client
+
+    from flexsql.tools.engines import Source
+
+T = TypeVar("T")
 
 # Big enough for any benchmark answer; a result past it is reported as too large, not cut silently.
 DEFAULT_MAX_ROWS = 1_000_000
@@ -61,10 +68,10 @@ class InProcessExecutor(Executor):
 
     def __init__(self, max_rows: int = DEFAULT_MAX_ROWS) -> None:
         self.max_rows = max_rows
-        self._sources: dict[str, Any] = {}
+        self._sources: dict[str, Source] = {}
         self._lock = threading.Lock()
 
-    def source(self, url: str):
+    def source(self, url: str) -> Source:
         with self._lock:
             source = self._sources.get(url)
             if source is None:
@@ -134,15 +141,15 @@ class McpExecutor(Executor):
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="flexsql-eval-mcp", daemon=True)
         self._thread.start()
-        self._clients: dict[str, Future] = {}
+        self._clients: dict[str, Future[Client]] = {}
         self._stops: list[asyncio.Event] = []
-        self._tasks: list[Future] = []
+        self._tasks: list[Future[None]] = []
         self._lock = threading.Lock()
 
-    def _submit(self, coro) -> Future:
+    def _submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
         return asyncio.run_coroutine_threadsafe(coro, self._loop)
 
-    def _start(self, url: str) -> Future:
+    def _start(self, url: str) -> Future[Client]:
         with self._lock:
             ready = self._clients.get(url)
             if ready is None:
@@ -151,7 +158,7 @@ class McpExecutor(Executor):
                 self._tasks.append(self._submit(self._serve(url, ready)))
             return ready
 
-    def _client(self, url: str):
+    def _client(self, url: str) -> Client:
         return self._start(url).result(timeout=60)
 
     def warm(self, urls: Sequence[str]) -> None:
@@ -163,7 +170,7 @@ class McpExecutor(Executor):
             except Exception:  # reported to the tasks that need this server
                 pass
 
-    async def _serve(self, url: str, ready: Future) -> None:
+    async def _serve(self, url: str, ready: Future[Client]) -> None:
         from mcp import Client, StdioServerParameters
         from mcp.client.stdio import stdio_client
 
@@ -203,7 +210,7 @@ class McpExecutor(Executor):
                 "timeout", f"no answer from the MCP server within {timeout_s + 30:g} s"
             ) from None
 
-    async def _query(self, client, sql: str, timeout_s: float) -> TableResult:
+    async def _query(self, client: Client, sql: str, timeout_s: float) -> TableResult:
         import time
 
         started = time.perf_counter()

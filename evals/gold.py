@@ -7,12 +7,15 @@ import json
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from flexsql.errors import ConfigError
 from flexsql.evals.scoring import GoldTable, read_csv_frame
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class EvalConfig(BaseModel):
@@ -98,7 +101,7 @@ class GoldStore:
 
 
 @lru_cache(maxsize=512)
-def _read_gold(path: str):
+def _read_gold(path: str) -> pd.DataFrame:
     return read_csv_frame(path)
 
 

@@ -37,6 +37,7 @@ from flexsql.evals.runners import (
 )
 from flexsql.evals.scoring import (
     SCORERS,
+    Flavor,
     GoldTable,
     Verdict,
     csv_text,
@@ -69,7 +70,7 @@ class EvalOptions(BaseModel):
     predictions: Path | None = None
     prediction_mode: str = "auto"
     scorer: str | None = None  # None: spider2 for Spider 2.0 tasks, ex for the others
-    flavor: str | None = None  # None: from the task file (snow JSONL -> snow)
+    flavor: Flavor | None = None  # None: from the task file (snow JSONL -> snow)
     jobs: int = 4
     timeout: float = 120.0
     out: Path
@@ -436,7 +437,7 @@ class Evaluation:
         pool = ThreadPoolExecutor(max_workers=max(1, self.options.jobs), thread_name_prefix="flexsql-eval")
         try:
             with open(results_path, "a", encoding="utf-8") as sink:
-                pending: set[Future] = set()
+                pending: set[Future[list[dict[str, Any]]]] = set()
                 queue = iter(units)
                 # Submit a bounded window so Ctrl-C leaves little queued work behind.
                 for unit in queue:

@@ -39,7 +39,7 @@ def summarize(
     by_id = {r["instance_id"]: r for r in records}
     scored_records = [by_id[t.instance_id] for t in scored_tasks if t.instance_id in by_id]
     evaluated = [r for r in scored_records if r.get("evaluated")]
-    scorers = {}
+    scorers: dict[str, dict[str, Any]] = {}
     for name in SCORERS:
         have = [r for r in evaluated if name in r.get("scores", {})]
         if not have:
@@ -100,7 +100,7 @@ def summarize(
         for r in records
         if r.get("timings", {}).get("total_s") is not None
     ]
-    tokens: Counter = Counter()
+    tokens: Counter[str] = Counter()
     cost = 0.0
     for r in records:
         for k, v in (r.get("tokens") or {}).items():

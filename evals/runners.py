@@ -141,7 +141,7 @@ class CommandRunner(Runner):
         self.out_dir = Path(out_dir)
         self.external_knowledge = external_knowledge
         self.timeout_s = timeout_s
-        self._running: dict[int, subprocess.Popen] = {}
+        self._running: dict[int, subprocess.Popen[bytes]] = {}
         self._lock = threading.Lock()
         self._stopped = False
         self._secret_env: dict[str, dict[str, str]] = {}
@@ -264,7 +264,7 @@ class CommandRunner(Runner):
             _kill(proc)
 
 
-def _kill(proc: subprocess.Popen) -> None:
+def _kill(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGTERM)
         try:

@@ -92,19 +92,24 @@ class GoldTable:
     frame: pd.DataFrame
     ordered: bool = False  # the gold SQL sorts its result at the top level (ex scorer)
     # vectors and rows already computed from `frame` (a gold table is compared with many predictions)
-    cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+    vectors_cache: dict[tuple[tuple[int, ...] | None, bool], list[list[Any]]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    rows_cache: dict[tuple[int, ...] | None, list[tuple[Any, ...]]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def vectors(self, columns: list[int] | None, ignore_order: bool) -> list[list[Any]]:
-        key = ("vectors", tuple(columns) if columns is not None else None, ignore_order)
-        if key not in self.cache:
-            self.cache[key] = official_vectors(self.frame, columns, ignore_order)
-        return self.cache[key]
+        key = (tuple(columns) if columns is not None else None, ignore_order)
+        if key not in self.vectors_cache:
+            self.vectors_cache[key] = official_vectors(self.frame, columns, ignore_order)
+        return self.vectors_cache[key]
 
     def rows(self, columns: list[int] | None) -> list[tuple[Any, ...]]:
-        key = ("rows", tuple(columns) if columns is not None else None)
-        if key not in self.cache:
-            self.cache[key] = frame_rows(self.frame, columns)
-        return self.cache[key]
+        key = tuple(columns) if columns is not None else None
+        if key not in self.rows_cache:
+            self.rows_cache[key] = frame_rows(self.frame, columns)
+        return self.rows_cache[key]
 
 
 def read_csv_frame(source: Path | str | io.StringIO) -> pd.DataFrame:
@@ -112,12 +117,12 @@ def read_csv_frame(source: Path | str | io.StringIO) -> pd.DataFrame:
     return pd.read_csv(source)
 
 
-def frame_from_result(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> pd.DataFrame:
+def frame_from_result(columns: Sequence[str], rows: Sequence[tuple[Any, ...]]) -> pd.DataFrame:
     """A query result as the official evaluator sees it: written to CSV by pandas, read back."""
     return read_csv_frame(io.StringIO(csv_text(columns, rows)))
 
 
-def csv_text(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+def csv_text(columns: Sequence[str], rows: Sequence[tuple[Any, ...]]) -> str:
     frame = (
         pd.DataFrame.from_records(list(rows), columns=list(columns), coerce_float=True)
         if rows
@@ -245,7 +250,7 @@ def _missing(x: Any) -> bool:
     if t is str or t is int or t is bool:
         return False
     if t is float:
-        return x != x
+        return bool(x != x)  # NaN
     if x is None:
         return True
     try:

@@ -189,9 +189,11 @@ def _overrides(base: type[StrictModel]) -> type[StrictModel]:
     fields: dict[str, Any] = {}
     for name, info in base.model_fields.items():
         # the field's ranges apply to a given value; None is "left out"
-        value = Annotated[info.annotation, *info.metadata] if info.metadata else info.annotation
+        annotation = info.annotation
+        assert annotation is not None, name  # every field of a class body has one
+        value = Annotated[annotation, *info.metadata] if info.metadata else annotation
         fields[name] = (value | None, Field(None, description=info.description))
-    return create_model(  # type: ignore[call-overload, no-any-return]
+    return create_model(
         "ModelStageConfig",
         __base__=StrictModel,
         __doc__="A stage's overrides of [model]: every field left out falls back to the [model] value.",

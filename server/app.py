@@ -3,9 +3,9 @@ resources on an `MCPServer`. How a call runs is in flexsql.server.toolkit."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from mcp.server import MCPServer
+from mcp.server.auth.provider import TokenVerifier
+from mcp.server.auth.settings import AuthSettings
 
 from flexsql import __version__
 from flexsql.agent.service import ask
@@ -26,8 +26,8 @@ def build_server(
     settings: Settings,
     sources: SourceRegistry,
     allow_python: bool = True,
-    token_verifier: Any = None,
-    auth: Any = None,
+    token_verifier: TokenVerifier | None = None,
+    auth: AuthSettings | None = None,
     tools: Tools = SERVED,
 ) -> MCPServer:
     """`allow_python` is the transport's default for run_python (on for stdio and loopback HTTP);
@@ -67,6 +67,8 @@ def build_server(
 def _publish_schemas(server: MCPServer, spec: ToolSpec) -> None:
     """Replace the SDK's schemas derived from the handler's signature with the registry's compact ones."""
     registered = server._tool_manager.get_tool(spec.name)  # noqa: SLF001 - the SDK has no public setter
+    if registered is None:  # registered just before this call
+        raise RuntimeError(f"tool {spec.name} is not registered")
     registered.parameters = spec.input_schema()
     registered.fn_metadata.output_schema = spec.output_schema()
 

@@ -15,6 +15,8 @@ import json
 import logging
 from typing import Any
 
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
 log = logging.getLogger("flexsql.server")
 
 BODY_LIMIT = 4 * 1024 * 1024  # bigger bodies are refused by the SDK anyway: do not parse them
@@ -32,15 +34,15 @@ def request_ids(body: bytes) -> list[Any]:
 
 
 class CancelOnDisconnect:
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = dict(scope.get("headers", [])) if scope["type"] == "http" else {}
         if scope["type"] != "http" or scope.get("method") != "POST" or b"mcp-session-id" not in headers:
             await self.app(scope, receive, send)
             return
-        buffered: list[dict[str, Any]] = []
+        buffered: list[Message] = []
         size, more = 0, True
         while more:
             message = await receive()
@@ -60,7 +62,7 @@ class CancelOnDisconnect:
 
         finished = False
 
-        async def watched_send(message: dict[str, Any]) -> None:
+        async def watched_send(message: Message) -> None:
             nonlocal finished
             if message["type"] == "http.response.body" and not message.get("more_body", False):
                 finished = True
@@ -69,7 +71,7 @@ class CancelOnDisconnect:
         replay = _replay(buffered, receive)
         cancelled = False
 
-        async def watched_receive() -> dict[str, Any]:
+        async def watched_receive() -> Message:
             nonlocal cancelled
             message = await replay()
             if message["type"] == "http.disconnect" and not finished and not cancelled:
@@ -79,7 +81,7 @@ class CancelOnDisconnect:
 
         await self.app(scope, watched_receive, watched_send)
 
-    async def _cancel(self, scope: dict[str, Any], headers: dict[bytes, bytes], ids: list[Any]) -> None:
+    async def _cancel(self, scope: Scope, headers: dict[bytes, bytes], ids: list[Any]) -> None:
         log.info("HTTP client went away: cancelling request(s) %s", ids)
         forwarded = [(k, v) for k, v in headers.items() if k in FORWARDED_HEADERS]
         forwarded += [
@@ -95,12 +97,12 @@ class CancelOnDisconnect:
                 }
             ).encode()
             inner = {**scope, "headers": forwarded + [(b"content-length", str(len(body)).encode())]}
-            messages = [{"type": "http.request", "body": body, "more_body": False}]
+            messages: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
 
-            async def one_body(messages: list[dict[str, Any]] = messages) -> dict[str, Any]:
+            async def one_body(messages: list[Message] = messages) -> Message:
                 return messages.pop(0) if messages else {"type": "http.disconnect"}
 
-            async def discard(_message: dict[str, Any]) -> None:
+            async def discard(_message: Message) -> None:
                 return None
 
             try:
@@ -111,10 +113,10 @@ class CancelOnDisconnect:
                 )
 
 
-def _replay(buffered: list[dict[str, Any]], receive: Any) -> Any:
+def _replay(buffered: list[Message], receive: Receive) -> Receive:
     queue = list(buffered)
 
-    async def next_message() -> dict[str, Any]:
+    async def next_message() -> Message:
         if queue:
             return queue.pop(0)
         return await receive()

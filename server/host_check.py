@@ -8,8 +8,9 @@ import ipaddress
 import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
+
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 WILDCARD_BINDS = ("0.0.0.0", "::", "")
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "localhost.localdomain")
@@ -30,7 +31,8 @@ def split_host(value: str) -> tuple[str, int | None]:
 
 def _resolved(name: str) -> set[str]:
     try:
-        return {info[4][0].lower() for info in socket.getaddrinfo(name, None)}
+        # sockaddr[0] is the address text (typeshed also allows the (int, bytes) of a Python without IPv6)
+        return {addr[0].lower() for *_, addr in socket.getaddrinfo(name, None) if isinstance(addr[0], str)}
     except OSError:  # an unresolvable name is still accepted as itself
         return set()
 
@@ -63,7 +65,8 @@ def _reachable_name(ipv6: bool) -> str:
     try:
         with socket.socket(family, socket.SOCK_DGRAM) as sock:
             sock.connect((probe, 9))
-            return sock.getsockname()[0]
+            address: str = sock.getsockname()[0]  # (host, port[, flow, scope]) for AF_INET and AF_INET6
+            return address
     except OSError:
         return "::1" if ipv6 else "127.0.0.1"
 
@@ -145,11 +148,11 @@ class HostCheck:
     """ASGI middleware: 421 for a Host, 403 for an Origin that is not one of this server's names,
     with what to do about it."""
 
-    def __init__(self, app: Any, allowed: AllowedHosts) -> None:
+    def __init__(self, app: ASGIApp, allowed: AllowedHosts) -> None:
         self.app = app
         self.allowed = allowed
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -178,7 +181,7 @@ class HostCheck:
         await self.app(scope, receive, send)
 
 
-async def _refuse(send: Any, status: int, text: str) -> None:
+async def _refuse(send: Send, status: int, text: str) -> None:
     body = text.encode()
     await send(
         {

@@ -22,7 +22,7 @@ from flexsql.errors import FlexSQLError
 class TemplatePrompt(Prompt):
     """An MCP prompt rendered from `prompts/<name>.md`."""
 
-    async def render(self, arguments: dict[str, Any] | None, context: Any) -> list[Message]:  # type: ignore[override]
+    async def render(self, arguments: dict[str, Any] | None, context: Any) -> list[Message]:
         try:
             text = prompts.render(self.name, **(arguments or {}))
         except FlexSQLError as exc:

@@ -14,7 +14,6 @@ from typing import Annotated, Any, Union
 import anyio
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
-from pydantic import BaseModel
 
 from flexsql.config import Settings
 from flexsql.errors import FlexSQLError, error_text
@@ -24,6 +23,7 @@ from flexsql.tools.runtime.registry import (
     ERROR_META,
     NeedsInput,
     ToolEnv,
+    ToolResult,
     ToolSpec,
     error_payload,
     result_text,
@@ -37,7 +37,7 @@ READ_ONLY = ToolAnnotations(
 )
 
 
-def tool_result(model: BaseModel, settings: Settings) -> CallToolResult:
+def tool_result(model: ToolResult, settings: Settings) -> CallToolResult:
     structured = model.model_dump(mode="json", by_alias=True)
     cap = settings.limits.structured_kb * 1024
     if (
@@ -61,7 +61,7 @@ def error_result(exc: BaseException) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=error_text(exc))],
         is_error=True,
-        _meta={ERROR_META: error_payload(exc)},
+        meta={ERROR_META: error_payload(exc)},  # sent as `_meta` (the field's alias)
     )
 
 
@@ -126,6 +126,7 @@ def mcp_handler(
     returns: Any = Annotated[CallToolResult, spec.result]
     if spec.is_async:  # tools that may need the client's input first (ask: a clarifying question)
         returns = Union[returns, InputRequiredResult]  # noqa: UP007 - a runtime union of an Annotated type
+    # inspect.signature(), so the SDK, reads a function's __signature__ before its code
     handler.__signature__ = inspect.Signature(params, return_annotation=returns)  # type: ignore[attr-defined]
     annotations["return"] = returns
     handler.__annotations__ = annotations

@@ -6,9 +6,11 @@ from __future__ import annotations
 import hmac
 import logging
 
+from mcp.server import MCPServer
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.types import ASGIApp
 
 from flexsql.config import Settings
 from flexsql.errors import ConfigError
@@ -46,7 +48,7 @@ def serve_stdio(settings: Settings, sources: SourceRegistry) -> None:
     server.run("stdio")
 
 
-def http_app(settings: Settings, sources: SourceRegistry):
+def http_app(settings: Settings, sources: SourceRegistry) -> tuple[MCPServer, ASGIApp]:
     """The Starlette app for streamable HTTP, with auth and host checks applied."""
     host, port, token = settings.host, settings.port, settings.auth_token
     loopback = is_loopback(host)
@@ -64,12 +66,14 @@ def http_app(settings: Settings, sources: SourceRegistry):
     if token:
         base = advertised_base(host, port)
         verifier = StaticTokenVerifier(token)
-        auth = AuthSettings(issuer_url=base, resource_server_url=f"{base}/mcp")
+        # validated from text, not built from AnyHttpUrl objects: AuthSettings keeps a path-less URL
+        # given as text exactly as written, where an AnyHttpUrl would add a trailing slash to the issuer
+        auth = AuthSettings.model_validate({"issuer_url": base, "resource_server_url": f"{base}/mcp"})
     server = build_server(settings, sources, allow_python=loopback, token_verifier=verifier, auth=auth)
     # Host/Origin checks are ours (HostCheck): the SDK's take an exact list, which cannot name every
     # address of a wildcard bind, so its own check is off
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    app = server.streamable_http_app(transport_security=security, host=host)
+    app: ASGIApp = server.streamable_http_app(transport_security=security, host=host)
     app = HostCheck(CancelOnDisconnect(app), AllowedHosts.for_bind(host, port, settings.allowed_hosts))
     return server, app
 

@@ -2,15 +2,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from engines import ENGINES, engine_url  # noqa: E402
+from tests.support.engines import engine_params, engine_url
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -18,7 +15,7 @@ def pytest_configure(config: pytest.Config) -> None:
     fixture, module- and session-wide ones included, and inherited by server subprocesses."""
     os.environ["FLEXSQL_CACHE_DIR"] = tempfile.mkdtemp(prefix="flexsql-test-cache-")
     # rankings must not depend on whether this machine has WordNet (its index builds in the background
-    # mid-session); tests/test_search_synonyms.py switches it on with files of its own
+    # mid-session); tests/tools/search/test_synonyms.py switches it on with files of its own
     os.environ["FLEXSQL_WORDNET_DIR"] = "off"
 
 
@@ -26,7 +23,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(os.environ.get("FLEXSQL_CACHE_DIR", ""), ignore_errors=True)
 
 
-@pytest.fixture(params=ENGINES)
+@pytest.fixture(params=engine_params())
 def engine(request: pytest.FixtureRequest) -> str:
     return request.param
 

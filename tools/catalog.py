@@ -304,7 +304,7 @@ def example_values(
     """A few distinct non-NULL values per column from the first rows (cached per table)."""
     src = ctx.source(source_name)
     # kept with the catalog object, so a refresh (a new catalog) never serves the old examples
-    cache = src.catalog().derived("describe_examples", dict)
+    cache: dict[str, dict[str, list[str]]] = src.catalog().derived("describe_examples", dict)
     key = table.qualified
     if key in cache:
         return cache[key]

@@ -66,8 +66,17 @@ def _singular(word: str) -> str:
     return word
 
 
-def _edges(catalog: Catalog) -> dict[str, list[tuple[float, str, JoinEdge]]]:
-    graph: dict[str, list[tuple[float, str, JoinEdge]]] = defaultdict(list)
+_Graph = dict[str, list[tuple[float, str, JoinEdge]]]
+"""table -> (cost, neighbour table, the edge to it), both directions of every join."""
+
+
+def _pair(a: str, b: str) -> tuple[str, str]:
+    """Two tables in a fixed order: a join between them is one pair whichever side declared it."""
+    return (a, b) if a <= b else (b, a)
+
+
+def _edges(catalog: Catalog) -> _Graph:
+    graph: _Graph = defaultdict(list)
     by_name: dict[str, list[TableInfo]] = defaultdict(list)
     for t in catalog.tables:
         by_name[t.name.lower()].append(t)
@@ -101,7 +110,7 @@ def _edges(catalog: Catalog) -> dict[str, list[tuple[float, str, JoinEdge]]]:
                     ),
                     DECLARED_COST,
                 )
-                declared.add(tuple(sorted((t.qualified, ref.qualified))))  # type: ignore[arg-type]
+                declared.add(_pair(t.qualified, ref.qualified))
 
     # Inferred: t.x_id -> table x/xs (same schema) with a single-column key named id or x_id;
     # and a column named exactly like another table's single primary key.
@@ -127,19 +136,18 @@ def _edges(catalog: Catalog) -> dict[str, list[tuple[float, str, JoinEdge]]]:
                 else:
                     m = re.fullmatch(r"(.+?)_?id", name)
                     if m and m.group(1):
-                        ref = stem_owner.get(_singular(m.group(1).rstrip("_")))
-                        if ref is not None and ref is not t:
+                        stem = stem_owner.get(_singular(m.group(1).rstrip("_")))
+                        if stem is not None and stem is not t:
                             for candidate in ("id", name):
-                                if any(c.name.lower() == candidate for c in ref.columns):
-                                    target = ref
+                                if any(c.name.lower() == candidate for c in stem.columns):
+                                    target = stem
                                     target_col = next(
-                                        c.name for c in ref.columns if c.name.lower() == candidate
+                                        c.name for c in stem.columns if c.name.lower() == candidate
                                     )
                                     break
                 if target is None or target_col is None:
                     continue
-                pair = tuple(sorted((t.qualified, target.qualified)))
-                if pair in declared:
+                if _pair(t.qualified, target.qualified) in declared:
                     continue
                 add(
                     JoinEdge(
@@ -154,7 +162,7 @@ def _edges(catalog: Catalog) -> dict[str, list[tuple[float, str, JoinEdge]]]:
     return graph
 
 
-def _shortest(graph, start: str, goals: set[str]) -> list[JoinEdge] | None:
+def _shortest(graph: _Graph, start: str, goals: set[str]) -> list[JoinEdge] | None:
     """Dijkstra from `start` to the nearest node in `goals`; returns the edges on the path."""
     queue: list[tuple[float, int, str]] = [(0.0, 0, start)]
     best: dict[str, float] = {start: 0.0}

@@ -47,9 +47,9 @@ repair (r=0.3) 0.890 / 0.971 against an oracle best-of-K of 0.983 / 1.000.
 
 from __future__ import annotations
 
-import numbers
 import re
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -243,7 +243,7 @@ def _normalised_code(code: str) -> str:
     return " ".join(code.split()).rstrip(";").strip().lower()
 
 
-def _simplicity_key(c: CandidateIn, position: int) -> tuple:
+def _simplicity_key(c: CandidateIn, position: int) -> tuple[int, int, int, int]:
     code = _normalised_code(c.code)
     # a member whose code we do not know is not "simpler" for it
     return (0 if code else 1, len(code), 0 if c.language == "sql" else 1, position)
@@ -301,7 +301,8 @@ def _column_flags(result: StoredResult) -> tuple[bool, bool]:
         values = [normalize_value(row[j]) for row in result.rows]
         if all(v is None for v in values):
             null_col = True
-        elif all(isinstance(v, numbers.Number) and v == 0 for v in values):  # ints, floats, exact decimals
+        # normalised numbers are ints, floats and (exact decimals) Fractions
+        elif all(isinstance(v, int | float | Fraction) and v == 0 for v in values):
             zero_col = True
     return null_col, zero_col
 
@@ -392,7 +393,7 @@ def select_candidates(
         by_root.setdefault(uf.find(i), []).append(i)
 
     shape = expected_shape(question)
-    scored: list[tuple[tuple, GroupScore]] = []
+    scored: list[tuple[tuple[float, int, int], GroupScore]] = []
     for members_idx in by_root.values():
         members_idx.sort(key=lambda i: _simplicity_key(ran[i][1], ran[i][0]))
         head = ran[members_idx[0]]

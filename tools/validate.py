@@ -63,9 +63,7 @@ _UNKNOWN_TABLE = [
 ]
 
 
-def _referenced_tables(
-    tree: exp.Expression, catalog: Catalog, dialect: str
-) -> tuple[list[str], list[SqlIssue]]:
+def _referenced_tables(tree: exp.Expr, catalog: Catalog, dialect: str) -> tuple[list[str], list[SqlIssue]]:
     cte_names = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     found: list[str] = []
     issues: list[SqlIssue] = []

@@ -15,6 +15,7 @@ import re
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -133,7 +134,7 @@ class OpenAICompatModel:
         self._key_set = bool(key)
         # The key lives only inside this closure and the SDK client; never an attribute a repr could show.
         secret = key or "EMPTY"  # vLLM without --api-key accepts any key; the SDK insists on one
-        self._secret = lambda: secret
+        self._secret: Callable[[], str] = lambda: secret
         self._clients: weakref.WeakKeyDictionary[Any, openai.AsyncOpenAI] = weakref.WeakKeyDictionary()
 
     def __repr__(self) -> str:

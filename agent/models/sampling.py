@@ -22,7 +22,8 @@ DEFAULT_MAX_TOKENS = 4096
 
 def _capabilities(ctx: Any) -> types.ClientCapabilities | None:
     try:
-        return ctx.client_capabilities
+        capabilities: types.ClientCapabilities | None = ctx.client_capabilities
+        return capabilities
     except (AttributeError, ValueError, LookupError):  # outside a request
         return None
 

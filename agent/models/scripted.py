@@ -33,7 +33,7 @@ class ScriptedModel:
         self.name = name
         self.requests: list[ChatRequest] = []
         self._script = script
-        self._queue = list(script) if isinstance(script, list) else None
+        self._queue: list[ScriptReply] = list(script) if isinstance(script, list) else []
 
     def __repr__(self) -> str:
         return f"ScriptedModel({self.name!r})"
@@ -42,7 +42,7 @@ class ScriptedModel:
         watch = Stopwatch()
         self.requests.append(request)
         await anyio.lowlevel.checkpoint()  # a real call yields; so does this (cancellation, fairness)
-        if self._queue is not None:
+        if isinstance(self._script, list):
             if not self._queue:
                 raise ModelError(
                     f"scripted model {self.name}: the script has no reply left for request "
@@ -50,7 +50,7 @@ class ScriptedModel:
                 )
             answer: Any = self._queue.pop(0)
         else:
-            answer = self._script(request)  # type: ignore[operator]
+            answer = self._script(request)
             if inspect.isawaitable(answer):
                 answer = await answer
         reply = to_reply(answer, request)

@@ -8,7 +8,8 @@ from flexsql.agent.contract import Linking
 from flexsql.agent.stages.chat import Run, converse, system_message
 from flexsql.errors import FlexSQLError
 from flexsql.tools import toolbox
-from flexsql.tools.runtime.registry import result_text
+from flexsql.tools.catalog import SchemaList
+from flexsql.tools.runtime.registry import expect, result_text
 
 ROLE = (
     "You are the schema-linking step of a text-to-SQL agent. Find every table the question needs (facts, "
@@ -31,10 +32,10 @@ def search_hits(run: Run, limit: int = 10) -> str:
 def schema_overview(run: Run) -> str | None:
     """On a multi-schema warehouse, the schemas with their sizes (FlexSQL links schemas first)."""
     try:
-        listing = toolbox.TOOLS.call(run.tools, "list_schemas", {"source": run.source})
+        listing = expect(toolbox.TOOLS.call(run.tools, "list_schemas", {"source": run.source}), SchemaList)
     except FlexSQLError:
         return None
-    if len(listing.schemas) < 2:  # type: ignore[attr-defined]
+    if len(listing.schemas) < 2:
         return None
     return result_text(listing, run.settings)
 

@@ -62,7 +62,9 @@ def _write(tmp: Path, sizes: Sizes, seed: int) -> None:
         conn.execute("CREATE SCHEMA web")
         _load_tables(conn, sizes)
         conn.execute("DROP TABLE _orders")
-        (lines,) = conn.execute("SELECT count(*) FROM order_items").fetchone()
+        counted = conn.execute("SELECT count(*) FROM order_items").fetchone()
+        assert counted is not None  # count(*) returns one row
+        (lines,) = counted
         if lines != sizes.order_items:  # cannot happen with the spare orders; never ship a wrong size
             raise RuntimeError(f"demo generator made {lines} order lines instead of {sizes.order_items}")
         conn.execute("CHECKPOINT")

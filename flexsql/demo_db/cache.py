@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,9 +35,8 @@ def _exclusive_lock(lock_path: Path) -> Iterator[None]:
     """A lock between processes building the same file; the atomic rename keeps a file whole even
     without it, the lock only avoids building it twice."""
     with open(lock_path, "a+b") as handle:
-        try:
-            import fcntl
-        except ImportError:  # Windows
+        # a platform check, not a failed import, so type checkers know which module each branch has
+        if sys.platform == "win32":
             import msvcrt
 
             handle.seek(0)
@@ -52,6 +52,8 @@ def _exclusive_lock(lock_path: Path) -> Iterator[None]:
                 handle.seek(0)
                 msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
             return
+        import fcntl
+
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
             yield

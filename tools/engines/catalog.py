@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import difflib
 import threading
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, PrivateAttr
 
 from flexsql.errors import NotFoundError
 from flexsql.tools.engines.engine import engine_for
+
+T = TypeVar("T")
 
 
 class Column(BaseModel):
@@ -82,12 +85,14 @@ class Catalog(BaseModel):
     _derived: dict[str, Any] = PrivateAttr(default_factory=dict)
     _derived_lock: threading.RLock = PrivateAttr(default_factory=threading.RLock)
 
-    def derived(self, key: str, factory: Any) -> Any:
+    def derived(self, key: str, factory: Callable[[], T]) -> T:
         """The value `factory()` built once for this catalog under `key` (thread-safe: built at most once)."""
         with self._derived_lock:
             if key not in self._derived:
                 self._derived[key] = factory()
-            return self._derived[key]
+            # one factory per key (the key names the module that owns it), so the entry is what it makes
+            made: T = self._derived[key]
+            return made
 
     def schemas(self) -> list[str]:
         seen: dict[str, None] = {}

@@ -20,7 +20,7 @@ from flexsql.tools.engines.cancel import Deadline, timeout_error
 from flexsql.tools.engines.catalog import Catalog, Column, ForeignKey, TableInfo
 from flexsql.tools.engines.engine import Engine
 from flexsql.tools.engines.fetch import FetchLimits, collect, fetch_batches
-from flexsql.tools.engines.source import SafetyReport, Source, file_data_versions
+from flexsql.tools.engines.source import RunOutput, SafetyReport, Source, file_data_versions
 from flexsql.tools.engines.urls import file_path_of
 
 
@@ -100,7 +100,7 @@ class DuckDBSource(Source):
 
         # the engine's memory follows [limits], not the query: beyond it DuckDB spills to a private
         # temp folder (bounded too) or fails the query with an out-of-memory error
-        config = {
+        config: dict[str, str | bool | int | float | list[str]] = {
             "enable_external_access": False,
             "autoinstall_known_extensions": False,
             "autoload_known_extensions": False,
@@ -134,9 +134,11 @@ class DuckDBSource(Source):
             ) from None
         # DuckDB shares one database instance between the connections a process opens on the same
         # file (a second Source on it, a checksum): that instance may already be locked by us.
-        external, locked = conn.execute(
+        current = conn.execute(
             "SELECT current_setting('enable_external_access'), current_setting('lock_configuration')"
         ).fetchone()
+        assert current is not None  # a SELECT without FROM returns one row
+        external, locked = current
         if external:
             conn.close()
             raise ConfigError(
@@ -171,13 +173,15 @@ class DuckDBSource(Source):
                 "WHERE NOT internal AND NOT temporary ORDER BY schema_name, table_name"
             ).fetchall():
                 tables[(schema, name)] = TableInfo(
-                    schema=schema, name=name, kind="table", comment=comment, row_estimate=estimate
+                    schema_name=schema, name=name, kind="table", comment=comment, row_estimate=estimate
                 )
             for schema, name, comment in cur.execute(
                 "SELECT schema_name, view_name, comment FROM duckdb_views() "
                 "WHERE NOT internal AND NOT temporary ORDER BY schema_name, view_name"
             ).fetchall():
-                tables[(schema, name)] = TableInfo(schema=schema, name=name, kind="view", comment=comment)
+                tables[(schema, name)] = TableInfo(
+                    schema_name=schema, name=name, kind="view", comment=comment
+                )
             pk_cols: dict[tuple[str, str], set[str]] = {}
             for schema, name, ctype, cols, ref_table, ref_cols in cur.execute(
                 "SELECT schema_name, table_name, constraint_type, constraint_column_names, "
@@ -223,7 +227,7 @@ class DuckDBSource(Source):
             return Catalog(tables=list(tables.values()), default_schema=default)
 
     # -- execution ------------------------------------------------------------------------------
-    def _run(self, sql: str, timeout_s: float, limits: FetchLimits):
+    def _run(self, sql: str, timeout_s: float, limits: FetchLimits) -> RunOutput:
         import duckdb
 
         with self._cursor() as cur:

@@ -18,7 +18,7 @@ import pkgutil
 import threading
 from collections.abc import Mapping
 from pathlib import PurePath
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal, Self
 
 from sqlglot import exp
 
@@ -180,10 +180,13 @@ class Engine:
         """Whether a file path (a `--db` given without a scheme) names a database of this engine."""
         return bool(self.file_suffixes) and PurePath(path).suffix.lower() in self.file_suffixes
 
-    def __new__(cls) -> Engine:
+    # the one instance of each engine class, kept in that class's own __dict__ (never inherited)
+    _instance: ClassVar[Engine]
+
+    def __new__(cls) -> Self:
         # stateless: one instance per engine class, so `DuckDB()` anywhere is the same object
         instance = cls.__dict__.get("_instance")
-        if instance is None:
+        if not isinstance(instance, cls):
             instance = super().__new__(cls)
             cls._instance = instance
         return instance

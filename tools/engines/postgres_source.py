@@ -31,7 +31,7 @@ from flexsql.tools.engines.cancel import Deadline, timeout_error
 from flexsql.tools.engines.catalog import Catalog, Column, ForeignKey, TableInfo
 from flexsql.tools.engines.engine import Engine
 from flexsql.tools.engines.fetch import FetchLimits, collect, fetch_batches
-from flexsql.tools.engines.source import SafetyReport, Source
+from flexsql.tools.engines.source import RunOutput, SafetyReport, Source
 
 # Per-schema grants, not pg_read_all_data: that role can also read pg_authid (password hashes),
 # pg_user_mapping and pg_subscription (connection passwords).
@@ -267,7 +267,7 @@ class PostgresSource(Source):
                 cur.execute(_CATALOG_SQL)
                 for schema, name, kind, comment, estimate in cur.fetchall():
                     tables[(schema, name)] = TableInfo(
-                        schema=schema,
+                        schema_name=schema,
                         name=name,
                         kind="view" if kind in "vm" else "table",
                         comment=comment,
@@ -333,7 +333,7 @@ class PostgresSource(Source):
             ) from None
         return conn
 
-    def _run(self, sql: str, timeout_s: float, limits: FetchLimits):
+    def _run(self, sql: str, timeout_s: float, limits: FetchLimits) -> RunOutput:
         import psycopg
 
         refusal = engine_refusal(sql)

@@ -20,7 +20,7 @@ from flexsql.tools.engines.cancel import Deadline, timeout_error
 from flexsql.tools.engines.catalog import Catalog, Column, ForeignKey, TableInfo
 from flexsql.tools.engines.engine import Engine
 from flexsql.tools.engines.fetch import FetchLimits, collect, fetch_batches
-from flexsql.tools.engines.source import SafetyReport, Source
+from flexsql.tools.engines.source import RunOutput, SafetyReport, Source
 
 
 def _engine_refusal(what: str) -> QueryError:
@@ -38,7 +38,7 @@ def _tokens(sql: str) -> list[Any]:
 
 def _engine_check(sql: str) -> str:
     """See SnowflakeSource.engine_wrap. Returns the statement without trailing semicolons."""
-    from sqlglot.tokens import TokenType
+    from sqlglot import TokenType
 
     from flexsql.errors import RefusedError
     from flexsql.tools.sql.guard import token_walk
@@ -250,7 +250,7 @@ class SnowflakeSource(Source):
             for db, schema, name, ttype, comment, rows in cur.fetchall():
                 tables[(schema, name)] = TableInfo(
                     database=db,
-                    schema=schema,
+                    schema_name=schema,
                     name=name,
                     kind="view" if "VIEW" in str(ttype).upper() else "table",
                     comment=comment or None,
@@ -288,7 +288,7 @@ class SnowflakeSource(Source):
             )
             for db, schema, name in cur.fetchall():
                 tables.setdefault(
-                    (schema, name), TableInfo(database=db, schema=schema, name=name, kind="view")
+                    (schema, name), TableInfo(database=db, schema_name=schema, name=name, kind="view")
                 )
         except Exception:
             return
@@ -335,7 +335,7 @@ class SnowflakeSource(Source):
             return text
         return f"SELECT * FROM (\n{text}\n){_outer_order(text)}"
 
-    def _run(self, sql: str, timeout_s: float, limits: FetchLimits):
+    def _run(self, sql: str, timeout_s: float, limits: FetchLimits) -> RunOutput:
         sql = self.engine_wrap(sql)
         conn = self._connection()
         cur = conn.cursor()

@@ -27,6 +27,9 @@ from flexsql.tools.sql.guard import check_sql
 
 DEFAULT_TIMEOUT_S = LimitsConfig().query_timeout_s  # a direct call's timeout: [limits]' default
 
+RunOutput = tuple[list[str], list[str], list[tuple[Any, ...]], int, bool, FetchCut | None]
+"""What an engine's `_run` returns: (columns, types, rows, counted, more_than_counted, what collect() cut)."""
+
 
 class QueryResult(BaseModel):
     """Rows of one statement: at most `max_rows` kept, the total counted up to a limit."""
@@ -140,9 +143,7 @@ class Source(ABC):
     def _load_catalog(self) -> Catalog: ...
 
     @abstractmethod
-    def _run(
-        self, sql: str, timeout_s: float, limits: FetchLimits
-    ) -> tuple[list[str], list[str], list[tuple[Any, ...]], int, bool, FetchCut | None]:
+    def _run(self, sql: str, timeout_s: float, limits: FetchLimits) -> RunOutput:
         """Execute one statement read-only, cancelling it at `timeout_s`; returns
         (columns, types, rows, counted, more_than_counted, what collect() cut)."""
 

@@ -15,7 +15,7 @@ from flexsql.tools.engines.cancel import Deadline, timeout_error
 from flexsql.tools.engines.catalog import Catalog, Column, ForeignKey, TableInfo
 from flexsql.tools.engines.engine import Engine
 from flexsql.tools.engines.fetch import FetchLimits, collect, fetch_batches
-from flexsql.tools.engines.source import SafetyReport, Source, file_data_versions
+from flexsql.tools.engines.source import RunOutput, SafetyReport, Source, file_data_versions
 from flexsql.tools.engines.urls import file_path_of
 
 # Pragmas whose argument names a table or index (they only read).
@@ -163,7 +163,7 @@ class SQLiteSource(Source):
             "SELECT name, type FROM sqlite_master WHERE type IN ('table','view') AND name NOT LIKE 'sqlite_%' ORDER BY name"
         ).fetchall()
         for name, kind in rows:
-            info = TableInfo(schema="main", name=name, kind="view" if kind == "view" else "table")
+            info = TableInfo(schema_name="main", name=name, kind="view" if kind == "view" else "table")
             try:
                 described = conn.execute("SELECT * FROM pragma_table_info(?)", (name,)).fetchall()
             except sqlite3.Error as exc:  # a view over a dropped table: report it, keep the rest usable
@@ -220,7 +220,7 @@ class SQLiteSource(Source):
             except sqlite3.Error:  # WITHOUT ROWID tables
                 info.row_estimate = None
 
-    def _run(self, sql: str, timeout_s: float, limits: FetchLimits):
+    def _run(self, sql: str, timeout_s: float, limits: FetchLimits) -> RunOutput:
         conn = self._connection()
         # The progress handler is how SQLite stops a statement from its own thread: it returns 1
         # once the deadline passed or the tool call was cancelled (the Deadline sets the flag).

@@ -21,12 +21,15 @@ Where tool state lives, and why (the audit of every cache):
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from flexsql.config import LimitsConfig, SandboxConfig
 from flexsql.tools.engines import Source, SourceRegistry
 from flexsql.tools.runtime.results import ResultStore
+
+T = TypeVar("T")
 
 SourceName = str | None
 """A tool's `source` argument: a configured source's name; None (not given) means the first one."""
@@ -48,12 +51,14 @@ class ToolContext:
     def source(self, name: str | None = None) -> Source:
         return self.sources.get(name)
 
-    def cache(self, key: str, factory: Any) -> Any:
+    def cache(self, key: str, factory: Callable[[], T]) -> T:
         """`caches[key]`, created by `factory()` at most once even when threads race for it."""
-        found = self.caches.get(key)
+        # one factory per key (the key names the module that owns it), so the entry is what it makes
+        found: T | None = self.caches.get(key)
         if found is not None:
             return found
         with _CACHE_LOCK:
             if key not in self.caches:
                 self.caches[key] = factory()
-            return self.caches[key]
+            made: T = self.caches[key]
+            return made

@@ -25,7 +25,7 @@ import json
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, get_type_hints
+from typing import Any, ParamSpec, Protocol, TypeVar, cast, get_type_hints
 
 import anyio
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -138,7 +138,7 @@ class ToolSpec:
         args, env = self._prepared(arguments, env)
         if self.is_async:
             raise InvalidArgument(f"{self.name} is asynchronous: use acall")
-        return self.run(ctx, args, env)  # type: ignore[return-value]
+        return self._run_sync(ctx, args, env)
 
     async def acall(
         self, ctx: ToolContext, arguments: Mapping[str, Any] | None = None, env: ToolEnv | None = None
@@ -146,18 +146,41 @@ class ToolSpec:
         """The same from async code; a synchronous tool runs in a worker thread."""
         args, env = self._prepared(arguments, env)
         if self.is_async:
-            return await self.run(ctx, args, env)  # type: ignore[misc]
-        return await anyio.to_thread.run_sync(lambda: self.run(ctx, args, env), abandon_on_cancel=True)  # type: ignore[arg-type, return-value]
+            result = self.run(ctx, args, env)
+            return await result if inspect.isawaitable(result) else result
+        return await anyio.to_thread.run_sync(
+            functools.partial(self._run_sync, ctx, args, env), abandon_on_cancel=True
+        )
+
+    def _run_sync(self, ctx: ToolContext, args: ToolArgs, env: ToolEnv) -> ToolResult:
+        result = self.run(ctx, args, env)
+        if inspect.isawaitable(result):  # a plain function that returns a coroutine: is_async missed it
+            raise TypeError(f"tool {self.name} returned an awaitable from a plain function; make it async")
+        return result
+
+
+P = ParamSpec("P")
+R = TypeVar("R", bound="ToolResult | Awaitable[ToolResult]")
+R_co = TypeVar("R_co", bound="ToolResult | Awaitable[ToolResult]", covariant=True)
+
+
+class ToolFunction(Protocol[P, R_co]):
+    """A function declared with @tool: called as before, with its declaration attached."""
+
+    tool_spec: ToolSpec
+    __name__: str
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
 
 
 def tool(
     describe: str | Describe, *, needs_python: bool = False, agent_tool: bool = True
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+) -> Callable[[Callable[P, R]], ToolFunction[P, R]]:
     """Declare the decorated function a tool named after it. Its second parameter's annotation is
     the argument model and its return annotation the result model; a third parameter, when it has
     one, receives the ToolEnv. The function stays a plain function (`fn(ctx, Args(...))`)."""
 
-    def declare(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def declare(fn: Callable[P, R]) -> ToolFunction[P, R]:
         hints = get_type_hints(fn)
         params = list(inspect.signature(fn).parameters)
         if len(params) not in (2, 3):
@@ -167,20 +190,41 @@ def tool(
             raise TypeError(f"tool {fn.__name__}: its args parameter must be annotated with a ToolArgs model")
         if not (isinstance(result, type) and issubclass(result, ToolResult)):
             raise TypeError(f"tool {fn.__name__}: its return annotation must be a ToolResult model")
-        run: Run = fn if len(params) == 3 else (lambda ctx, a, env: fn(ctx, a))
-        fn.tool_spec = ToolSpec(  # type: ignore[attr-defined]
+        # the parameters were checked above, at run time: (ctx, args) or (ctx, args, env)
+        checked = cast(Callable[..., R], fn)
+        run: Run = checked if len(params) == 3 else (lambda ctx, a, env: checked(ctx, a))
+        # the same function object, from here on carrying its declaration
+        declared = cast(ToolFunction[P, R], fn)
+        declared.tool_spec = ToolSpec(
             name=fn.__name__,
             args=args,
             result=result,
             run=run,
-            describe=describe if callable(describe) else (lambda s, text=describe: text),
+            describe=describe if callable(describe) else _fixed_text(describe),
             is_async=inspect.iscoroutinefunction(fn),
             needs_python=needs_python,
             agent_tool=agent_tool,
         )
-        return fn
+        return declared
 
     return declare
+
+
+M = TypeVar("M", bound=ToolResult)
+
+
+def expect(result: ToolResult, model: type[M]) -> M:
+    """A result of a call by name (typed as the base ToolResult) as the tool's declared result model."""
+    if not isinstance(result, model):
+        raise TypeError(f"expected a {model.__name__} result, got {type(result).__name__}")
+    return result
+
+
+def _fixed_text(text: str) -> Describe:
+    def describe(_settings: Settings) -> str:
+        return text
+
+    return describe
 
 
 def spec_of(fn: Callable[..., Any]) -> ToolSpec:

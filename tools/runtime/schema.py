@@ -15,8 +15,9 @@ def compact_schema(schema: dict[str, Any], nullable: bool = False) -> dict[str, 
     def clean(node: Any) -> Any:
         if isinstance(node, list):
             return [clean(n) for n in node]
-        if not isinstance(node, dict):
-            return node
+        return clean_object(node) if isinstance(node, dict) else node
+
+    def clean_object(node: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key, value in node.items():
             if key == "title" and isinstance(value, str):
@@ -38,7 +39,7 @@ def compact_schema(schema: dict[str, Any], nullable: bool = False) -> dict[str, 
                 out = {**only, **out}
         return out
 
-    return clean(schema)
+    return clean_object(schema)
 
 
 def unlisted(*keys: str) -> Callable[[dict[str, Any]], None]:

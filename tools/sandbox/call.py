@@ -45,9 +45,9 @@ class TemplateLost(Exception):
 class TemplateLink(Protocol):
     """The template process as a call needs it (the Sandbox)."""
 
-    def send(self, message: dict[str, Any], fds: Sequence[int]) -> subprocess.Popen | None: ...
+    def send(self, message: dict[str, Any], fds: Sequence[int]) -> subprocess.Popen[bytes] | None: ...
 
-    def abandon_template(self, proc: subprocess.Popen | None = None) -> None: ...
+    def abandon_template(self, proc: subprocess.Popen[bytes] | None = None) -> None: ...
 
 
 @dataclass
@@ -120,7 +120,7 @@ class _Watch:
     def __init__(
         self,
         template: TemplateLink,
-        proc: subprocess.Popen | None,
+        proc: subprocess.Popen[bytes] | None,
         call: Call,
         out_r: int,
         err_r: int,

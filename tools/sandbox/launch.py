@@ -10,7 +10,7 @@
   modules from its own directory under a name of its own, without putting a folder on sys.path: the
   server side of the sandbox next to it stays out of reach, and every module of the worker imports only the
   standard library at import time (plus pandas, numpy, pyarrow and duckdb inside functions), nothing of
-  flexsql (tests/test_sandbox.py checks this for every module).
+  flexsql (tests/tools/sandbox/test_worker.py checks this for every module).
 - The environment is TEMPLATE_ENV alone: no credentials, tokens or connection details.
 """
 

@@ -19,7 +19,7 @@ Design (measured on the 2-core dev box; see benchmarks/python_tool.py):
   kills the call above file_mb.
 
 Security layers and where they apply are summarised by `Isolation.layers()`, which the tool description shows.
-What stops what (tests/test_sandbox_attacks.py, run with single layers switched off via `Sandbox(...)`):
+What stops what (tests/tools/sandbox/test_attacks.py, run with single layers switched off via `Sandbox(...)`):
 - the audit hook refuses first: fork/exec/subprocess, sockets and DNS, ctypes, setrlimit, gc introspection,
   Python-level file access outside the working directory;
 - with the hook off, the kernel layers still stop every file, exec, network and signal escape: Landlock and
@@ -84,7 +84,7 @@ class Sandbox:
         """All layers are on by default; turning one off is for tests and diagnostics (what do the others
         still stop?), never for serving."""
         self._lock = threading.Lock()
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self._ctrl: socket.socket | None = None
         self.base: str | None = None
         self.info: dict[str, Any] = {}
@@ -203,7 +203,7 @@ class Sandbox:
                 self._proc.wait()
             self._proc = None
 
-    def send(self, message: dict[str, Any], fds: Sequence[int]) -> subprocess.Popen | None:
+    def send(self, message: dict[str, Any], fds: Sequence[int]) -> subprocess.Popen[bytes] | None:
         """Send to the template (started if needed); returns the template process it went to."""
         data = json.dumps(message).encode()
         with self._lock:
@@ -221,7 +221,7 @@ class Sandbox:
                     self._stop_locked()  # the template died: start a new one and retry once
         return None
 
-    def abandon_template(self, proc: subprocess.Popen | None = None) -> None:
+    def abandon_template(self, proc: subprocess.Popen[bytes] | None = None) -> None:
         """Kill the template (when it stopped answering or died under a call) so the next call starts a new
         one; its children die with it (PDEATHSIG). With `proc`, only if that is still the current one."""
         with self._lock:

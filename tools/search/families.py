@@ -132,23 +132,23 @@ def question_dates(text: str) -> set[str]:
     for m in re.finditer(r"\b(19\d\d|20\d\d)\b", low):
         year(int(m.group(1)))
     for m in re.finditer(r"\b(19\d\d|20\d\d)[-/.](\d{1,2})(?:[-/.](\d{1,2}))?\b", low):
-        y, mo = m.group(1), int(m.group(2))
+        yr, mo = m.group(1), int(m.group(2))
         if 1 <= mo <= 12:
-            out.add(f"{y}{mo:02d}")
+            out.add(f"{yr}{mo:02d}")
             if m.group(3) and 1 <= int(m.group(3)) <= 31:
-                out.add(f"{y}{mo:02d}{int(m.group(3)):02d}")
+                out.add(f"{yr}{mo:02d}{int(m.group(3)):02d}")
     for m in re.finditer(_MONTH + r"\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(19\d\d|20\d\d)\b", low):
-        mo, d, y = _MONTHS[m.group(1)], int(m.group(2)), m.group(3)
-        out.add(f"{y}{mo:02d}")
+        mo, d, yr = _MONTHS[m.group(1)], int(m.group(2)), m.group(3)
+        out.add(f"{yr}{mo:02d}")
         if 1 <= d <= 31:
-            out.add(f"{y}{mo:02d}{d:02d}")
+            out.add(f"{yr}{mo:02d}{d:02d}")
     for m in re.finditer(
         r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH + r"\.?,?\s+(19\d\d|20\d\d)\b", low
     ):
-        d, mo, y = int(m.group(1)), _MONTHS[m.group(2)], m.group(3)
-        out.add(f"{y}{mo:02d}")
+        d, mo, yr = int(m.group(1)), _MONTHS[m.group(2)], m.group(3)
+        out.add(f"{yr}{mo:02d}")
         if 1 <= d <= 31:
-            out.add(f"{y}{mo:02d}{d:02d}")
+            out.add(f"{yr}{mo:02d}{d:02d}")
     for m in re.finditer(_MONTH + r"\.?\s+(?:of\s+)?(19\d\d|20\d\d)\b", low):
         out.add(f"{m.group(2)}{_MONTHS[m.group(1)]:02d}")
     return out

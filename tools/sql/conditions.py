@@ -25,4 +25,5 @@ def parse_condition(where: str, dialect: str) -> str:
     extra = [k for k, v in tree.args.items() if v and k not in ("expressions", "where")]
     if not isinstance(tree, exp.Select) or tree.args.get("where") is None or extra:
         raise InvalidArgument("where must be a single condition (no ORDER BY, LIMIT, UNION or other clauses)")
-    return tree.args["where"].this.sql(dialect=dialect)
+    condition: exp.Expr = tree.args["where"].this
+    return condition.sql(dialect=dialect)

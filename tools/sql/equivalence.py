@@ -30,7 +30,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import BaseModel
 
@@ -128,7 +128,7 @@ def _is_number(v: Any) -> bool:
     return t is int or t is float or t is Fraction
 
 
-def _sort_key(v: Any) -> tuple:
+def _sort_key(v: Any) -> tuple[Any, ...]:
     """A total order over normalised cells: NULL < numbers < text < bytes."""
     if v is None:
         return (0, 0)
@@ -140,7 +140,7 @@ def _sort_key(v: Any) -> tuple:
     return (3, v)
 
 
-def _row_key(row: Sequence[Any]) -> tuple:
+def _row_key(row: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(_sort_key(v) for v in row)
 
 
@@ -161,6 +161,15 @@ def show_row(row: Sequence[Any]) -> str:
 
 
 _NUMBER_TYPES = (int, float, Fraction)
+
+
+class _Sizes(TypedDict):
+    """The sizes every verdict reports, passed to Equivalence as keywords."""
+
+    a_rows: int
+    b_rows: int
+    a_columns: int
+    b_columns: int
 
 
 class _Cmp:
@@ -222,7 +231,7 @@ def compare_tables(
         bad = next((i for i, r in enumerate(rows) if len(r) != width), None)
         if bad is not None:
             raise ValueError(f"{label} row {bad} has {len(rows[bad])} values but {width} columns")
-    base = {"a_rows": len(a), "b_rows": len(b), "a_columns": na, "b_columns": nb}
+    base: _Sizes = {"a_rows": len(a), "b_rows": len(b), "a_columns": na, "b_columns": nb}
     cmp = _Cmp(tolerance, rel_tolerance)
 
     if len(a) != len(b):
@@ -272,7 +281,7 @@ def compare_tables(
 
     # B columns with identical contents lead to identical row checks: try one of each kind.
     kind_of: dict[int, int] = {}
-    seen: dict[tuple, int] = {}
+    seen: dict[tuple[Any, ...], int] = {}
     for j in range(nb):
         kind_of[j] = seen.setdefault(_hashable(b_cols[j]), j)
 
@@ -358,7 +367,7 @@ def _profile(vec: Sequence[Any]) -> tuple[int, int, int]:
     return nulls, numbers, len(vec) - nulls - numbers
 
 
-def _hashable(col: Sequence[Any]) -> tuple:
+def _hashable(col: Sequence[Any]) -> tuple[Any, ...]:
     return tuple((type(v).__name__ if not _is_number(v) else "n", v) for v in col)
 
 
@@ -421,8 +430,8 @@ def _rows_match(
 
 
 def _multiset_match(
-    ta: list[tuple], tb: list[tuple], cmp: _Cmp
-) -> tuple[bool, tuple[list[tuple], list[tuple]]]:
+    ta: list[tuple[Any, ...]], tb: list[tuple[Any, ...]], cmp: _Cmp
+) -> tuple[bool, tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]]:
     """Rows as multisets: exact matches first, then the rest paired under the numeric tolerance."""
     ca, cb = Counter(ta), Counter(tb)
     common = ca & cb
@@ -431,13 +440,13 @@ def _multiset_match(
     if not rest_a and not rest_b:
         return True, ([], [])
     # Only numbers can be "close"; everything else must agree exactly, so group by it.
-    groups_a: dict[tuple, list[tuple]] = defaultdict(list)
-    groups_b: dict[tuple, list[tuple]] = defaultdict(list)
+    groups_a: dict[tuple[Any, ...], list[tuple[Any, ...]]] = defaultdict(list)
+    groups_b: dict[tuple[Any, ...], list[tuple[Any, ...]]] = defaultdict(list)
     for rows, groups in ((rest_a, groups_a), (rest_b, groups_b)):
         for r in rows:
             groups[tuple("#" if _is_number(v) else (type(v).__name__, v) for v in r)].append(r)
-    left_a: list[tuple] = []
-    left_b: list[tuple] = []
+    left_a: list[tuple[Any, ...]] = []
+    left_b: list[tuple[Any, ...]] = []
     for key in groups_a.keys() | groups_b.keys():
         ga, gb = groups_a.get(key, []), groups_b.get(key, [])
         la, lb = _pair_close(ga, gb, cmp)
@@ -446,7 +455,9 @@ def _multiset_match(
     return (not left_a and not left_b), (left_a, left_b)
 
 
-def _pair_close(ga: list[tuple], gb: list[tuple], cmp: _Cmp) -> tuple[list[tuple], list[tuple]]:
+def _pair_close(
+    ga: list[tuple[Any, ...]], gb: list[tuple[Any, ...]], cmp: _Cmp
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     if not ga or not gb:
         return ga, gb
     sa, sb = sorted(ga, key=_row_key), sorted(gb, key=_row_key)

@@ -23,9 +23,8 @@ from collections.abc import Mapping
 from typing import Protocol
 
 import sqlglot
-from sqlglot import exp
+from sqlglot import Token, TokenType, exp
 from sqlglot.errors import SqlglotError
-from sqlglot.tokens import Token, TokenType
 
 from flexsql.errors import RefusedError
 
@@ -555,7 +554,7 @@ def _check_explain(body: str, rules: GuardRules) -> None:
     check_sql(rest, rules)
 
 
-def _statement_label(tree: exp.Expression, sql: str) -> str:
+def _statement_label(tree: exp.Expr, sql: str) -> str:
     if isinstance(tree, exp.Command):
         return _first_word(sql) or str(tree.this).upper() or "this statement"
     label = _DENIED_NODES.get(type(tree).__name__)

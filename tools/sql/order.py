@@ -26,14 +26,14 @@ def unfenced(sql: str) -> str:
     return text.strip().rstrip(";").strip()
 
 
-def outermost_query(tree: exp.Expression | None) -> exp.Expression | None:
+def outermost_query(tree: exp.Expr | None) -> exp.Expr | None:
     """The query under any redundant parentheses, keeping the first ORDER BY met on the way in."""
     while isinstance(tree, exp.Subquery | exp.Paren) and not tree.args.get("order"):
         tree = tree.this
     return tree
 
 
-def top_level_order(tree: exp.Expression | None) -> exp.Order | None:
+def top_level_order(tree: exp.Expr | None) -> exp.Order | None:
     """The ORDER BY that sorts the statement's result, if any."""
     node = outermost_query(tree)
     order = node.args.get("order") if node is not None else None

@@ -14,15 +14,20 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from flexsql.tools.engines import Catalog
 from flexsql.tools.search.text import identifier_terms, text_terms
+
+if TYPE_CHECKING:  # for annotations only: find.py imports this module, the search index is built lazily
+    from flexsql.tools.search.index import SearchIndex
+    from flexsql.tools.values.find import ValueMatch
 
 CONTEXT_WEIGHT = 0.12  # most a column gains from the context (exact 1.0 vs normalized 0.94)
 # how the context bonus splits: the column's own words, its table's and its schema's relevance to the
 # context as search_schema ranks them (idf-weighted, so 'name' or 'id' says little)
 CONTEXT_SPLIT = (0.4, 0.3, 0.3)
-_ENGINES: dict[int, tuple[object, object]] = {}  # id(catalog) -> (catalog, SearchIndex)
+_ENGINES: dict[int, tuple[Catalog, SearchIndex]] = {}  # id(catalog) -> (catalog, its search index)
 PLAUSIBLE_WEIGHT = 0.03  # most it gains or loses from its type and name for the bare literal
 _KEYISH = re.compile(r"(?:^|_)(?:id|key|code|uuid|guid|hash)$|Id$|ID$")
 _TEXT = re.compile(r"CHAR|TEXT|STRING|VARCHAR", re.IGNORECASE)
@@ -51,12 +56,11 @@ def relevance(catalog: Catalog, table: str, column: str, terms: set[str]) -> tup
     schema_terms = {t.term: t.word for t in identifier_terms(info.schema_name)}
     score, words = 0.0, []
     for term in terms:
-        if term in col_terms:
-            score, _ = score + 1.0, words.append(col_terms[term])
-        elif term in table_terms:
-            score, _ = score + 0.7, words.append(table_terms[term])
-        elif term in schema_terms:
-            score, _ = score + 0.5, words.append(schema_terms[term])
+        for found, weight in ((col_terms, 1.0), (table_terms, 0.7), (schema_terms, 0.5)):
+            if term in found:
+                score += weight
+                words.append(found[term])
+                break
     return min(1.0, score / 2.0), words
 
 
@@ -85,7 +89,7 @@ def plausibility(column: str, ctype: str, literal: str, count: int, distinct: in
     return max(-1.0, min(1.0, score))
 
 
-def _engine(catalog: Catalog) -> object:
+def _engine(catalog: Catalog) -> SearchIndex:
     """The search index of a catalog (built once per catalog load)."""
     from flexsql.tools.search.index import SearchIndex
 
@@ -105,24 +109,24 @@ def lexical_relevance(catalog: Catalog, tables: set[str], terms: set[str]) -> di
         return {}
     engine = _engine(catalog)
     weights = {t: 1.0 for t in terms}
-    k1 = engine.params.k1  # type: ignore[attr-defined]
-    t_lex = engine.bm25(engine.t_post, engine.t_idf, weights, k1)  # type: ignore[attr-defined]
-    s_lex = engine.bm25(engine.s_post, engine.s_idf, weights, k1)  # type: ignore[attr-defined]
+    k1 = engine.params.k1
+    t_lex = engine.bm25(engine.t_post, engine.t_idf, weights, k1)
+    s_lex = engine.bm25(engine.s_post, engine.s_idf, weights, k1)
     t_best = max(t_lex.values(), default=0.0) or 1.0
     s_best = max(s_lex.values(), default=0.0) or 1.0
     out = {}
     for name in tables:
-        ti = engine.by_key.get(name)  # type: ignore[attr-defined]
+        ti = engine.by_key.get(name)
         if ti is None:
             continue
-        si = engine.table_schema[ti]  # type: ignore[attr-defined]
+        si = engine.table_schema[ti]
         out[name] = (t_lex.get(ti, 0.0) / t_best, s_lex.get(si, 0.0) / s_best)
     return out
 
 
 def rank_bonus(
     catalog: Catalog,
-    matches: Sequence[object],
+    matches: Sequence[ValueMatch],
     literal: str,
     context: str | None,
     distinct: dict[tuple[str, str], int] | None = None,
@@ -130,30 +134,30 @@ def rank_bonus(
     """id(match) -> bonus to its score for ordering; sets `context_words` on matches the context names.
     `distinct`: (table, column) -> its distinct values in the index, for the plausibility part."""
     terms = context_terms(context, literal)
-    lexical = lexical_relevance(catalog, {m.table for m in matches}, terms)  # type: ignore[attr-defined]
+    lexical = lexical_relevance(catalog, {m.table for m in matches}, terms)
     own, of_table, of_schema = CONTEXT_SPLIT
     out: dict[int, float] = {}
     for m in matches:
         ctype = ""
         try:
-            info = catalog.resolve(m.table)  # type: ignore[attr-defined]
-            col = next((c for c in info.columns if c.name.lower() == m.column.lower()), None)  # type: ignore[attr-defined]
+            info = catalog.resolve(m.table)
+            col = next((c for c in info.columns if c.name.lower() == m.column.lower()), None)
             ctype = col.type if col is not None else ""
         except Exception:
             pass
-        rel, words = relevance(catalog, m.table, m.column, terms)  # type: ignore[attr-defined]
+        rel, words = relevance(catalog, m.table, m.column, terms)
         if words:
-            m.context_words = sorted(set(words))[:4]  # type: ignore[attr-defined]
-        t_rel, s_rel = lexical.get(m.table, (0.0, 0.0))  # type: ignore[attr-defined]
+            m.context_words = sorted(set(words))[:4]
+        t_rel, s_rel = lexical.get(m.table, (0.0, 0.0))
         if lexical:
             rel = own * rel + of_table * t_rel + of_schema * s_rel
         out[id(m)] = CONTEXT_WEIGHT * rel + PLAUSIBLE_WEIGHT * plausibility(
             m.column,
             ctype,
             literal,
-            m.count,  # type: ignore[attr-defined]
+            m.count,
             (distinct or {}).get((m.table, m.column)),
-        )  # type: ignore[attr-defined]
+        )
     return out
 
 
@@ -161,7 +165,7 @@ SPREAD_PENALTY = 0.01  # per better-placed match of the same schema, for a bare 
 SPREAD_CAP = 0.025  # below the gap between an exact and a case-insensitive match
 
 
-def spread_schemas(matches: list, bonus: dict[int, float]) -> list:  # type: ignore[type-arg]
+def spread_schemas(matches: list[ValueMatch], bonus: dict[int, float]) -> list[ValueMatch]:
     """A bare literal over many schemas: among near-equal matches, the first of each schema (database)
     comes before a third sibling of one schema ('China' in flight_4.airports and flight_4.airlines,
     then the other databases that hold it), so the top few name several places the value lives."""

@@ -142,7 +142,7 @@ def find_values(ctx: ToolContext, args: FindValues, env: ToolEnv = NO_ENV) -> Fi
     indexed = {c.cid: c for c in states if c.status == "indexed"}
     found = match_values(index, text.strip(), set(indexed))
 
-    by_column: dict[int, list[tuple[IndexedValue, str, float]]] = {}
+    by_column: dict[int, list[tuple[IndexedValue, MatchKind, float]]] = {}
     for value, kind, score in found:
         by_column.setdefault(value.cid, []).append((value, kind, score))
     matches: list[ValueMatch] = []
@@ -169,7 +169,8 @@ def find_values(ctx: ToolContext, args: FindValues, env: ToolEnv = NO_ENV) -> Fi
     # Live checks cost a scan: all uncovered columns of tables the caller named; the uncovered columns
     # of the whole scope when the index found nothing; else only the incomplete columns where the index
     # found something close but not the value itself (the value may sit past the cap).
-    live_checked, not_checked = [], 0
+    live_checked: list[str] = []
+    not_checked = 0
     strong = any(m.match in ("exact", "case-insensitive", "normalized", "word order") for m in matches)
     if explicit or not strong:
         only = None
@@ -245,14 +246,14 @@ def _word_matches(index: ValueIndex, text: str, indexed: dict[int, ColumnState])
     return list(best.values())
 
 
-def match_values(index: ValueIndex, text: str, cids: set[int]) -> list[tuple[IndexedValue, str, float]]:
+def match_values(index: ValueIndex, text: str, cids: set[int]) -> list[tuple[IndexedValue, MatchKind, float]]:
     """Index values like `text`, each with its match kind and a score in (0, 1]."""
     qnorm = normalize(text)
     if not qnorm or not cids:
         return []
-    out: dict[int, tuple[IndexedValue, str, float]] = {}
+    out: dict[int, tuple[IndexedValue, MatchKind, float]] = {}
 
-    def add(value: IndexedValue, kind: str, score: float) -> None:
+    def add(value: IndexedValue, kind: MatchKind, score: float) -> None:
         score += min(0.009, math.log10(1 + value.count) / 1000)  # frequent spellings first among equals
         if value.vid not in out or out[value.vid][2] < score:
             out[value.vid] = (value, kind, score)
@@ -325,16 +326,16 @@ def _live_check(
         known = by_table.get(table.qualified, {})
         todo = []
         for col in table.columns:
-            state = known.get(col.name)
+            col_state = known.get(col.name)
             if only is not None and (table.qualified, col.name) not in only:
                 continue
-            if state is None:
+            if col_state is None:
                 if known or not is_text_type(col.type, engine):
                     continue  # indexed table without this column state, or not text: nothing to check
                 todo.append((col.name, False))
-            elif state.reason == "not text" or (state.status == "indexed" and state.complete):
+            elif col_state.reason == "not text" or (col_state.status == "indexed" and col_state.complete):
                 continue
-            elif (state.reason or "").startswith("free text"):
+            elif (col_state.reason or "").startswith("free text"):
                 if free_text:
                     todo.append((col.name, True))
             else:
@@ -372,6 +373,7 @@ def _live_check(
             if not count or value is None:
                 continue
             value = str(value)
+            kind: MatchKind
             if contains:
                 kind, score = "contains", 0.55
             elif value == text:

@@ -47,7 +47,7 @@ def scan_table(table: TableInfo, engine: Engine, run: Run, timeout_s: float) -> 
     columns: list[dict[str, Any]] = []
     candidates = []
     for col in table.columns:
-        entry = {
+        entry: dict[str, Any] = {
             "name": col.name,
             "type": col.type,
             "status": "skipped",

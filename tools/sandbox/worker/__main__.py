@@ -12,7 +12,7 @@ sys.path (its parent folder holds the server side of the sandbox, which must sta
 of the package imports only the standard library at import time, pandas & co inside functions, since the
 site-packages that hold them are only added by the zygote once it has its boot message; and importing
 zygote.py imports every module, before the first fork, so a child never needs to read the worker's files
-(Landlock would not let it). tests/test_sandbox.py checks both.
+(Landlock would not let it). tests/tools/sandbox/test_worker.py checks both.
 """
 
 from __future__ import annotations

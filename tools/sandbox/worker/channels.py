@@ -76,7 +76,7 @@ class BoundedBinary(io.RawIOBase):
     def writable(self) -> bool:
         return True
 
-    def write(self, data: Any) -> int:  # type: ignore[override]
+    def write(self, data: Any) -> int:
         data = bytes(data)
         room = self._owner._limit - self._owner.chars
         self._owner.chars += len(data)
@@ -104,4 +104,7 @@ class Rpc:
             if len(self._buffer) > MAX_LINE:
                 raise ConnectionError("oversized reply from the server")
         line, self._buffer = self._buffer.split(b"\n", 1)
-        return json.loads(line)
+        message = json.loads(line)
+        if not isinstance(message, dict):
+            raise ConnectionError("malformed reply from the server")
+        return message

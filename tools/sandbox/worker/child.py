@@ -76,8 +76,10 @@ def child_main(req: dict[str, Any], out: int, err: int, rpc: int, state: State) 
 
 
 def _drop_privileges(uid: int, gid: int | None) -> None:
+    if gid is None:  # the supervisor sends both ids or neither; never run user code half-dropped
+        raise RuntimeError("could not drop privileges: no group id")
     os.setgroups([])
-    os.setresgid(gid, gid, gid)  # type: ignore[arg-type]
+    os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)
     if os.geteuid() != uid or os.getegid() != gid:
         raise RuntimeError("could not drop privileges")

@@ -63,6 +63,5 @@ def flexsql_module(rpc: Rpc, counter: list[int]) -> types.ModuleType:
 
     sql.__module__ = SQLError.__module__ = "flexsql"
     SQLError.__qualname__ = "SQLError"
-    module.sql = sql  # type: ignore[attr-defined]
-    module.SQLError = SQLError  # type: ignore[attr-defined]
+    module.__dict__.update(sql=sql, SQLError=SQLError)
     return module

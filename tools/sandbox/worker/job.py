@@ -42,8 +42,10 @@ def run_job(workdir: str, limits: dict[str, Any], state: State) -> None:
     os.remove("job.json")  # the user's code starts in an empty directory
     cap = int(job["max_output_chars"])
     out, err = BoundedText(1, cap), BoundedText(2, cap)
-    sys.stdout = sys.__stdout__ = out  # type: ignore[misc]
-    sys.stderr = sys.__stderr__ = err  # type: ignore[misc]
+    sys.stdout, sys.stderr = out, err
+    # the interpreter's original streams too, so nothing writes around the cap; typeshed has them Final
+    sys.__stdout__ = out  # type: ignore[misc, assignment]
+    sys.__stderr__ = err  # type: ignore[misc, assignment]
     sql_calls = [0]
     namespace = _namespace(job["inputs"], rpc, sql_calls)
     # ctypes is loaded (numpy imports it, and so did we): unlist it so `import ctypes` is refused by name
@@ -123,14 +125,13 @@ def _run_cell(code: str, namespace: dict[str, Any], limits: dict[str, Any], cap:
             _describe_value(value, report, cap)
         except BaseException as exc:  # noqa: B036
             limit = _limit_of(exc)
-            report["error"] = (
-                f"the value of the last expression could not be returned: {type(exc).__name__}: {exc}"
-            )
+            error = f"the value of the last expression could not be returned: {type(exc).__name__}: {exc}"
             if limit in ("file size", "memory"):
-                report["error"] += (
+                error += (
                     f" (the {limit} limit: {limits['file_mb']} MB per file, {limits['memory_mb']} MB "
                     "of memory); return an aggregate or df.head(n) instead"
                 )
+            report["error"] = error
             report["error_type"] = type(exc).__name__
             if limit:
                 report["limits"].append(limit)
@@ -141,8 +142,10 @@ def _execute(code: str, namespace: dict[str, Any]) -> Any:
     linecache.cache[CELL] = (len(code), None, code.splitlines(True), CELL)
     tree = ast.parse(code, CELL, "exec")
     last = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = ast.Expression(tree.body.pop().value)
+    final = tree.body[-1] if tree.body else None
+    if isinstance(final, ast.Expr):
+        tree.body.pop()
+        last = ast.Expression(final.value)
     exec(compile(tree, CELL, "exec"), namespace)  # noqa: S102 - running the user's code is the point
     if last is not None:
         return eval(compile(last, CELL, "eval"), namespace)  # noqa: S307

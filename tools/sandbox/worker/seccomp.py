@@ -120,7 +120,8 @@ def build_filter(ctypes: ModuleType) -> tuple[Any, Any] | None:
         body.append(op(code, len(checks) - index, 0, nr))  # jump to the final "deny"
     body += [op(ret, 0, 0, 0x7FFF0000), op(ret, 0, 0, 0x00050000 | errno.EPERM)]  # allow / EPERM
 
-    class SockFprog(ctypes.Structure):
+    # ctypes is passed in, not imported (the child drops every reference to it), so mypy cannot see its classes
+    class SockFprog(ctypes.Structure):  # type: ignore[name-defined, misc]
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
     buffer = ctypes.create_string_buffer(b"".join(body))

@@ -1,0 +1,217 @@
+"""Conversation state: turns with role-states, the prompt history, clarification hand-over, bounds over
+long conversations, thread safety and persistence across processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from flexsql.agent.conversation import ConversationStore, Turn, history_text, pending_clarification
+from flexsql.errors import ConfigError, InvalidArgument
+
+Q1 = "SELECT store, sum(amount) FROM sales WHERE year = 2024 GROUP BY store ORDER BY 2 DESC LIMIT 5"
+Q2 = "SELECT store, sum(amount) FROM sales WHERE year = 2024 AND channel = 'online' GROUP BY store ORDER BY 2 DESC LIMIT 5"
+
+
+def test_a_turn_with_sql_gets_its_role_state() -> None:
+    turn = Turn(
+        question="which stores sold most in 2024?",
+        type="answerable",
+        sql=Q1,
+        dialect="duckdb",
+        result_summary="5 rows: (Lyon, 1200.5), …",
+    )
+    assert turn.role_state is not None and turn.role_state.role_texts("filter") == ["sales.year = 2024"]
+    assert turn.role_state.limit == "5"
+    bad = Turn(question="?", sql="SELEC x", dialect="duckdb")
+    assert bad.role_state is not None and bad.role_state.error
+
+
+def test_history_shows_questions_status_sql_role_state_and_the_pending_question() -> None:
+    store = ConversationStore()
+    store.append(
+        "c1",
+        Turn(
+            question="which stores sold most in 2024?",
+            type="answerable",
+            sql=Q1,
+            dialect="duckdb",
+            result_summary="5 rows",
+        ),
+    )
+    store.append("c1", Turn(question="only the online ones", type="answerable", sql=Q2, dialect="duckdb"))
+    store.append(
+        "c1",
+        Turn(
+            question="and the best customers?",
+            type="ambiguous",
+            status="needs_clarification",
+            clarifying_question="Best by total spent or by number of orders?",
+            readings=["by total spent", "by number of orders"],
+        ),
+    )
+    conv = store.get("c1")
+    assert pending_clarification(conv) is conv.turns[-1] or pending_clarification(conv) == conv.turns[-1]
+    text = history_text(conv)
+    lines = text.splitlines()
+    assert lines[0] == "Earlier turns of this conversation (oldest first):"
+    assert "1. user: which stores sold most in 2024?" in lines
+    assert f"   SQL: {Q2}" in lines
+    assert "   status: needs_clarification (ambiguous)" in lines
+    assert "Role-state of the last SQL (turn 2):" in lines
+    assert lines[lines.index("Role-state of the last SQL (turn 2):") + 1].startswith(
+        "tables: sales; select: sales.store, sum(sales.amount); filter: sales.year = 2024, sales.channel = 'online'"
+    )
+    assert lines[-1] == (
+        'Pending clarification: the previous turn asked "Best by total spent or by number of orders?" '
+        "(readings: by total spent; by number of orders). The next turn answers it."
+    )
+    store.append("c1", Turn(question="by total spent", sql=Q1, dialect="duckdb"))
+    conv = store.get("c1")
+    assert pending_clarification(conv) is None and "Pending clarification" not in history_text(conv)
+    assert "Role-state of the last SQL (turn 4)" in history_text(conv)
+
+
+def test_unanswerable_and_improper_turns_are_shown_with_reason_and_reply() -> None:
+    store = ConversationStore()
+    store.append(
+        "c",
+        Turn(
+            question="their age?",
+            type="unanswerable",
+            status="unanswerable",
+            reason="no column holds a customer's age (customers has name, city, joined)",
+        ),
+    )
+    store.append("c", Turn(question="thanks!", type="improper", status="reply", reply="You're welcome."))
+    text = history_text(store.get("c"))
+    assert "   reason: no column holds a customer's age" in text and "   reply: You're welcome." in text
+    assert "Role-state" not in text and history_text(store.get("new")) == ""
+
+
+def test_get_returns_a_copy_and_unknown_ids_start_empty() -> None:
+    store = ConversationStore()
+    assert store.get("fresh").turns == []
+    store.append("x", Turn(question="q1"))
+    copy = store.get("x")
+    copy.turns.append(Turn(question="not stored"))
+    assert [t.question for t in store.get("x").turns] == ["q1"]
+
+
+def test_a_200_turn_conversation_stays_bounded_in_memory_on_disk_and_in_the_prompt(tmp_path: Path) -> None:
+    store = ConversationStore(tmp_path / "conv", max_turns=20, max_chars=30_000)
+    long_sql = "SELECT " + ", ".join(f"c{i}" for i in range(150)) + " FROM wide WHERE year = {year}"
+    sizes, prompts = [], []
+    for n in range(200):
+        conv = store.append(
+            "long",
+            Turn(
+                question=f"turn {n}: " + "please " * 100,
+                sql=long_sql.format(year=2000 + n),
+                dialect="duckdb",
+                result_summary="r" * 2000,
+            ),
+        )
+        sizes.append(len(conv.model_dump_json()))
+        prompts.append(len(history_text(conv, max_chars=4000)))
+    conv = store.get("long")
+    assert len(conv.turns) <= 20 and conv.dropped + len(conv.turns) == 200
+    assert conv.turns[-1].question.startswith("turn 199:")
+    assert max(sizes[50:]) <= 30_000 + 6_000  # turns within max_chars, summary within about a sixth of it
+    assert max(sizes[100:]) <= max(sizes[30:50]) * 1.05  # no growth after the bound is reached
+    assert max(prompts) <= 4000
+    assert (tmp_path / "conv" / "long.json").stat().st_size < 80_000
+    text = history_text(conv, max_chars=4000)
+    assert "earlier turns not shown" in text and "turn 199:" in text and "year = 2199" in text
+    assert "Role-state of the last SQL" in text
+
+
+@pytest.mark.integration
+def test_persisted_conversation_continues_in_a_later_process(tmp_path: Path) -> None:
+    folder = tmp_path / "conversations"
+    store = ConversationStore(folder)
+    store.append("sales-1", Turn(question="which stores sold most in 2024?", sql=Q1, dialect="duckdb"))
+    path = folder / "sales-1.json"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
+    script = (
+        "import sys\n"
+        "from flexsql.agent.conversation import ConversationStore, Turn, history_text\n"
+        "store = ConversationStore(sys.argv[1])\n"
+        "conv = store.get('sales-1')\n"
+        "assert conv.turns[0].role_state.role_texts('filter') == ['sales.year = 2024'], conv\n"
+        f"store.append('sales-1', Turn(question='only the online ones', sql={Q2!r}, dialect='duckdb'))\n"
+        "print(len(store.get('sales-1').turns))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(folder)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "2"
+    # this process sees what the other one wrote (the file changed under its cache)
+    conv = store.get("sales-1")
+    assert [t.question for t in conv.turns] == ["which stores sold most in 2024?", "only the online ones"]
+    assert ConversationStore(folder).ids() == ["sales-1"]
+
+
+@pytest.mark.parametrize(
+    "bad", ["../escape", "a/b", "", ".hidden", "x" * 200, "a\\b", "name with space", "..", "é"]
+)
+def test_ids_that_could_leave_the_folder_are_refused(tmp_path: Path, bad: str) -> None:
+    store = ConversationStore(tmp_path / "c")
+    with pytest.raises(InvalidArgument, match="conversation id .* is not allowed"):
+        store.append(bad, Turn(question="q"))
+    with pytest.raises(InvalidArgument):
+        store.get(bad)
+    assert list((tmp_path / "c").iterdir()) == [] and not (tmp_path / "escape.json").exists()
+
+
+def test_a_damaged_file_is_reported_with_what_to_do(tmp_path: Path) -> None:
+    folder = tmp_path / "c"
+    store = ConversationStore(folder)
+    (folder / "broken.json").write_text("{not json")
+    with pytest.raises(ConfigError, match="cannot be read .*delete it"):
+        store.get("broken")
+
+
+def test_concurrent_appends_lose_nothing(tmp_path: Path) -> None:
+    store = ConversationStore(tmp_path / "c", max_turns=500, max_chars=1_000_000)
+    errors: list[BaseException] = []
+
+    def worker(k: int) -> None:
+        try:
+            for i in range(15):
+                store.append(
+                    "shared", Turn(question=f"w{k}-{i}", sql=f"SELECT {i} FROM t{k}", dialect="sqlite")
+                )
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    on_disk = json.loads((tmp_path / "c" / "shared.json").read_text())
+    assert len(on_disk["turns"]) == 90 == len(store.get("shared").turns)
+    assert sorted(t["question"] for t in on_disk["turns"]) == sorted(
+        f"w{k}-{i}" for k in range(6) for i in range(15)
+    )
+    for k in range(6):  # each thread's turns in its own order
+        mine = [t["question"] for t in on_disk["turns"] if t["question"].startswith(f"w{k}-")]
+        assert mine == [f"w{k}-{i}" for i in range(15)]
+
+
+def test_in_memory_store_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    store = ConversationStore()
+    store.append("m", Turn(question="q"))
+    assert os.listdir(tmp_path) == [] and store.ids() == ["m"]

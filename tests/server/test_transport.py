@@ -1,0 +1,84 @@
+"""Serving over streamable HTTP (server/transport.py): a token when configured, none refused off
+loopback, and structured results capped by bytes like the text is by characters (a result above
+1 MiB used to break the official MCP client: `SSE event exceeded the 1048576 byte limit`)."""
+
+from __future__ import annotations
+
+import json
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.support.mcp_support import http_server, text_of
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+
+async def test_huge_cells_and_many_rows_stay_under_the_cap_over_http(tmp_path):
+    from tests.support.engines import make_duckdb
+
+    url = make_duckdb(tmp_path)
+    with http_server(url) as (endpoint, _proc):
+        async with Client(endpoint) as client:
+            big = await client.call_tool("run_query", {"sql": "SELECT repeat('x', 2000000) AS blob"})
+            many = await client.call_tool(
+                "run_query",
+                {"sql": "SELECT i, repeat('y', 300) AS pad FROM range(20000) t(i)", "max_rows": 20000},
+            )
+            fetched = await client.call_tool(
+                "fetch_rows", {"result_id": many.structured_content["result_id"], "offset": 0, "limit": 20000}
+            )
+    for result in (big, many, fetched):
+        assert not result.is_error, text_of(result)
+        payload = json.dumps(result.structured_content)
+        assert len(payload) <= 1024 * 1024
+        assert result.structured_content["truncated"] is True
+    assert len(text_of(big)) <= 4000
+    assert big.structured_content["rows"][0][0].startswith("xxx")  # cut, not dropped
+    assert many.structured_content["total_rows"] == 20000  # the true total is still reported
+
+
+async def test_http_requires_token_when_configured(tmp_path):
+    from tests.support.engines import make_duckdb
+
+    url = make_duckdb(tmp_path)
+    token = "t0ken-" + "x" * 24
+    with http_server(url, token=token) as (endpoint, _proc):
+        async with httpx2.AsyncClient() as http:
+            denied = await http.post(
+                endpoint,
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                headers={"Accept": "application/json, text/event-stream"},
+            )
+            assert denied.status_code == 401
+            wrong = await http.post(
+                endpoint,
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                headers={"Authorization": "Bearer nope", "Accept": "application/json, text/event-stream"},
+            )
+            assert wrong.status_code == 401
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
+            async with Client(streamable_http_client(endpoint, http_client=http)) as client:
+                result = await client.call_tool("run_query", {"sql": "SELECT count(*) FROM orders"})
+                assert result.structured_content["rows"] == [[7]]
+
+
+def test_http_on_public_address_without_token_is_refused(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.support.engines import make_duckdb
+    from tests.support.mcp_support import server_env
+
+    url = make_duckdb(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flexsql.server", "serve", "--http", "--host", "0.0.0.0", "--db", url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=server_env(),
+    )
+    assert proc.returncode == 2
+    assert "--auth-token" in proc.stderr and "FLEXSQL_AUTH_TOKEN" in proc.stderr

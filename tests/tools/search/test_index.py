@@ -1,0 +1,153 @@
+"""The search index (tools/search/index.py): cached per catalog load, and twins — tables with the same
+column list — decayed so that copies do not crowd out the table the question names, told apart by
+the words their names add, and compared through a sketch of their columns when they are wide."""
+
+from __future__ import annotations
+
+import pytest
+
+from flexsql.tools.engines import SourceRegistry, open_source
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.search.ranking import SearchSchema, search_schema
+
+POST_COLS = (
+    "id BIGINT, title VARCHAR, body VARCHAR, tags VARCHAR, view_count BIGINT, score BIGINT, "
+    "owner_user_id BIGINT, creation_date TIMESTAMP, answer_count BIGINT"
+)
+
+POST_TABLES = (
+    "posts_questions",
+    "posts_answers",
+    "posts_tag_wiki",
+    "posts_tag_wiki_excerpt",
+    "posts_orphaned_tag_wiki",
+    "posts_moderator_nomination",
+    "posts_privilege_wiki",
+    "posts_wiki_placeholder",
+    "stackoverflow_posts",
+    "posts_tag_synonyms",
+    "posts_questions_archive",
+)
+
+
+def _names(result) -> list[str]:
+    return [t.table for t in result.tables]
+
+
+@pytest.fixture(scope="module")
+def forum_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A Stack Overflow-like schema: eleven post tables with one column list, and the tags table."""
+    import duckdb
+
+    path = tmp_path_factory.mktemp("forum") / "forum.duckdb"
+    conn = duckdb.connect(str(path))
+    for name in POST_TABLES:
+        conn.execute(f"CREATE TABLE {name} ({POST_COLS})")
+    conn.execute(
+        "CREATE TABLE tags (id BIGINT, tag_name VARCHAR, count BIGINT, excerpt_post_id BIGINT, "
+        "wiki_post_id BIGINT)"
+    )
+    conn.execute(
+        "CREATE TABLE users (id BIGINT, display_name VARCHAR, reputation BIGINT, creation_date TIMESTAMP)"
+    )
+    conn.close()
+    return f"duckdb:///{path}"
+
+
+def _forum_search(url: str, question: str, **params):
+    import dataclasses
+
+    from flexsql.tools.search.index import Params, SearchIndex
+
+    source = open_source(url, name="forum")
+    try:
+        ctx = ToolContext(sources=SourceRegistry([source]))
+        ctx.caches["search:forum"] = SearchIndex(source.catalog(), dataclasses.replace(Params(), **params))
+        return search_schema(ctx, SearchSchema(query=question, limit=10))
+    finally:
+        source.close()
+
+
+def test_copies_of_one_column_list_do_not_crowd_out_the_table_the_question_names(forum_url: str) -> None:
+    question = "the most viewed questions for each of the tags 'android-layout' and 'android-intent'"
+    result = _forum_search(forum_url, question)
+    names = _names(result)
+    assert names[0] == "main.posts_questions"
+    assert "main.tags" in names[:10]
+    twin = next(
+        t for t in result.tables if t.table != "main.posts_questions" and t.table.startswith("main.posts")
+    )
+    assert any(w.startswith("same columns as ") for w in twin.why)
+    # positive control: scored without the twin decay, the eleven post tables fill the list
+    crowded = _names(_forum_search(forum_url, question, twin_decay=1.0))
+    assert "main.tags" not in crowded[:10]
+
+
+RESULT_COLS = [
+    "result_id",
+    "race_id",
+    "driver_id",
+    "constructor_id",
+    "number",
+    "grid",
+    "position",
+    "position_text",
+    "position_order",
+    "points",
+    "laps",
+    "time",
+    "milliseconds",
+    "fastest_lap",
+    "fastest_lap_time",
+    "fastest_lap_speed",
+    "status_id",
+    "rank",
+]
+
+
+def test_of_two_twins_the_one_whose_name_adds_no_unasked_word_comes_first(tmp_path) -> None:
+    """sprint_results has one column fewer, so plain BM25 puts it first; the question never says sprint."""
+    import duckdb
+
+    path = tmp_path / "racing.duckdb"
+    conn = duckdb.connect(str(path))
+    conn.execute("CREATE TABLE results (" + ", ".join(f"{c} VARCHAR" for c in RESULT_COLS) + ")")
+    conn.execute("CREATE TABLE sprint_results (" + ", ".join(f"{c} VARCHAR" for c in RESULT_COLS[:-1]) + ")")
+    conn.execute("CREATE TABLE constructors (constructor_id VARCHAR, name VARCHAR, nationality VARCHAR)")
+    conn.close()
+    url = f"duckdb:///{path}"
+    question = "which constructors scored the most points with their fastest lap"
+    names = _names(_forum_search(url, question))
+    assert names.index("main.results") < names.index("main.sprint_results")
+    plain = _names(_forum_search(url, question, twin_unasked=1.0))  # positive control: the shorter one wins
+    assert plain.index("main.sprint_results") < plain.index("main.results")
+
+
+def test_twins_of_wide_tables_are_told_from_a_sketch_of_their_columns() -> None:
+    """Tables of thousands of columns are compared through 128 hashes each, close to the exact Jaccard."""
+    import heapq
+    import zlib
+
+    from flexsql.tools.search.index import SKETCH_SIZE, _jaccard
+
+    def sketch(names: set[str]) -> frozenset[int]:
+        return frozenset(heapq.nsmallest(SKETCH_SIZE, {zlib.crc32(n.encode()) for n in names}))
+
+    base = {f"metric_{i}" for i in range(3000)}
+    near = (base - {f"metric_{i}" for i in range(150)}) | {f"other_{i}" for i in range(150)}  # exact 0.905
+    far = {f"other_{i}" for i in range(3000)}
+    assert abs(_jaccard(sketch(base), sketch(near)) - 0.905) < 0.08
+    assert _jaccard(sketch(base), sketch(far)) < 0.1
+    assert _jaccard(sketch(base), sketch(base)) == 1.0
+    small_a, small_b = {"a", "b", "c", "d"}, {"a", "b", "c", "e"}
+    assert _jaccard(sketch(small_a), sketch(small_b)) == 3 / 5  # whole sets: exact
+
+
+def test_search_index_is_cached_per_catalog_load(big: ToolContext) -> None:
+    search_schema(big, SearchSchema(query="singer"))
+    index = big.caches["search:big"]
+    search_schema(big, SearchSchema(query="concert"))
+    assert big.caches["search:big"] is index
+    big.source().catalog(refresh=True)
+    search_schema(big, SearchSchema(query="concert"))
+    assert big.caches["search:big"] is not index

@@ -1,0 +1,91 @@
+"""list_tables and describe_table (tools/catalog.py) as plain functions: shard families, paging,
+patterns, descriptions with keys, comments and examples (following a refresh), and a listing beside
+a table whose name needs quoting."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from flexsql.errors import InvalidArgument, NotFoundError
+from flexsql.tools import catalog
+from flexsql.tools.catalog import DescribeTable, ListTables, describe_table, list_tables
+from flexsql.tools.query import SampleRows, sample_rows
+from tests.support.contexts import context
+
+
+def test_list_tables_collapses_shard_families(warehouse):
+    listing = catalog.list_tables(warehouse, ListTables(schema="analytics"))
+    names = [t.name for t in listing.tables]
+    assert names == ["analytics.ga_sessions_*", "analytics.ga_sessions_summary"]
+    family = listing.tables[0]
+    assert family.kind == "family" and family.family_size == 31
+    assert family.family_range == "ga_sessions_20240101 … ga_sessions_20240131"
+    assert "31 tables" in listing.to_text()
+
+
+def test_list_tables_pages_with_cursor(warehouse):
+    first = catalog.list_tables(warehouse, ListTables(limit=2))
+    assert first.truncated and first.next_cursor and "truncated: true" in first.to_text()
+    second = catalog.list_tables(warehouse, ListTables(limit=2, cursor=first.next_cursor))
+    assert {t.name for t in first.tables}.isdisjoint({t.name for t in second.tables})
+    everything = catalog.list_tables(warehouse, ListTables(limit=1000))
+    assert everything.next_cursor is None and everything.total == len(everything.tables) == 5
+
+
+def test_list_tables_pattern_and_bad_schema(warehouse):
+    assert [t.name for t in catalog.list_tables(warehouse, ListTables(pattern="invoice*")).tables] == [
+        "main.invoice",
+        "main.invoice_line",
+    ]
+    with pytest.raises(InvalidArgument, match="schemas: "):
+        catalog.list_tables(warehouse, ListTables(schema="nope"))
+
+
+def test_describe_table_shows_keys_comments_examples_and_family(warehouse):
+    desc = catalog.describe_table(warehouse, DescribeTable(table="CUSTOMER"))
+    text = desc.to_text()
+    assert "registered buyers" in text and "id INTEGER PK" in text and "e.g. Ann, Bo" in text
+    shard = catalog.describe_table(warehouse, DescribeTable(table="analytics.ga_sessions_20240115"))
+    assert shard.family and "31 tables" in shard.family
+
+
+def test_describe_unknown_table_suggests(warehouse):
+    with pytest.raises(NotFoundError, match="did you mean: main.invoice"):
+        catalog.describe_table(warehouse, DescribeTable(table="invoices"))
+
+
+def _cities_duckdb(path: Path) -> None:
+    conn = duckdb.connect(str(path))
+    conn.execute("CREATE TABLE cities (name VARCHAR)")
+    conn.execute("INSERT INTO cities VALUES ('Lyon'), ('Paris'), ('Nantes')")
+    conn.close()
+
+
+def test_describe_table_examples_follow_a_refresh(tmp_path: Path) -> None:
+    path = tmp_path / "cities.duckdb"
+    _cities_duckdb(path)
+    ctx = context(f"duckdb:///{path}")
+    assert "Nantes" in describe_table(ctx, DescribeTable(table="cities")).columns[0].examples
+    ctx.source().close()
+    conn = duckdb.connect(str(path))
+    conn.execute("DELETE FROM cities")
+    conn.execute("INSERT INTO cities VALUES ('Brest')")
+    conn.close()
+    ctx.source().catalog(refresh=True)
+    assert describe_table(ctx, DescribeTable(table="cities")).columns[0].examples == ["Brest"]
+
+
+def test_list_tables_survives_everything(tmp_path: Path) -> None:
+    """A listing still works beside a table whose name needs quoting in every engine."""
+    path = tmp_path / "q.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute('CREATE TABLE "we""ird name" (x)')
+    conn.commit()
+    conn.close()
+    ctx = context(f"sqlite:///{path}")
+    assert [t.name for t in list_tables(ctx, ListTables()).tables] == ['main.we"ird name']
+    assert sample_rows(ctx, SampleRows(table='"we""ird name"')).rows == []
