@@ -188,6 +188,31 @@ def evaluate(questions: list[dict[str, Any]], searcher: Any, databases: Path, ma
     }
 
 
+def fold_rows(
+    questions: list[dict[str, Any]],
+    searchers: dict[str, Any],
+    databases: Path,
+    k: int = 10,
+) -> list[dict[str, Any]]:
+    """Per question: its database and, per searcher, whether all its gold tables are in the top k."""
+    schemas: dict[str, dict[str, dict[str, str]]] = {}
+    rows = []
+    for q in questions:
+        db = q["db_id"]
+        if db not in schemas:
+            schemas[db] = sqlite_schema(databases, db)
+        gold_t, _ = gold_links(q["query"], schemas[db])
+        if not gold_t:
+            continue
+        want = {f"{db}.{t}".lower() for t in gold_t}
+        hits = {}
+        for name, search in searchers.items():
+            tables, _ = search(q["question"], k, db)
+            hits[name] = want <= {t.lower() for t in tables[:k]}
+        rows.append({"db": db, "configs": hits})
+    return rows
+
+
 def _params(text: str | None) -> Any:
     import dataclasses
 
@@ -221,12 +246,22 @@ def main(argv: list[str] | None = None) -> int:
         "--ablations", action="store_true", help="also rank without value hits, schema boost, FKs"
     )
     parser.add_argument(
+        "--folds",
+        action="store_true",
+        help="two folds by database (benchmarks/folds.py) over the embedding fusion's weights, with the "
+        "BM25 baselines and the current code in the same run",
+    )
+    parser.add_argument("--embeddings", choices=("on", "off"), default="on", help="the embedding model")
+    parser.add_argument("--grid", help="with --folds: only these fusion weightings (labels, comma-separated)")
+    parser.add_argument(
         "--synonyms",
         choices=("on", "off"),
         default="on",
         help="WordNet expansion of question words (on: where WordNet is installed)",
     )
     args = parser.parse_args(argv)
+    if args.embeddings == "off":
+        os.environ["FLEXSQL_EMBEDDINGS"] = "off"
 
     from flexsql.tools.engines import SourceRegistry, open_source
     from flexsql.tools.runtime.context import ToolContext
@@ -239,7 +274,9 @@ def main(argv: list[str] | None = None) -> int:
     path = build_spider_catalog(databases, args.workdir / f"spider-{catalog_stamp(databases)}.duckdb")
     build_s = time.perf_counter() - started
     os.environ.setdefault("FLEXSQL_CACHE_DIR", str(args.workdir / "cache"))
-    from warehouse_linking import _synonyms
+    from warehouse_linking import CURRENT, SEMANTIC_GRID, _synonyms, keep_embeddings
+
+    keep_embeddings(args.workdir)
 
     synonyms = _synonyms(args.synonyms)
     source = open_source(f"duckdb:///{path}", name="spider")
@@ -252,8 +289,12 @@ def main(argv: list[str] | None = None) -> int:
         index_s = time.perf_counter() - started
         print(f"value index: {stats.to_text()} ({index_s:.1f} s)")
 
+    from flexsql.tools.search import semantic
+
     def ranker(params: Params | None = None) -> Any:
         index = SearchIndex(catalog, params)
+        if args.embeddings == "on":
+            semantic.attach(index, wait=True)
 
         def run(question: str, k: int, db: str = "") -> tuple[list[str], list[tuple[str, str]]]:
             ctx.caches[f"search:{source.name}"] = index
@@ -289,6 +330,8 @@ def main(argv: list[str] | None = None) -> int:
         "sets": {},
     }
     questions = load_questions(args.data)
+    if args.folds:
+        return run_folds(args, questions, catalog, databases, ranker, CURRENT, SEMANTIC_GRID)
     all_failures = {}
     for name in args.sets.split(","):
         report["sets"][name] = {}
@@ -329,6 +372,53 @@ def main(argv: list[str] | None = None) -> int:
     out.write_text(json.dumps(report, indent=2))
     if args.failures:
         args.failures.write_text(json.dumps(all_failures, indent=2))
+    print(f"wrote {out}")
+    return 0
+
+
+def run_folds(
+    args: Any,
+    questions: dict[str, list[dict[str, Any]]],
+    catalog: Any,
+    databases: Path,
+    ranker: Any,
+    current: dict[str, float],
+    grid: dict[str, dict[str, float]],
+) -> int:
+    """Every set's questions under BM25, the current code, the defaults and each fusion weighting,
+    reported per half of the databases (folds.py); the tune half picks the weighting."""
+    import dataclasses
+
+    from folds import fold_report, print_folds
+
+    from flexsql.tools.search.index import Params
+
+    def params(overrides: dict[str, float]) -> Params:
+        base = Params()
+        return dataclasses.replace(base, **{k: type(getattr(base, k))(v) for k, v in overrides.items()})
+
+    searchers: dict[str, Any] = {
+        "bm25 +schema,stop": PlainBM25(catalog, schema_names=True, stopwords=True).search,
+        "current code": ranker(params(current)),
+        "search_schema": ranker(None),
+    }
+    for label, overrides in grid.items():
+        if args.grid and label not in args.grid.split(","):
+            continue
+        searchers[f"semantic {label}"] = ranker(params(overrides))
+    groups = {
+        "semantic fusion": [n for n in searchers if n.startswith(("semantic", "current", "search_schema"))]
+    }
+    report: dict[str, Any] = {"sets": {}}
+    for name in args.sets.split(","):
+        rows = fold_rows(questions[name], searchers, databases)
+        rep = fold_report(rows, list(searchers), groups, lambda r, c: bool(r["configs"][c]))
+        report["sets"][name] = rep
+        print(f"== {name}")
+        print_folds(rep, "all-gold@10, whole catalog", ["bm25 +schema,stop", "current code"], groups)
+    out = HERE / "results" / "schema_linking_folds.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2))
     print(f"wrote {out}")
     return 0
 

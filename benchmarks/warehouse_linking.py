@@ -41,6 +41,54 @@ from warehouse_catalog import DEFAULT_DATA, DEFAULT_WORKDIR, build_all  # noqa: 
 from flexsql.tools.search.ranking import SearchSchema  # noqa: E402
 
 KS = (5, 10, 20, 50)
+
+# The weights before issue 19 (the "current code" baseline): search_schema with these overrides ranks as
+# it did then (the embedding model off; the join links are whatever tools/search/keys.py infers now).
+CURRENT = {"semantic_weight": 0.0, "semantic_column_weight": 0.0, "semantic_pool": 0.0}
+
+# Per rule of tools/search/rules.py (and the Params gates they read), the settings the folds choose
+# among: "off" removes the rule, "default" is today's value, the others are alternatives a tune half
+# may prefer. A rule is kept where, tuned on one half of the databases, it holds on the other.
+RULE_GRID: dict[str, dict[str, dict[str, float]]] = {
+    "boost_schemas": {"off": {"schema_boost": 0}, "0.3": {"schema_boost": 0.3}, "1.0": {"schema_boost": 1.0}},
+    "inferred links (share_with_neighbours)": {
+        "off": {"inferred_share": 0},
+        "0.1": {"inferred_share": 0.1},
+        "0.5": {"inferred_share": 0.5},
+    },
+    "match_dated_families": {
+        "off": {"date_boost": 0, "date_only": 0},
+        "half": {"date_boost": 0.15, "date_only": 0.25},
+    },
+    "lift_companions": {
+        "off": {"companion_share": 0},
+        "0.1": {"companion_share": 0.1},
+        "0.5": {"companion_share": 0.5},
+    },
+    "lift_bridges": {
+        "off": {"bridge_share": 0},
+        "0.15": {"bridge_share": 0.15},
+        "0.6": {"bridge_share": 0.6},
+    },
+    "cover_concepts": {"0.7": {"coverage_decay": 0.7}, "0.5": {"coverage_decay": 0.5}},
+    "spread_twins": {"off": {"twin_decay": 1.0}, "0.5": {"twin_decay": 0.5}, "0.85": {"twin_decay": 0.85}},
+    "twin_unasked": {"off": {"twin_unasked": 1.0}, "0.8": {"twin_unasked": 0.8}},
+    "twin gates": {
+        "overlap0.8": {"twin_overlap": 0.8},
+        "overlap0.95": {"twin_overlap": 0.95},
+        "min4": {"twin_min_columns": 4},
+        "min16": {"twin_min_columns": 16},
+    },
+    "prefix (acronyms)": {"off": {"prefix_weight": 0}, "0.3": {"prefix_weight": 0.3}},
+    "synonyms (WordNet)": {"off": {"synonym_weight": 0, "broader_weight": 0, "narrower_weight": 0}},
+    "companion/bridge gates": {
+        "comp1": {"companion_sources": 1},
+        "comp5": {"companion_sources": 5},
+        "bridge5": {"bridge_top": 5},
+        "bridge20": {"bridge_top": 20},
+    },
+    "inferred sources": {"src3": {"inferred_sources": 3}, "src10": {"inferred_sources": 10}},
+}
 SIZE_BANDS = ((0, 20, "<=20"), (21, 100, "21-100"), (101, 500, "101-500"), (501, 10**9, ">500"))
 
 
@@ -107,10 +155,18 @@ def _gold_band(n: int) -> str:
 
 
 def evaluate(
-    tasks: list[dict[str, Any]], workdir: Path, limit: int, overrides: dict[str, float] | None = None
+    tasks: list[dict[str, Any]],
+    workdir: Path,
+    limit: int,
+    overrides: dict[str, float] | None = None,
+    configs: dict[str, dict[str, float]] | None = None,
+    embeddings: bool = True,
 ) -> dict[str, Any]:
+    """Ranks of every task's gold units under the default weights (with `overrides`), and under each
+    of `configs` (query-time weight overrides) in the same pass; the index is built once per database."""
     from flexsql.tools.engines import SourceRegistry, open_source
     from flexsql.tools.runtime.context import ToolContext
+    from flexsql.tools.search import semantic
     from flexsql.tools.search.families import family_units
     from flexsql.tools.search.ranking import search_schema
 
@@ -128,9 +184,15 @@ def evaluate(
         started = time.perf_counter()
         search_schema(ctx, SearchSchema(query=db_tasks[0]["instruction"][:2000], limit=limit))
         cold_s = time.perf_counter() - started
+        engine = ctx.caches[f"search:{source.name}"]
+        base_params = engine.params
         if overrides:  # query-time weights only (the index is built with the defaults)
-            engine = ctx.caches[f"search:{source.name}"]
-            engine.params = dataclasses.replace(engine.params, **overrides)
+            engine.params = base_params = dataclasses.replace(engine.params, **_typed(base_params, overrides))
+        vectors_s = None
+        if embeddings:
+            started = time.perf_counter()
+            vectors = semantic.attach(engine, wait=True)
+            vectors_s = round(time.perf_counter() - started, 2) if vectors is not None else None
         catalog = source.catalog()
         unit_of = family_units(catalog.tables)  # qualified (lower) -> unit key
         n_tables = len(catalog.tables)
@@ -138,6 +200,7 @@ def evaluate(
             "tables": n_tables,
             "columns": sum(len(t.columns) for t in catalog.tables),
             "cold_first_call_s": round(cold_s, 3),
+            "embeddings_ready_s": vectors_s,
         }
         bm25 = CommentBM25(catalog)
         for task in db_tasks:
@@ -145,11 +208,20 @@ def evaluate(
             missing = {g for g in gold if g not in unit_of}
             units = {unit_of.get(g, g) for g in gold}
             question = task["instruction"][:2000]
+            engine.params = base_params
             t0 = time.perf_counter()
             result = search_schema(ctx, SearchSchema(query=question, limit=limit))
             ms = (time.perf_counter() - t0) * 1000
             got = [unit_of.get(h.table.lower(), h.table.lower()) for h in result.tables]
             base = [unit_of.get(q.lower(), q.lower()) for q in bm25.search(question, limit)]
+            by_config: dict[str, list[int | None]] = {}
+            for name, config in (configs or {}).items():
+                engine.params = dataclasses.replace(base_params, **_typed(base_params, config))
+                other = search_schema(ctx, SearchSchema(query=question, limit=limit))
+                by_config[name] = _ranks(
+                    units, [unit_of.get(h.table.lower(), h.table.lower()) for h in other.tables]
+                )
+            engine.params = base_params
             rows.append(
                 {
                     "id": task["instance_id"],
@@ -161,6 +233,7 @@ def evaluate(
                     "ms": ms,
                     "ranks": _ranks(units, got),
                     "bm25_ranks": _ranks(units, base),
+                    "configs": by_config,
                     "question": question[:300],
                     "gold_units": sorted(units),
                     "top10": got[:10],
@@ -168,6 +241,11 @@ def evaluate(
             )
         source.close()
     return {"rows": rows, "cold": cold}
+
+
+def _typed(base: Any, values: dict[str, float]) -> dict[str, Any]:
+    """Overrides cast to the types of the Params fields they set (ints stay ints)."""
+    return {k: type(getattr(base, k))(v) for k, v in values.items()}
 
 
 def _ranks(units: set[str], got: list[str]) -> list[int | None]:
@@ -275,6 +353,18 @@ def print_report(rep: dict[str, Any]) -> None:
     )
 
 
+def keep_embeddings(workdir: Path) -> None:
+    """The embedding store (vectors of table and column texts) outlives the per-run cache dir: a
+    benchmark re-run encodes only what changed. It holds no search state, so cold calls stay cold."""
+    from flexsql.paths import cache_dir
+
+    store = workdir / "embeddings-store"
+    store.mkdir(parents=True, exist_ok=True)
+    link = cache_dir() / "embeddings"
+    if not link.exists():
+        link.symlink_to(store, target_is_directory=True)
+
+
 def _synonyms(mode: str) -> dict[str, Any]:
     """Switch the WordNet expansion on or off for this run; on: build its index first (once per
     machine, outside the per-database cold call) and say how long that took."""
@@ -296,6 +386,45 @@ def _synonyms(mode: str) -> dict[str, Any]:
     return {"mode": "on", "wordnet": str(folder), "index_ready_s": took}
 
 
+SEMANTIC_GRID: dict[str, dict[str, float]] = {
+    f"t{t}c{c}p{pool}": {"semantic_weight": t, "semantic_column_weight": c, "semantic_pool": pool}
+    for t in (0.0, 0.5, 1.0, 2.0, 3.0)
+    for c in (0.0, 0.5, 1.0, 2.0)
+    for pool in (0, 30)
+    if (t or c) and not (pool and (t, c) not in ((1.0, 0.5), (2.0, 1.0), (1.0, 1.0)))
+}
+
+
+def fold_configs(grid: str) -> tuple[dict[str, dict[str, float]], dict[str, list[str]]]:
+    """The configurations a --folds run evaluates, and the groups the tune half chooses within."""
+    configs: dict[str, dict[str, float]] = {"current code": CURRENT}
+    groups: dict[str, list[str]] = {}
+    if grid in ("rules", "all"):
+        for rule, options in RULE_GRID.items():
+            names = ["search_schema"]
+            for label, overrides in options.items():
+                configs[f"{rule}: {label}"] = overrides
+                names.append(f"{rule}: {label}")
+            groups[rule] = names
+    if grid in ("semantic", "all"):
+        names = ["current code"]
+        for label, overrides in SEMANTIC_GRID.items():
+            configs[f"semantic {label}"] = overrides
+            names.append(f"semantic {label}")
+        groups["semantic fusion"] = names + ["search_schema"]
+    return configs, groups
+
+
+def _fold_hit(k: int) -> Any:
+    def hit(row: dict[str, Any], config: str) -> bool:
+        ranks = {"search_schema": row["ranks"], "bm25": row["bm25_ranks"]}.get(config) or row["configs"][
+            config
+        ]
+        return all(r is not None and r <= k for r in ranks)
+
+    return hit
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -310,9 +439,20 @@ def main(argv: list[str] | None = None) -> int:
         default="on",
         help="WordNet expansion of question words (on: where WordNet is installed)",
     )
+    parser.add_argument(
+        "--folds",
+        choices=("rules", "semantic", "all", "baselines"),
+        help="two folds by database (benchmarks/folds.py): every rule with and without it and its "
+        "alternatives (rules), the embedding fusion's weights (semantic), or both, with BM25 and the "
+        "current code as baselines",
+    )
+    parser.add_argument("--embeddings", choices=("on", "off"), default="on", help="the embedding model")
     args = parser.parse_args(argv)
+    if args.embeddings == "off":
+        os.environ["FLEXSQL_EMBEDDINGS"] = "off"
     # the cold call must not find a search index cached by an earlier run
     os.environ.setdefault("FLEXSQL_CACHE_DIR", str(args.workdir / f"cache-{os.getpid()}"))
+    keep_embeddings(args.workdir)
     synonyms = _synonyms(args.synonyms)
     only = set(args.only.split(",")) if args.only else None
     build_all(args.data, args.workdir, only)
@@ -320,9 +460,22 @@ def main(argv: list[str] | None = None) -> int:
     overrides = (
         {k: float(v) for k, v in (kv.split("=") for kv in args.params.split(","))} if args.params else None
     )
-    rep = report(evaluate(tasks, args.workdir, args.limit, overrides))
+    configs, groups = fold_configs(args.folds) if args.folds else ({}, {})
+    result = evaluate(tasks, args.workdir, args.limit, overrides, configs, embeddings=args.embeddings == "on")
+    rep = report(result)
     rep["synonyms"] = synonyms
     print_report(rep)
+    if args.folds:
+        from folds import fold_report, print_folds
+
+        names = ["bm25", "current code", "search_schema", *[c for c in configs if c != "current code"]]
+        rep["folds"] = {}
+        for k in (10, 20):
+            rep["folds"][f"all@{k}"] = fold_report(result["rows"], names, groups, _fold_hit(k))
+        print_folds(rep["folds"]["all@10"], "all-gold@10", ["bm25", "current code"], groups)
+        rep["rows"] = [
+            {k: r[k] for k in ("id", "db", "ranks", "bm25_ranks", "configs")} for r in result["rows"]
+        ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(rep, indent=2))
     print(f"wrote {args.out}")

@@ -14,6 +14,7 @@ from flexsql.tools.engines import Catalog, FetchLimits, TableInfo
 from flexsql.tools.runtime.context import SourceName, ToolContext
 from flexsql.tools.runtime.registry import ToolArgs, ToolResult, tool
 from flexsql.tools.runtime.render import TextBudget, cell_text
+from flexsql.tools.search.keys import catalog_links
 
 
 # -- list_sources ---------------------------------------------------------------------------------
@@ -246,6 +247,8 @@ class ColumnDescription(BaseModel):
     nullable: bool | None = None
     primary_key: bool = False
     references: str | None = None
+    inferred_reference: str | None = None  # no declared key: where the column's name says it points
+    inferred_why: str | None = None
     comment: str | None = None
     examples: list[str] = []
 
@@ -277,6 +280,8 @@ class TableDescription(ToolResult):
                 flags.append("PK")
             if c.references:
                 flags.append(f"FK→{c.references}")
+            elif c.inferred_reference:
+                flags.append(f"FK?→{c.inferred_reference} (inferred: {c.inferred_why})")
             if c.nullable is False and not c.primary_key:
                 flags.append("NOT NULL")
             line = f"- {c.name} {c.type}"
@@ -351,6 +356,26 @@ def _family_member(catalog: Catalog, name: str) -> tuple[TableInfo, int] | None:
     return None
 
 
+DESCRIBE_MIN_WEIGHT = 0.5  # weaker inferred links (a shared plain name) are left to find_join_path
+
+
+def _inferred_references(catalog: Catalog, info: TableInfo, declared: set[str]) -> dict[str, tuple[str, str]]:
+    """column -> (table.column it points at, why) for the surest link inferred from each column that
+    has no declared foreign key."""
+    position = next((i for i, t in enumerate(catalog.tables) if t is info), None)
+    if position is None:
+        return {}
+    out: dict[str, tuple[str, str]] = {}
+    for link in catalog_links(catalog).of_table(position):
+        col = link.columns[0]
+        if link.declared or len(link.columns) != 1 or col in declared or col in out:
+            continue
+        if link.weight >= DESCRIBE_MIN_WEIGHT:
+            ref = catalog.tables[link.ref_table]
+            out[col] = (f"{ref.name}.{link.ref_columns[0]}", link.evidence)
+    return out
+
+
 class DescribeTable(ToolArgs):
     table: str
     source: SourceName = None
@@ -370,6 +395,7 @@ def describe_table(ctx: ToolContext, args: DescribeTable) -> TableDescription:
     for fk in info.foreign_keys:
         for col, ref in zip(fk.columns, fk.ref_columns or [""] * len(fk.columns), strict=False):
             fk_by_col[col] = f"{fk.ref_table}.{ref}" if ref else fk.ref_table
+    inferred = _inferred_references(catalog, info, set(fk_by_col))
     examples = example_values(ctx, info, src.name)
     family = None
     m = _SHARD.match(info.name)
@@ -392,6 +418,8 @@ def describe_table(ctx: ToolContext, args: DescribeTable) -> TableDescription:
             nullable=c.nullable,
             primary_key=c.primary_key,
             references=fk_by_col.get(c.name),
+            inferred_reference=inferred.get(c.name, (None, None))[0],
+            inferred_why=inferred.get(c.name, (None, None))[1],
             comment=c.comment,
             examples=examples.get(c.name, []),
         )

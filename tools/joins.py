@@ -1,21 +1,29 @@
-"""find_join_path: the join conditions that connect a set of tables, declared foreign keys first,
-then edges inferred from column names (marked as inferred)."""
+"""find_join_path: the join conditions that connect a set of tables — declared foreign keys and links
+inferred from names (tools/search/keys.py), values sampled to confirm or rank the inferred ones — with,
+for each pair of tables on the path, every other condition that joins them (`flights` to `airports` by
+departure or by arrival airport), best first."""
 
 from __future__ import annotations
 
 import heapq
-import re
+import time
 from collections import defaultdict
+from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from flexsql.tools.engines import Catalog, TableInfo
+from flexsql.tools.engines import Catalog, Source
 from flexsql.tools.runtime.context import SourceName, ToolContext
 from flexsql.tools.runtime.registry import ToolArgs, ToolResult, tool
 from flexsql.tools.runtime.render import TextBudget
+from flexsql.tools.search.key_values import confirm_by_values, discover_by_values
+from flexsql.tools.search.keys import CatalogLinks, KeyLink, catalog_links
 
-DECLARED_COST = 1.0
-INFERRED_COST = 1.6
+COST_SPREAD = 4.0  # a link's cost on the path: 1 declared, 1 + spread * (1 - weight) inferred
+MAX_ALTERNATIVES = 8  # other conditions kept per pair of tables
+TEXT_ALTERNATIVES = 3  # of which the text shows
+VALUE_BUDGET_S = 2.0  # seconds one call may spend sampling values
+MAX_REPLANS = 4  # plans made when values change which links are best
 
 
 class JoinEdge(BaseModel):
@@ -24,6 +32,8 @@ class JoinEdge(BaseModel):
     right_table: str
     right_columns: list[str]
     kind: str  # "declared" or "inferred"
+    evidence: str | None = None  # why an inferred link was inferred ("same name and type", ...)
+    alternatives: list[JoinEdge] = []  # other conditions between the same two tables, best first
 
     def condition(self) -> str:
         return " AND ".join(
@@ -31,12 +41,15 @@ class JoinEdge(BaseModel):
             for a, b in zip(self.left_columns, self.right_columns, strict=False)
         )
 
+    def label(self) -> str:
+        return f"inferred: {self.evidence}" if self.kind == "inferred" and self.evidence else self.kind
+
 
 class JoinPath(ToolResult):
     source: str
     tables: list[str]
     via: list[str]  # intermediate tables the path needs
-    joins: list[JoinEdge]
+    joins: list[JoinEdge]  # one per pair of tables on the path, each with its alternatives
     connected: bool
     sql: str | None = None
     note: str | None = None
@@ -46,7 +59,11 @@ class JoinPath(ToolResult):
         if not self.joins and len(self.tables) > 1:
             return self.note or "no join path found"
         for j in self.joins:
-            lines.append(f"{j.condition()}  [{j.kind}]")
+            lines.append(f"{j.condition()}  [{j.label()}]")
+            for alt in j.alternatives[:TEXT_ALTERNATIVES]:
+                lines.append(f"  or {alt.condition()}  [{alt.label()}]")
+            if len(j.alternatives) > TEXT_ALTERNATIVES:
+                lines.append(f"  ({len(j.alternatives) - TEXT_ALTERNATIVES} more in the structured result)")
         if self.via:
             lines.append("via: " + ", ".join(self.via))
         if self.sql:
@@ -56,137 +73,116 @@ class JoinPath(ToolResult):
         return "\n".join(lines)
 
 
-def _singular(word: str) -> str:
-    if word.endswith("ies"):
-        return word[:-3] + "y"
-    if word.endswith("ses") or word.endswith("xes"):
-        return word[:-2]
-    if word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
+def _edge(catalog: Catalog, link: KeyLink, start: int) -> JoinEdge:
+    """The link as a condition read from table `start` (its left side)."""
+    tables = catalog.tables
+    mine, theirs = (
+        (link.columns, link.ref_columns) if link.table == start else (link.ref_columns, link.columns)
+    )
+    other = link.ref_table if link.table == start else link.table
+    return JoinEdge(
+        left_table=tables[start].qualified,
+        left_columns=list(mine),
+        right_table=tables[other].qualified,
+        right_columns=list(theirs),
+        kind=link.kind,
+        evidence=None if link.declared else link.evidence,
+    )
 
 
-_Graph = dict[str, list[tuple[float, str, JoinEdge]]]
-"""table -> (cost, neighbour table, the edge to it), both directions of every join."""
+def _cost(links: Sequence[KeyLink]) -> float:
+    best = max(link.weight for link in links)
+    return 1.0 if best >= 1.0 else 1.0 + COST_SPREAD * (1.0 - best)
 
 
-def _pair(a: str, b: str) -> tuple[str, str]:
-    """Two tables in a fixed order: a join between them is one pair whichever side declared it."""
-    return (a, b) if a <= b else (b, a)
+class _Planner:
+    """Paths over a catalog's links, with what this call learnt from values: pairs whose inferred links
+    were weighed by sampled values, and links found by values between tables no name connects."""
 
+    def __init__(self, ctx: ToolContext, src: Source, graph: CatalogLinks) -> None:
+        self.ctx, self.src, self.graph = ctx, src, graph
+        self.deadline = time.monotonic() + VALUE_BUDGET_S
+        self.weighed: dict[tuple[int, int], list[KeyLink]] = {}
+        self.found: dict[tuple[int, int], list[KeyLink]] = {}
+        self.extra_neighbours: dict[int, list[int]] = defaultdict(list)
 
-def _edges(catalog: Catalog) -> _Graph:
-    graph: _Graph = defaultdict(list)
-    by_name: dict[str, list[TableInfo]] = defaultdict(list)
-    for t in catalog.tables:
-        by_name[t.name.lower()].append(t)
+    def links(self, pair: tuple[int, int]) -> list[KeyLink]:
+        if pair in self.weighed:
+            return self.weighed[pair]
+        return self.graph.pairs.get(pair, []) + self.found.get(pair, [])
 
-    def add(edge: JoinEdge, cost: float) -> None:
-        graph[edge.left_table].append((cost, edge.right_table, edge))
-        reverse = JoinEdge(
-            left_table=edge.right_table,
-            left_columns=edge.right_columns,
-            right_table=edge.left_table,
-            right_columns=edge.left_columns,
-            kind=edge.kind,
-        )
-        graph[edge.right_table].append((cost, edge.left_table, reverse))
+    def neighbours(self, node: int) -> list[int]:
+        return self.graph.neighbours.get(node, []) + self.extra_neighbours.get(node, [])
 
-    declared: set[tuple[str, str]] = set()
-    for t in catalog.tables:
-        for fk in t.foreign_keys:
-            targets = [
-                r for r in by_name.get(fk.ref_table.lower(), []) if fk.ref_schema in (None, r.schema_name)
-            ] or by_name.get(fk.ref_table.lower(), [])
-            for ref in targets[:1]:
-                ref_cols = fk.ref_columns or ref.primary_key
-                add(
-                    JoinEdge(
-                        left_table=t.qualified,
-                        left_columns=fk.columns,
-                        right_table=ref.qualified,
-                        right_columns=ref_cols,
-                        kind="declared",
-                    ),
-                    DECLARED_COST,
-                )
-                declared.add(_pair(t.qualified, ref.qualified))
+    def shortest(self, start: int, goals: set[int]) -> list[int] | None:
+        """Dijkstra from `start` to the nearest table in `goals`; the tables on the way, `start` first."""
+        queue: list[tuple[float, int, int]] = [(0.0, 0, start)]
+        best: dict[int, float] = {start: 0.0}
+        back: dict[int, int] = {}
+        counter = 0
+        while queue:
+            cost, _, node = heapq.heappop(queue)
+            if node in goals:
+                path = [node]
+                while node != start:
+                    node = back[node]
+                    path.append(node)
+                return list(reversed(path))
+            if cost > best.get(node, float("inf")):
+                continue
+            for nxt in self.neighbours(node):
+                new = cost + _cost(self.links((min(node, nxt), max(node, nxt))))
+                if new < best.get(nxt, float("inf")):
+                    best[nxt] = new
+                    back[nxt] = node
+                    counter += 1
+                    heapq.heappush(queue, (new, counter, nxt))
+        return None
 
-    # Inferred: t.x_id -> table x/xs (same schema) with a single-column key named id or x_id;
-    # and a column named exactly like another table's single primary key.
-    schema_tables: dict[tuple[str | None, str], list[TableInfo]] = defaultdict(list)
-    for t in catalog.tables:
-        schema_tables[(t.database, t.schema_name)].append(t)
-    for members in schema_tables.values():
-        pk_owner: dict[str, TableInfo] = {}
-        stem_owner: dict[str, TableInfo] = {}
-        for t in members:
-            pk = t.primary_key
-            if len(pk) == 1:
-                pk_owner.setdefault(pk[0].lower(), t)
-            stem_owner.setdefault(_singular(t.name.lower()), t)
-        for t in members:
-            for col in t.columns:
-                name = col.name.lower()
-                target: TableInfo | None = None
-                target_col: str | None = None
-                owner = pk_owner.get(name)
-                if owner is not None and owner is not t and name != "id":
-                    target, target_col = owner, owner.primary_key[0]
-                else:
-                    m = re.fullmatch(r"(.+?)_?id", name)
-                    if m and m.group(1):
-                        stem = stem_owner.get(_singular(m.group(1).rstrip("_")))
-                        if stem is not None and stem is not t:
-                            for candidate in ("id", name):
-                                if any(c.name.lower() == candidate for c in stem.columns):
-                                    target = stem
-                                    target_col = next(
-                                        c.name for c in stem.columns if c.name.lower() == candidate
-                                    )
-                                    break
-                if target is None or target_col is None:
+    def plan(self, wanted: list[int]) -> tuple[set[int], list[tuple[int, int]], list[int]]:
+        """(tables joined, (joined, joining) steps read outward from the first table, tables unreachable)."""
+        tree = {wanted[0]}
+        steps: list[tuple[int, int]] = []
+        missing: list[int] = []
+        for target in wanted[1:]:
+            if target in tree:
+                continue
+            path = self.shortest(target, tree)
+            if path is None:
+                missing.append(target)
+                continue
+            tree.update(path)
+            steps.extend((b, a) for a, b in reversed(list(zip(path, path[1:], strict=False))))
+        return tree, steps, missing
+
+    def weigh(self, pair: tuple[int, int]) -> bool:
+        """Weigh a pair's inferred links by values; whether its best link came out weaker."""
+        if pair in self.weighed:
+            return False
+        links = self.links(pair)
+        before = max(link.weight for link in links)
+        if all(link.declared for link in links) or time.monotonic() >= self.deadline:
+            self.weighed[pair] = links
+            return False
+        timeout = min(self.ctx.limits.query_timeout_s, VALUE_BUDGET_S)
+        self.weighed[pair] = confirm_by_values(self.src, links, deadline=self.deadline, timeout_s=timeout)
+        return self.weighed[pair][0].weight < before
+
+    def discover(self, missing: list[int], joined: list[int]) -> bool:
+        """Links by values alone between unreachable tables and the joined ones asked for; whether any."""
+        timeout = min(self.ctx.limits.query_timeout_s, VALUE_BUDGET_S)
+        any_found = False
+        for m in missing:
+            for t in joined:
+                pair = (min(m, t), max(m, t))
+                if pair in self.found:
                     continue
-                if _pair(t.qualified, target.qualified) in declared:
-                    continue
-                add(
-                    JoinEdge(
-                        left_table=t.qualified,
-                        left_columns=[col.name],
-                        right_table=target.qualified,
-                        right_columns=[target_col],
-                        kind="inferred",
-                    ),
-                    INFERRED_COST,
-                )
-    return graph
-
-
-def _shortest(graph: _Graph, start: str, goals: set[str]) -> list[JoinEdge] | None:
-    """Dijkstra from `start` to the nearest node in `goals`; returns the edges on the path."""
-    queue: list[tuple[float, int, str]] = [(0.0, 0, start)]
-    best: dict[str, float] = {start: 0.0}
-    back: dict[str, tuple[str, JoinEdge]] = {}
-    counter = 0
-    while queue:
-        cost, _, node = heapq.heappop(queue)
-        if node in goals:
-            path: list[JoinEdge] = []
-            while node != start:
-                prev, edge = back[node]
-                path.append(edge)
-                node = prev
-            return list(reversed(path))
-        if cost > best.get(node, float("inf")):
-            continue
-        for step, nxt, edge in graph.get(node, []):
-            new = cost + step
-            if new < best.get(nxt, float("inf")):
-                best[nxt] = new
-                back[nxt] = (node, edge)
-                counter += 1
-                heapq.heappush(queue, (new, counter, nxt))
-    return None
+                self.found[pair] = discover_by_values(self.src, self.graph, m, t, self.deadline, timeout)
+                if self.found[pair]:
+                    self.extra_neighbours[m].append(t)
+                    self.extra_neighbours[t].append(m)
+                    any_found = True
+        return any_found
 
 
 class FindJoinPath(ToolArgs):
@@ -195,62 +191,51 @@ class FindJoinPath(ToolArgs):
 
 
 @tool(
-    "Join conditions connecting tables: declared foreign keys first, inferred ones marked. "
-    'Example: tables=["orders","customers"].'
+    "Join conditions between tables, each alternative: declared foreign keys first, inferred ones "
+    'marked. Example: tables=["orders","customers"].'
 )
 def find_join_path(ctx: ToolContext, args: FindJoinPath) -> JoinPath:
-    tables = args.tables
     src = ctx.source(args.source)
     catalog = src.catalog()
-    resolved = [catalog.resolve(t).qualified for t in tables]
-    wanted = list(dict.fromkeys(resolved))
-    # catalog-derived: kept on the catalog, so a refresh drops it (a cache key with loaded_at piled up old graphs)
-    graph = catalog.derived("joins", lambda: _edges(catalog))
-    tree = {wanted[0]}
+    position = {id(t): i for i, t in enumerate(catalog.tables)}
+    wanted = list(dict.fromkeys(position[id(catalog.resolve(t))] for t in args.tables))
+    planner = _Planner(ctx, src, catalog_links(catalog))
+    # plan on names, weigh the chosen pairs by values, plan again while that changed the best links
+    for _ in range(MAX_REPLANS):
+        tree, steps, missing = planner.plan(wanted)
+        changed = False
+        for left, right in steps:
+            changed = planner.weigh((min(left, right), max(left, right))) or changed
+        if missing:
+            changed = planner.discover(missing, [t for t in wanted if t in tree]) or changed
+        if not changed:
+            break
     joins: list[JoinEdge] = []
-    missing: list[str] = []
-    for target in wanted[1:]:
-        if target in tree:
-            continue
-        path = _shortest(graph, target, tree)
-        if path is None:
-            missing.append(target)
-            continue
-        for edge in path:
-            tree.update((edge.left_table, edge.right_table))
-        joins.extend(
-            reversed(
-                [
-                    JoinEdge(
-                        left_table=e.right_table,
-                        left_columns=e.right_columns,
-                        right_table=e.left_table,
-                        right_columns=e.left_columns,
-                        kind=e.kind,
-                    )
-                    for e in path
-                ]
-            )
-        )
-    via = [t for t in tree if t not in wanted]
+    for left, right in steps:
+        pair = (min(left, right), max(left, right))
+        planner.weigh(pair)
+        edges = [_edge(catalog, link, left) for link in planner.links(pair)]
+        first = edges[0]
+        first.alternatives = edges[1 : 1 + MAX_ALTERNATIVES]
+        joins.append(first)
+    names = [catalog.tables[i].qualified for i in wanted]
+    via = sorted(catalog.tables[i].qualified for i in tree if i not in wanted)
     sql = None
     if joins:
-        parts = [f"FROM {wanted[0]}"] + [f"JOIN {j.right_table} ON {j.condition()}" for j in joins]
+        parts = [f"FROM {names[0]}"] + [f"JOIN {j.right_table} ON {j.condition()}" for j in joins]
         sql = "\n".join(parts)
     note = None
     if missing:
         note = (
-            f"no join path to {', '.join(missing)}: no declared or name-inferred keys connect it; "
-            "look for shared columns with describe_table, or values with find_values"
+            f"no join path to {', '.join(catalog.tables[i].qualified for i in missing)}: no declared or "
+            "inferred keys connect it; look for shared columns with describe_table, or values with find_values"
         )
     elif any(j.kind == "inferred" for j in joins):
-        note = (
-            "inferred joins come from column names: check them with a quick run_query before relying on them"
-        )
+        note = "inferred joins come from names (and sampled values): check one with a quick run_query"
     return JoinPath(
         source=src.name,
-        tables=wanted,
-        via=sorted(via),
+        tables=names,
+        via=via,
         joins=joins,
         connected=not missing,
         sql=sql,

@@ -51,6 +51,9 @@ def _table_hit(s: SearchState, ti: int) -> TableHit:
         why.append("joins " + " and ".join(engine.tables[b].name for b in s.bridges[ti][1][:3]))
     if ti in s.twin_of:
         why.append(f"same columns as {engine.tables[s.twin_of[ti]].name}")
+    meaning = _meaning(s, ti)
+    if meaning:
+        why = [w for w in why if w != "weak match"] + [meaning]
     hit = TableHit(
         table=table.qualified,
         score=round(score, 3),
@@ -72,6 +75,21 @@ def _table_hit(s: SearchState, ti: int) -> TableHit:
         else:
             hit.why.append(f"latest of the family: {members[-1].name}")
     return hit
+
+
+def _meaning(s: SearchState, ti: int) -> str | None:
+    """'close in meaning to the question: the table 0.48, column pupil_name 0.61', when the embedding
+    similarity is at least half of the table's score."""
+    found = s.semantic.get(ti)
+    if found is None or found[0] < 0.5 * s.scores[ti]:
+        return None
+    added, table_cos, column_cos = found
+    text = f"close in meaning to the question: the table {table_cos:.2f}"
+    cols = s.engine.table_columns[ti]
+    if s.column_cos is not None and cols:
+        best = max(cols, key=lambda ci: float(s.column_cos[ci]))
+        text += f", column {s.engine.columns[best][1]} {column_cos:.2f}"
+    return text
 
 
 def _quote_words(terms: list[str], words: dict[str, str]) -> str:

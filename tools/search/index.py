@@ -12,6 +12,7 @@ import math
 import zlib
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from flexsql.tools.engines import Catalog, Source, TableInfo
 from flexsql.tools.runtime.context import ToolContext
@@ -19,6 +20,9 @@ from flexsql.tools.search.families import families
 from flexsql.tools.search.keys import inferred_links
 from flexsql.tools.search.text import Term, identifier_terms, text_terms
 from flexsql.tools.values.normalize import split_identifier
+
+if TYPE_CHECKING:
+    from flexsql.tools.search.semantic import CatalogVectors
 
 SKETCH_SIZE = 128  # column-name hashes kept per table for telling twins apart
 
@@ -93,6 +97,13 @@ class Params:
     # foreign keys: on Spider 1.0 it cost train all-gold@5 0.888 -> 0.870 there)
     bridge_share: float = 0.3
     bridge_top: int = 10
+    # semantic evidence (semantic.py, rules.fuse_semantic; off without the embedding model): a table's
+    # score becomes its share of the best lexical score plus these times the question's cosine with the
+    # table's text and with its best column's text; the semantic_pool best tables by cosine join the
+    # candidates even with no word in common
+    semantic_weight: float = 0.0
+    semantic_column_weight: float = 0.0
+    semantic_pool: int = 0
 
 
 @dataclass
@@ -155,6 +166,9 @@ class SearchIndex:
         self.loaded_at = catalog.loaded_at
         self._column_sketches: dict[int, tuple[int, frozenset[int]]] = {}
         self._twin_pairs: dict[tuple[int, int, float], bool] = {}
+        self.semantic: CatalogVectors | None = None  # built in the background (semantic.attach)
+        self.semantic_started = False
+        self.retired = False  # replaced by the index of a newer catalog load: background work stops
         self._group_families(catalog)
         self._index_documents()
         self._link_declared()
@@ -354,6 +368,8 @@ def search_index(ctx: ToolContext, source: Source) -> SearchIndex:
     key = f"search:{source.name}"
     cached = ctx.caches.get(key)
     if cached is None or cached.loaded_at != catalog.loaded_at:
+        if cached is not None:
+            cached.retired = True
         cached = SearchIndex(catalog)
         ctx.caches[key] = cached
     return cached

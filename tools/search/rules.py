@@ -13,7 +13,10 @@ import heapq
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 
+import numpy as np
+
 from flexsql.tools.search.families import date_members, question_dates
+from flexsql.tools.search.index import SearchIndex
 from flexsql.tools.search.scoring import SearchState
 
 Rule = Callable[[SearchState], None]
@@ -105,6 +108,10 @@ def lift_companions(s: SearchState) -> None:
         s.scores[ti] = s.scores.get(ti, 0.0) + share
 
 
+def _column_names(engine: SearchIndex, ti: int) -> frozenset[str]:
+    return frozenset(engine.columns[ci][1].lower() for ci in engine.table_columns[ti])
+
+
 def lift_bridges(s: SearchState) -> None:
     """Tables linked (declared or inferred) to two or more of the top hits: the table a query must go
     through to combine them. Inferred links count only while inferred_share is on (off: name-inferred
@@ -126,10 +133,52 @@ def lift_bridges(s: SearchState) -> None:
         if len(linked) < 2:
             continue
         linked.sort(key=lambda nb: -s.scores[nb])
+        # copies of one column list (daily shards, archives) are one thing to combine, not eleven: a
+        # users table that every post table points to is not what a question about posts goes through
+        kinds = {_column_names(engine, nb) for nb in linked}
+        if len(kinds) < 2:
+            continue
         mean = sum(s.scores[nb] for nb in linked) / len(linked)
-        s.bridges[ti] = (p.bridge_share * mean * (len(linked) - 1), linked)
+        s.bridges[ti] = (p.bridge_share * mean * (len(kinds) - 1), linked)
     for ti, (share, _) in s.bridges.items():
         s.scores[ti] = s.scores.get(ti, 0.0) + share
+
+
+def fuse_semantic(s: SearchState) -> None:
+    """Meaning beyond shared words (semantic.py): each table's score becomes its share of the best
+    lexical score plus the weighted cosines of the question with the table's text and with its best
+    column's; the semantic_pool closest tables join the candidates. Off without the model or vectors."""
+    p, engine = s.params, s.engine
+    if not (p.semantic_weight or p.semantic_column_weight) or engine.semantic is None:
+        return
+    from flexsql.tools.search.semantic import question_vector
+
+    question = question_vector(s.query)
+    if question is None:
+        return
+    table_cos, best_column, column_cos = engine.semantic.similarities(question)
+    meaning = p.semantic_weight * table_cos + p.semantic_column_weight * best_column
+    best = max(s.scores.values(), default=0.0)
+    scale = 1.0 / best if best > 0 else 0.0
+    candidates = {ti for ti, v in s.scores.items() if v > 0}
+    if p.semantic_pool:
+        pool = min(p.semantic_pool, len(meaning))
+        candidates.update(int(ti) for ti in np.argpartition(-meaning, pool - 1)[:pool])
+    shift = max(-float(meaning.min()), 0.0) if len(meaning) else 0.0  # >= 0 for every table
+    for ti in candidates:
+        added = float(meaning[ti]) + shift
+        s.semantic[ti] = (added, float(table_cos[ti]), float(best_column[ti]))
+        s.scores[ti] = s.scores.get(ti, 0.0) * scale + added
+    # the parts explanations compare with a table's score, on the new scale
+    for part in (s.schema_part,):
+        for ti in part:
+            part[ti] *= scale
+    for shares in (s.fk_part, s.companion):
+        for ti, (share, via) in shares.items():
+            shares[ti] = (share * scale, via)
+    for ti, (share, linked) in s.bridges.items():
+        s.bridges[ti] = (share * scale, linked)
+    s.column_cos = column_cos
 
 
 # -- the order of the tables -------------------------------------------------------------------------
@@ -295,6 +344,7 @@ RULES: tuple[Rule, ...] = (
     match_dated_families,
     lift_companions,
     lift_bridges,
+    fuse_semantic,
     # the order of the tables
     rank_tables,
     cover_concepts,

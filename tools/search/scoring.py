@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 from flexsql.tools.engines import TableInfo
 from flexsql.tools.search.index import Params, SearchIndex
@@ -52,6 +53,9 @@ class SearchState:
     dated: dict[int, list[TableInfo]] = field(default_factory=dict)
     companion: dict[int, tuple[float, int]] = field(default_factory=dict)
     bridges: dict[int, tuple[float, list[int]]] = field(default_factory=dict)
+    # table -> (the score its meaning added, its text's cosine, its best column's cosine)
+    semantic: dict[int, tuple[float, float, float]] = field(default_factory=dict)
+    column_cos: Any = None  # numpy array: the question's cosine with each column of the index
     ranked: list[int] = field(default_factory=list)
     twin_of: dict[int, int] = field(default_factory=dict)
     col_scores: defaultdict[int, float] = field(default_factory=lambda: defaultdict(float))

@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from flexsql.tools.engines import Catalog
+from flexsql.tools.engines import Catalog, TableInfo
 from flexsql.tools.search.text import identifier_terms, text_terms
 
 if TYPE_CHECKING:  # for annotations only: find.py imports this module, the search index is built lazily
@@ -40,13 +40,25 @@ def context_terms(context: str | None, literal: str) -> set[str]:
     return {t.term for t in text_terms(context)} - own
 
 
+def _table(catalog: Catalog, name: str) -> TableInfo | None:
+    """The catalog's table of this qualified name (as the value index names it), by a map built once per
+    catalog: Catalog.resolve walks every table, which costs on a catalog of thousands."""
+    by_key = catalog.derived("values.context.tables", lambda: {t.qualified: t for t in catalog.tables})
+    found = by_key.get(name)
+    if found is not None:
+        return found
+    try:
+        return catalog.resolve(name)
+    except Exception:
+        return None
+
+
 def relevance(catalog: Catalog, table: str, column: str, terms: set[str]) -> tuple[float, list[str]]:
     """0..1 and the words shared by the context with the column (name, comment), its table and schema."""
     if not terms:
         return 0.0, []
-    try:
-        info = catalog.resolve(table)
-    except Exception:
+    info = _table(catalog, table)
+    if info is None:
         return 0.0, []
     col = next((c for c in info.columns if c.name.lower() == column.lower()), None)
     col_terms = {t.term: t.word for t in identifier_terms(column)}
@@ -139,12 +151,10 @@ def rank_bonus(
     out: dict[int, float] = {}
     for m in matches:
         ctype = ""
-        try:
-            info = catalog.resolve(m.table)
+        info = _table(catalog, m.table)
+        if info is not None:
             col = next((c for c in info.columns if c.name.lower() == m.column.lower()), None)
             ctype = col.type if col is not None else ""
-        except Exception:
-            pass
         rel, words = relevance(catalog, m.table, m.column, terms)
         if words:
             m.context_words = sorted(set(words))[:4]

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 import time
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -27,15 +29,26 @@ from flexsql.tools.values.index import (
     ColumnState,
     IndexedValue,
     Progress,
+    ScopeView,
     ValueIndex,
     ValueIndexStats,
     value_index,
 )
-from flexsql.tools.values.normalize import normalize, sorted_key
+from flexsql.tools.values.normalize import compact, normalize, number_forms, sorted_key, spaced
 from flexsql.tools.values.scope import MAX_TEXT_CHARS, in_schema, resolve_scope
 
 MatchKind = Literal[
-    "exact", "case-insensitive", "normalized", "word order", "partial", "fuzzy", "contains", "one word"
+    "exact",
+    "case-insensitive",
+    "normalized",  # accents, punctuation
+    "spacing",  # spaces, hyphens: 'North Carolina' for 'NorthCarolina', 'email' for 'e-mail'
+    "word order",
+    "plural",  # the other number: 'Dogs' for 'Dog'
+    "partial",  # the text's words among the value's: 'Casey' in 'Todd Casey'
+    "compound",  # a word glued inside the value: 'Carolina' in 'NorthCarolina'
+    "fuzzy",
+    "contains",
+    "one word",
 ]
 
 MAX_LIVE_COLUMNS = 16  # columns checked live per find_values call when the index does not cover them
@@ -116,13 +129,15 @@ class FindValues(ToolArgs):
 
 
 @tool(
-    "Which table.column holds values like text (exact, case-insensitive, fuzzy) and their stored spelling: "
-    'ground codes, names, IDs. Example: text="Frnace".'
+    "Which table.column holds values like text (case, spacing, words, typos) and their "
+    'stored spelling: ground codes, names, IDs. Example: text="Frnace".'
 )
 def find_values(ctx: ToolContext, args: FindValues, env: ToolEnv = NO_ENV) -> FindValuesResult:
     """Which table.column holds values like `text` (exact, case-insensitive, accents/punctuation,
-    word order, partial, typos), with the stored spelling and row count. `schema` keeps one schema;
-    `context` (the question, or the words around the literal) ranks the columns by relevance to it."""
+    spacing ('NorthCarolina' for 'North Carolina'), word order, plural, partial ('Todd Casey' for
+    'Casey'), compound ('NorthCarolina' for 'Carolina'), typos), with the stored spelling and row
+    count. `schema` keeps one schema; `context` (the question, or the words around the literal) ranks
+    the columns by relevance to it."""
     from flexsql.tools.values.context import rank_bonus, spread_schemas
 
     text, tables, limit, context, progress = args.text, args.tables, args.limit, args.context, env.progress
@@ -137,9 +152,9 @@ def find_values(ctx: ToolContext, args: FindValues, env: ToolEnv = NO_ENV) -> Fi
         scope = in_schema(catalog, scope, args.schema_)
     index = value_index(ctx, src)
     built = index.ensure(scope, progress=progress, timeout_s=ctx.limits.query_timeout_s, ttl_s=_ttl(ctx))
-    states = index.columns([t.qualified for t in scope])
+    view = index.scope_view(t.qualified for t in scope)
     built_at = index.built_at(t.qualified for t in scope)
-    indexed = {c.cid: c for c in states if c.status == "indexed"}
+    indexed = view.indexed
     found = match_values(index, text.strip(), set(indexed))
 
     by_column: dict[int, list[tuple[IndexedValue, MatchKind, float]]] = {}
@@ -171,20 +186,23 @@ def find_values(ctx: ToolContext, args: FindValues, env: ToolEnv = NO_ENV) -> Fi
     # found something close but not the value itself (the value may sit past the cap).
     live_checked: list[str] = []
     not_checked = 0
-    strong = any(m.match in ("exact", "case-insensitive", "normalized", "word order") for m in matches)
+    strong = any(m.match in WHOLE_SCORES for m in matches)
     if explicit or not strong:
         only = None
         if any(m.match != "one word" for m in matches) and not explicit:
-            only = {(m.table, m.column) for m in matches if m.match in ("partial", "fuzzy")}
-            complete = {(c.table, c.column) for c in states if c.complete}
-            only = only - complete
+            only = {(m.table, m.column) for m in matches if m.match in ("partial", "compound", "fuzzy")}
+            only = {(t, c) for t, c in only if not view.by_table[t][c].complete}
         if only is None or only:
             live, live_checked, not_checked = _live_check(
-                ctx, src, scope, states, text.strip(), free_text=explicit, only=only
+                ctx, src, scope, view, text.strip(), free_text=explicit, only=only
             )
             replaced = {(m.table, m.column) for m in live}
             matches = [m for m in matches if (m.table, m.column) not in replaced] + live
-    distinct = {(c.table, c.column): c.n_values for c in states if c.status == "indexed" and c.complete}
+    distinct: dict[tuple[str, str], int] = {}
+    for m in matches:
+        held = view.by_table.get(m.table, {}).get(m.column)
+        if held is not None and held.status == "indexed" and held.complete:
+            distinct[(m.table, m.column)] = held.n_values
     bonus = rank_bonus(catalog, matches, text.strip(), context, distinct)
     matches.sort(key=lambda m: (-(m.score + bonus[id(m)]), -m.count, m.table, m.column))
     if context is None and args.schema_ is None:
@@ -246,8 +264,89 @@ def _word_matches(index: ValueIndex, text: str, indexed: dict[int, ColumnState])
     return list(best.values())
 
 
+# how much each way of matching the whole value is worth (partial, compound and fuzzy matches score
+# by how much of the value the text covers, below these)
+WHOLE_SCORES: dict[str, float] = {
+    "exact": 1.0,
+    "case-insensitive": 0.97,
+    "normalized": 0.94,
+    "spacing": 0.92,
+    "word order": 0.9,
+    "plural": 0.9,
+}
+# shortest word looked up by near spellings (3, not 4: better on both halves of value_variants.py)
+MIN_FUZZY = 3
+MIN_PART = 4  # shortest word looked for inside longer ones ('carolina' in 'NorthCarolina')
+MIN_GLUED = 3  # shortest piece of a glued word split against the index's vocabulary
+# taken off a typo match for a word the index holds as it is ('Casey' is no typo of 'Carey'); 0.15 over
+# 0.1 and 0: better on both halves of value_variants.py
+REAL_WORD_FUZZY = 0.15
+
+
+def _glued_splits(index: ValueIndex, tokens: list[str]) -> dict[str, str]:
+    """Words typed glued that the index holds apart: token -> its pieces joined by a space, for tokens
+    the vocabulary lacks that split into two of its words ('northcarolina' -> 'north carolina')."""
+    todo = [t for t in tokens if len(t) >= 2 * MIN_GLUED and not t.isdigit()]
+    if not todo:
+        return {}
+    known = index.in_vocabulary(todo)
+    pieces = {
+        piece
+        for t in todo
+        if t not in known
+        for i in range(MIN_GLUED, len(t) - MIN_GLUED + 1)
+        for piece in (t[:i], t[i:])
+    }
+    vocab = index.in_vocabulary(pieces)
+    out: dict[str, str] = {}
+    for t in todo:
+        if t in known:
+            continue
+        splits = [(t[:i], t[i:]) for i in range(MIN_GLUED, len(t) - MIN_GLUED + 1)]
+        good = [s for s in splits if s[0] in vocab and s[1] in vocab]
+        if good:  # the most even split: 'northcarolina' is 'north carolina', not 'northcar olina'
+            a, b = max(good, key=lambda s: min(len(s[0]), len(s[1])))
+            out[t] = f"{a} {b}"
+    return out
+
+
+def _readings(index: ValueIndex, text: str) -> dict[str, MatchKind | None]:
+    """The ways the text may be meant, in normalized form: as typed (None: kind by spelling), with
+    CamelCase and glued words split ('spacing')."""
+    qnorm = normalize(text)
+    out: dict[str, MatchKind | None] = {qnorm: None}
+    split = spaced(text)
+    if split and split != qnorm:
+        out[split] = "spacing"
+    for reading in list(out):
+        glued = _glued_splits(index, reading.split())
+        if glued:
+            out.setdefault(" ".join(glued.get(t, t) for t in reading.split()), "spacing")
+    return out
+
+
+def _parts(index: ValueIndex, token: str) -> dict[str, str]:
+    """Vocabulary tokens holding `token` glued to other words: token -> 'part' where the rest splits
+    into words of the vocabulary or digits ('carolina' in 'northcarolina', 'north' being a word of the
+    index), 'part?' where only the stored spelling can tell (CamelCase: 'NorthCarolina')."""
+    out: dict[str, str] = {}
+    containing = index.tokens_containing(token) if len(token) >= MIN_PART and not token.isdigit() else []
+    if not containing:
+        return out
+    rests: dict[str, list[str]] = {}
+    for tok in containing:
+        at = tok.find(token)
+        rests[tok] = [r for r in (tok[:at], tok[at + len(token) :]) if r]
+    vocab = index.in_vocabulary(r for rs in rests.values() for r in rs if len(r) >= 2 and not r.isdigit())
+    for tok, rs in rests.items():
+        out[tok] = "part" if all(r.isdigit() or r in vocab for r in rs) else "part?"
+    return out
+
+
 def match_values(index: ValueIndex, text: str, cids: set[int]) -> list[tuple[IndexedValue, MatchKind, float]]:
-    """Index values like `text`, each with its match kind and a score in (0, 1]."""
+    """Index values like `text`, each with its match kind and a score in (0, 1]: the whole value in
+    another case, spacing, word order or number, or the text's words among the value's words (or
+    glued inside them), or a near spelling."""
     qnorm = normalize(text)
     if not qnorm or not cids:
         return []
@@ -259,57 +358,136 @@ def match_values(index: ValueIndex, text: str, cids: set[int]) -> list[tuple[Ind
             out[value.vid] = (value, kind, score)
 
     folded = text.casefold()
-    for value in index.by_norm([qnorm], cids):
-        if value.value == text:
-            add(value, "exact", 1.0)
-        elif value.value.casefold() == folded:
-            add(value, "case-insensitive", 0.97)
-        else:
-            add(value, "normalized", 0.94)
-    if " " in qnorm:
-        for value in index.by_sorted_key(sorted_key(qnorm), cids):
-            if value.vid not in out:
-                add(value, "word order", 0.9)
-
-    tokens = list(dict.fromkeys(qnorm.split()))[:8]
-    per_token: list[tuple[str, dict[str, str], set[int]]] = []
-    for tok in tokens:
-        similar = index.similar_tokens(tok)
-        vids = index.vids_with_tokens(similar) if similar else set()
-        per_token.append((tok, similar, vids))
-    usable = [p for p in per_token if p[2]]
-    # every word must match, except one word of a long text (a stray 'the', a word the data lacks)
-    if usable and len(usable) >= len(tokens) - (1 if len(tokens) >= 3 else 0):
-        usable.sort(key=lambda p: len(p[2]))
-        common = set(usable[0][2])
-        for _, _, vids in usable[1:]:
-            common &= vids
-        common -= set(out)
-        candidates = [v for v in index.by_vids(list(common)[:5000]) if v.cid in cids]
-        missing = len(tokens) - len(usable)
-        for value in candidates:
-            vtoks = value.norm.split()
-            fuzzy = False
-            for tok, similar, _ in usable:
-                if tok in vtoks:
-                    continue
-                kinds = {similar.get(v) for v in vtoks}
-                if "exact" not in kinds and "prefix" not in kinds:
-                    fuzzy = True
-            coverage = min(1.0, len(qnorm) / max(1, len(value.norm)))
-            if fuzzy or missing:
-                ratio = difflib.SequenceMatcher(None, qnorm, value.norm).ratio()
-                add(value, "fuzzy", 0.5 + 0.3 * ratio + 0.1 * coverage - 0.1 * missing)
+    readings = _readings(index, text)
+    for reading, how in readings.items():
+        for value in index.by_norm([reading], cids):
+            if how is not None:
+                add(value, how, WHOLE_SCORES[how])
+            elif value.value == text:
+                add(value, "exact", 1.0)
+            elif value.value.casefold() == folded:
+                add(value, "case-insensitive", WHOLE_SCORES["case-insensitive"])
             else:
-                add(value, "partial", 0.6 + 0.25 * coverage)
+                add(value, "normalized", WHOLE_SCORES["normalized"])
+    for value in index.by_compact(compact(qnorm), cids):
+        if value.vid not in out:
+            add(value, "spacing", WHOLE_SCORES["spacing"])
+    for reading in readings:
+        words = reading.split()
+        if len(words) > 1:
+            for value in index.by_sorted_key(sorted_key(reading), cids):
+                if value.vid not in out:
+                    add(value, "word order", WHOLE_SCORES["word order"])
+        other = [" ".join([*words[:-1], form]) for form in number_forms(words[-1])] if words else []
+        for value in index.by_norm(other, cids):
+            if value.vid not in out:
+                add(value, "plural", WHOLE_SCORES["plural"])
+
+    seen_tokens: set[tuple[str, ...]] = set()
+    for reading in readings:
+        tokens = tuple(dict.fromkeys(reading.split()))[:8]
+        if tokens in seen_tokens:
+            continue
+        seen_tokens.add(tokens)
+        _token_matches(index, reading, list(tokens), cids, out, add)
     return sorted(out.values(), key=lambda x: -x[2])
+
+
+_KIND_RANK = {"exact": 0, "plural": 1, "prefix": 2, "part": 3, "fuzzy": 4}
+
+
+def _token_matches(
+    index: ValueIndex,
+    qnorm: str,
+    tokens: list[str],
+    cids: set[int],
+    out: dict[int, tuple[IndexedValue, MatchKind, float]],
+    add: Callable[[IndexedValue, MatchKind, float], None],
+) -> None:
+    """Values holding every word of the text (one may be missing from a text of three or more), each
+    word as it is, in the other number, as the start of a longer word, glued inside a compound, or
+    misspelt: partial, compound or fuzzy matches."""
+    per_token: list[tuple[str, dict[str, str], dict[str, str], set[int]]] = []
+    for tok in tokens:
+        similar = index.similar_tokens(tok, fuzzy_min=MIN_FUZZY)
+        for form in index.in_vocabulary(number_forms(tok)):
+            if similar.get(form) != "exact":
+                similar[form] = "plural"
+        parts = _parts(index, tok)
+        vids = index.vids_with_tokens([*similar, *parts]) if similar or parts else set()
+        per_token.append((tok, similar, parts, vids))
+    usable = [p for p in per_token if p[3]]
+    # every word must match, except one word of a long text (a stray 'the', a word the data lacks)
+    if not usable or len(usable) < len(tokens) - (1 if len(tokens) >= 3 else 0):
+        return
+    usable.sort(key=lambda p: len(p[3]))
+    common = set(usable[0][3])
+    for *_, vids in usable[1:]:
+        common &= vids
+    common -= set(out)
+    candidates = [v for v in index.by_vids(list(common)[:5000]) if v.cid in cids]
+    missing = len(tokens) - len(usable)
+    for value in candidates:
+        vtoks = value.norm.split()
+        camel: set[str] | None = None
+        worst = "exact"
+        real_word_typo = False
+        for tok, similar, parts, _ in usable:
+            if tok in vtoks:
+                continue
+            best: str | None = None
+            for vt in vtoks:
+                for how in (similar.get(vt), parts.get(vt)):
+                    if how == "part?":  # glued without a vocabulary word beside it: CamelCase must show it
+                        if camel is None:
+                            camel = set(spaced(value.value).split())
+                        how = "part" if tok in camel else None
+                    if how is not None and (best is None or _KIND_RANK[how] < _KIND_RANK[best]):
+                        best = how
+            if best is None:  # held only inside a word, not as a part of it ('casey' in 'mccaseyson')
+                break
+            if best == "fuzzy" and similar.get(tok) == "exact":
+                real_word_typo = True
+            if _KIND_RANK[best] > _KIND_RANK[worst]:
+                worst = best
+        else:
+            _score_tokens(value, qnorm, worst, missing, real_word_typo, add)
+
+
+def _score_tokens(
+    value: IndexedValue,
+    qnorm: str,
+    worst: str,
+    missing: int,
+    real_word_typo: bool,
+    add: Callable[[IndexedValue, MatchKind, float], None],
+) -> None:
+    """Score a value that holds the text's words, by the weakest way one of them matched."""
+    coverage = min(1.0, len(qnorm) / max(1, len(value.norm)))
+    if worst == "fuzzy" or missing:
+        ratio = difflib.SequenceMatcher(None, qnorm, value.norm).ratio()
+        score = 0.5 + 0.3 * ratio + 0.1 * coverage - 0.1 * missing
+        add(value, "fuzzy", score - (REAL_WORD_FUZZY if real_word_typo else 0.0))
+    elif worst == "part":
+        add(value, "compound", 0.55 + 0.25 * coverage)
+    else:
+        add(value, "partial", 0.6 + 0.25 * coverage)
+
+
+def _code_shaped(text: str) -> bool:
+    """Could the text be a code or an id ('TCK-000042', 'US', 'a1b2')? One token with a digit, code
+    punctuation or no lower-case letter; not a phrase or a plain word ('North Carolina', 'Texas')."""
+    text = text.strip()
+    if not text or any(ch.isspace() for ch in text):
+        return False
+    return bool(re.search(r"[\d_\-.:/#]", text)) or not any(ch.islower() for ch in text)
 
 
 def _live_check(
     ctx: ToolContext,
     src: Source,
     scope: list[TableInfo],
-    states: list[ColumnState],
+    view: ScopeView,
     text: str,
     free_text: bool,
     only: set[tuple[str, str]] | None = None,
@@ -317,34 +495,34 @@ def _live_check(
     """Query the text columns the index does not cover (over the cap, id-like, failed; free text
     only when asked, being the costliest scan): one aggregate query per table, smallest tables
     first, at most MAX_LIVE_COLUMNS columns and LIVE_BUDGET_S seconds in all."""
-    by_table: dict[str, dict[str, ColumnState]] = {}
-    for state in states:
-        by_table.setdefault(state.table, {})[state.column] = state
     engine = src.engine
     work: list[tuple[TableInfo, list[tuple[str, bool]]]] = []  # (table, [(column, free text)])
+    code = _code_shaped(text)
     for table in sorted(scope, key=lambda t: t.row_estimate or 0):
-        known = by_table.get(table.qualified, {})
-        todo = []
-        for col in table.columns:
-            col_state = known.get(col.name)
-            if only is not None and (table.qualified, col.name) not in only:
+        todo: list[tuple[str, bool]] = []
+        candidates: list[tuple[str, ColumnState | None]]
+        if table.qualified in view.by_table:  # indexed: only the columns it left uncovered
+            candidates = [(s.column, s) for s in view.uncovered.get(table.qualified, [])]
+        else:  # not in the index (failed): every text column
+            candidates = [(c.name, None) for c in table.columns if is_text_type(c.type, engine)]
+        for name, col_state in candidates:
+            if only is not None and (table.qualified, name) not in only:
                 continue
             if col_state is None:
-                if known or not is_text_type(col.type, engine):
-                    continue  # indexed table without this column state, or not text: nothing to check
-                todo.append((col.name, False))
-            elif col_state.reason == "not text" or (col_state.status == "indexed" and col_state.complete):
-                continue
+                todo.append((name, False))
             elif (col_state.reason or "").startswith("free text"):
                 if free_text:
-                    todo.append((col.name, True))
+                    todo.append((name, True))
+            elif (col_state.reason or "").startswith("id-like") and not code and not free_text:
+                continue  # a phrase or a plain word is a name or a label, not a code: ids are not scanned
             else:
-                todo.append((col.name, False))
+                todo.append((name, False))
         if todo:
             work.append((table, todo))
     uncovered = sum(len(cols) for _, cols in work)
     deadline = time.monotonic() + min(LIVE_BUDGET_S, ctx.limits.query_timeout_s)
-    exact_sql = engine.literal(text.lower())
+    # spacing-insensitive: 'YaleUniversity' finds 'Yale University' (spaces and hyphens dropped on both sides)
+    compact_sql = engine.literal(re.sub(r"[\s-]+", "", text.lower()))
     like_sql = engine.literal(like_pattern(text))
     like_op = src.engine.like_operator
     matches: list[ValueMatch] = []
@@ -357,7 +535,11 @@ def _live_check(
         conds, aggs = [], []
         for name, contains in columns:
             ctext = engine.as_text(engine.quote(name))
-            cond = f"{ctext} {like_op} {like_sql} ESCAPE '!'" if contains else f"lower({ctext}) = {exact_sql}"
+            cond = (
+                f"{ctext} {like_op} {like_sql} ESCAPE '!'"
+                if contains
+                else f"replace(replace(lower({ctext}), ' ', ''), '-', '') = {compact_sql}"
+            )
             conds.append(cond)
             aggs += [f"count(CASE WHEN {cond} THEN 1 END)", f"min(CASE WHEN {cond} THEN {ctext} END)"]
         sql = f"SELECT {', '.join(aggs)} FROM {engine.quote_table(table)} WHERE {' OR '.join(conds)}"
@@ -378,8 +560,10 @@ def _live_check(
                 kind, score = "contains", 0.55
             elif value == text:
                 kind, score = "exact", 1.0
+            elif value.casefold() == text.casefold():
+                kind, score = "case-insensitive", WHOLE_SCORES["case-insensitive"]
             else:
-                kind, score = "case-insensitive", 0.97
+                kind, score = "spacing", WHOLE_SCORES["spacing"]
             matches.append(
                 ValueMatch(
                     table=table.qualified,

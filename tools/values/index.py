@@ -15,7 +15,8 @@ whose distinct values did not all fit under the cap is marked incomplete, so cal
 missing from the index may still exist (find_values then checks live).
 
 Lookups: normalized exact match (casefold, accents and punctuation removed), word-order-insensitive
-keys, and a token index with a trigram index over the token vocabulary for prefixes and typos.
+keys, compact keys (spaces dropped: 'North Carolina' = 'NorthCarolina'), and a token index with a
+trigram index over the token vocabulary for prefixes, typos and words glued inside longer ones.
 
 index_scan.py reads a table's values, index_file.py holds the file's layout and writes them.
 """
@@ -97,6 +98,17 @@ class ColumnState:
 
 
 @dataclass
+class ScopeView:
+    """A scope's column states, worked out once until the index changes (a warehouse of 70,000 columns
+    would otherwise cost tens of milliseconds a call just to sort them)."""
+
+    states: list[ColumnState]
+    indexed: dict[int, ColumnState]  # cid -> state, the indexed columns
+    by_table: dict[str, dict[str, ColumnState]]  # table -> column name -> state
+    uncovered: dict[str, list[ColumnState]]  # table -> the text columns the index leaves to live checks
+
+
+@dataclass
 class IndexedValue:
     vid: int
     cid: int
@@ -143,6 +155,7 @@ class ValueIndex:
         self._column_map: dict[int, tuple[str, str]] | None = None
         self._by_table: dict[str, list[ColumnState]] | None = None
         self._known: dict[str, str] | None = None
+        self._views: dict[tuple[str, ...], ScopeView] = {}
         self._signatures: dict[int, tuple[TableInfo, str, str]] = {}
         self._versions: dict[str, str] = {}  # table -> data version, read at each ensure()
 
@@ -204,6 +217,26 @@ class ValueIndex:
             if tkeys is None:
                 return [c for cols in self._by_table.values() for c in cols]
             return [c for key in tkeys for c in self._by_table.get(key, ())]
+
+    def scope_view(self, tkeys: Iterable[str]) -> ScopeView:
+        """The column states of these tables, grouped for find_values (cached until the index changes)."""
+        key = tuple(tkeys)
+        with self._lock:
+            view = self._views.get(key)
+            if view is None:
+                states = self.columns(key)
+                by_table: dict[str, dict[str, ColumnState]] = {}
+                uncovered: dict[str, list[ColumnState]] = {}
+                for c in states:
+                    by_table.setdefault(c.table, {})[c.column] = c
+                    if c.reason != "not text" and not (c.status == "indexed" and c.complete):
+                        uncovered.setdefault(c.table, []).append(c)
+                indexed = {c.cid: c for c in states if c.status == "indexed"}
+                view = ScopeView(states, indexed, by_table, uncovered)
+                if len(self._views) >= 16:
+                    self._views.clear()
+                self._views[key] = view
+            return view
 
     def _signature(self, table: TableInfo) -> str:
         version = self._versions.get(table.qualified, "")
@@ -331,6 +364,7 @@ class ValueIndex:
 
     def _forget(self) -> None:
         self._column_map = self._by_table = self._known = None
+        self._views = {}
 
     def _record_failure(self, table: TableInfo, error: str) -> None:
         self._forget()
@@ -367,6 +401,49 @@ class ValueIndex:
     def by_sorted_key(self, key: str, cids: set[int] | None = None, limit: int = 2000) -> list[IndexedValue]:
         return self._values_where("skey = ?", [key], cids, limit)
 
+    def by_compact(self, key: str, cids: set[int] | None = None, limit: int = 2000) -> list[IndexedValue]:
+        """Values equal to `key` once spaces are dropped (normalize.compact): 'northcarolina' finds
+        'North Carolina', 'NorthCarolina' and 'north-carolina'."""
+        if not key:
+            return []
+        return self._values_where("norm = ? OR ckey = ?", [key, key], cids, limit)
+
+    def in_vocabulary(self, tokens: Iterable[str]) -> set[str]:
+        """The tokens that some indexed value holds as a word."""
+        toks = [t for t in dict.fromkeys(tokens) if t]
+        out: set[str] = set()
+        with self._lock:
+            db = self._db()
+            for i in range(0, len(toks), 400):
+                chunk = toks[i : i + 400]
+                out.update(
+                    r[0]
+                    for r in db.execute(
+                        f"SELECT tok FROM vocab WHERE tok IN ({','.join('?' * len(chunk))})", chunk
+                    )
+                )
+        return out
+
+    def tokens_containing(self, token: str, limit: int = 200) -> list[str]:
+        """Longer vocabulary tokens holding `token` inside them ('carolina' -> 'northcarolina',
+        'southcarolina'): candidates for a word glued into a compound. Tokens under four characters
+        have none (too many words hold them)."""
+        if len(token) < 4:
+            return []
+        grams = sorted({token[i : i + 3] for i in range(len(token) - 2)})
+        with self._lock:
+            rows = (
+                self._db()
+                .execute(
+                    f"SELECT tok FROM grams WHERE gram IN ({','.join('?' * len(grams))}) "
+                    "GROUP BY tok HAVING count(*) >= ? LIMIT 5000",
+                    [*grams, len(grams)],
+                )
+                .fetchall()
+            )
+        found = [tok for (tok,) in rows if token in tok and tok != token]
+        return sorted(found, key=len)[:limit]
+
     def by_vids(self, vids: Iterable[int]) -> list[IndexedValue]:
         ids = list(vids)
         out: list[IndexedValue] = []
@@ -384,10 +461,11 @@ class ValueIndex:
         return out
 
     def similar_tokens(
-        self, token: str, *, prefix: bool = True, fuzzy: bool = True, limit: int = 60
+        self, token: str, *, prefix: bool = True, fuzzy: bool = True, limit: int = 60, fuzzy_min: int = 4
     ) -> dict[str, str]:
         """Vocabulary tokens like `token`: itself, tokens it is a prefix of, and near spellings
-        (trigram candidates checked by edit distance). Returns token -> kind ('exact'|'prefix'|'fuzzy')."""
+        (trigram candidates checked by edit distance; tokens of `fuzzy_min` characters or more).
+        Returns token -> kind ('exact'|'prefix'|'fuzzy')."""
         found: dict[str, str] = {}
         with self._lock:
             db = self._db()
@@ -399,10 +477,11 @@ class ValueIndex:
                     (token, token + "\U0010ffff", limit),
                 ):
                     found.setdefault(tok, "prefix")
-            if fuzzy and len(token) >= 4:
+            if fuzzy and len(token) >= fuzzy_min:
                 grams = sorted(trigrams(token))
                 allowed = max_edits(len(token))
-                need = max(1, len(grams) - 3 * allowed)
+                # an edit breaks up to three trigrams, a transposition four ('frnace': 2 of 'france''s 6 left)
+                need = max(1, len(grams) - 4 * allowed)
                 rows = db.execute(
                     f"SELECT tok, count(*) AS c FROM grams WHERE gram IN ({','.join('?' * len(grams))}) "
                     "GROUP BY tok HAVING c >= ? ORDER BY c DESC LIMIT 400",

@@ -1,7 +1,9 @@
 """The value index's SQLite file: its layout, opening it, and writing one table's entry.
 
 Values are stored with their normalized form and word-order key (both indexed for exact lookups),
-and a token index (postings) with a trigram index over the token vocabulary, for prefixes and typos.
+their compact key (the normalized form without spaces, kept only where it differs, so 'North Carolina',
+'NorthCarolina' and 'north-carolina' meet), and a token index (postings) with a trigram index over the
+token vocabulary, for prefixes, typos and words inside compounds.
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from flexsql.tools.engines import TableInfo
-from flexsql.tools.values.normalize import normalize, sorted_key, trigrams
+from flexsql.tools.values.normalize import compact, normalize, sorted_key, trigrams
 
-INDEX_VERSION = "2"  # 2: emoji and other symbols are tokens
+INDEX_VERSION = "3"  # 2: emoji and other symbols are tokens; 3: compact keys (spacing-insensitive)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -23,10 +25,12 @@ CREATE TABLE IF NOT EXISTS tables (tkey TEXT PRIMARY KEY, signature TEXT, row_es
 CREATE TABLE IF NOT EXISTS columns (cid INTEGER PRIMARY KEY, tkey TEXT, name TEXT, type TEXT, status TEXT,
                                     reason TEXT, sampled INTEGER, complete INTEGER, n_values INTEGER);
 CREATE INDEX IF NOT EXISTS columns_tkey ON columns (tkey);
-CREATE TABLE IF NOT EXISTS vals (vid INTEGER PRIMARY KEY, cid INTEGER, value TEXT, norm TEXT, skey TEXT, count INTEGER);
+CREATE TABLE IF NOT EXISTS vals (vid INTEGER PRIMARY KEY, cid INTEGER, value TEXT, norm TEXT, skey TEXT, count INTEGER,
+                                 ckey TEXT);
 CREATE INDEX IF NOT EXISTS vals_norm ON vals (norm);
 CREATE INDEX IF NOT EXISTS vals_skey ON vals (skey);
 CREATE INDEX IF NOT EXISTS vals_cid ON vals (cid);
+CREATE INDEX IF NOT EXISTS vals_ckey ON vals (ckey) WHERE ckey IS NOT NULL;
 CREATE TABLE IF NOT EXISTS postings (tok TEXT, vid INTEGER, PRIMARY KEY (tok, vid)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS postings_vid ON postings (vid);
 CREATE TABLE IF NOT EXISTS vocab (tok TEXT PRIMARY KEY) WITHOUT ROWID;
@@ -50,16 +54,21 @@ def open_index(path: Path, source_url: str) -> sqlite3.Connection:
     conn.isolation_level = None  # transactions are explicit: many tables per commit
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
-    conn.executescript(SCHEMA)
+    conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
     version = conn.execute("SELECT value FROM meta WHERE key='version'").fetchone()
     if version is None or version[0] != INDEX_VERSION:
-        # an older layout: start over (it is a cache)
+        # an older layout: start over (it is a cache); its tables are dropped, their columns changed
         conn.execute("BEGIN IMMEDIATE")
         for name in ("tables", "columns", "vals", "postings", "vocab", "grams"):
-            conn.execute(f"DELETE FROM {name}")
+            conn.execute(f"DROP TABLE IF EXISTS {name}")
+        for statement in SCHEMA.split(";"):
+            if statement.strip():
+                conn.execute(statement)
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('version', ?)", (INDEX_VERSION,))
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('source', ?)", (source_url,))
         conn.execute("COMMIT")
+    else:
+        conn.executescript(SCHEMA)
     return conn
 
 
@@ -108,15 +117,16 @@ def store_table(
             rows = []
             for value, count in values:
                 norm = normalize(value)
-                rows.append((cid, value, norm, sorted_key(norm), count))
+                ckey = compact(norm)
+                rows.append((cid, value, norm, sorted_key(norm), count, ckey if ckey != norm else None))
             first = db.execute("SELECT coalesce(max(vid), 0) + 1 FROM vals").fetchone()[0]
             db.executemany(
-                "INSERT INTO vals (vid, cid, value, norm, skey, count) VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO vals (vid, cid, value, norm, skey, count, ckey) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [(first + i, *r) for i, r in enumerate(rows)],
             )
             postings = []
             new_tokens = set()
-            for i, (_, _, norm, _, _) in enumerate(rows):
+            for i, (_, _, norm, _, _, _) in enumerate(rows):
                 for tok in set(norm.split()):
                     postings.append((tok, first + i))
                     if tok not in vocab and tok not in added:

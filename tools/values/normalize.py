@@ -45,3 +45,42 @@ def split_identifier(name: str) -> list[str]:
     text = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1 \2", text)
     text = re.sub(r"([A-Za-z])([0-9])", r"\1 \2", text)
     return [w for w in _NON_WORD.split(fold(text)) if w]
+
+
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[^\W\d_])(?=\d)|(?<=\d)(?=[^\W\d_])")
+
+
+def spaced(text: str) -> str:
+    """The comparison form with words glued in CamelCase or to digits split apart:
+    'NorthCarolina' -> 'north carolina', 'Route66' -> 'route 66' (normalize alone keeps them glued)."""
+    return normalize(_CAMEL.sub(" ", text))
+
+
+def compact(norm: str) -> str:
+    """A comparison form without its spaces: 'north carolina', 'northcarolina' and 'e mail' (from
+    'e-mail') meet as 'northcarolina' and 'email'."""
+    return norm.replace(" ", "")
+
+
+_VOWELS = set("aeiou")
+
+
+def number_forms(word: str) -> list[str]:
+    """The other grammatical number of an English word, as candidates to look up (a wrong guess finds
+    nothing): 'dogs' -> ['dog'], 'companies' -> ['company'], 'boxes' -> ['box', 'boxe'], 'city' ->
+    ['cities']. Words under three letters, and numbers, have none."""
+    if len(word) < 3 or not word.isalpha():
+        return []
+    if word.endswith("s"):
+        if word.endswith(("ss", "us", "is")):
+            return [word + "es"] if word.endswith("ss") else []
+        if word.endswith("ies") and len(word) > 4:
+            return [word[:-3] + "y"]
+        if word.endswith("es") and word[:-2].endswith(("s", "x", "z", "ch", "sh", "o")):
+            return [word[:-2], word[:-1]]
+        return [word[:-1]]
+    if word.endswith("y") and word[-2] not in _VOWELS:
+        return [word[:-1] + "ies"]
+    if word.endswith(("x", "z", "ch", "sh")):
+        return [word + "es"]
+    return [word + "s"]

@@ -1,4 +1,5 @@
-"""search_schema on a catalog without foreign keys: join links inferred from `<entity>_id` names, acronyms."""
+"""Join links inferred from names (tools/search/keys.py): the rules on catalogs built in memory, and
+search_schema on a catalog without foreign keys (links lift hub tables; acronyms)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ import dataclasses
 
 import pytest
 
-from flexsql.tools.engines import SourceRegistry, open_source
+from flexsql.tools.engines import Column, ForeignKey, SourceRegistry, TableInfo, open_source
 from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.search.index import search_index
-from flexsql.tools.search.keys import key_entity
+from flexsql.tools.search.keys import inferred_links, key_entity, key_links
 from flexsql.tools.search.ranking import SearchSchema, search_schema
 
 
@@ -78,3 +79,94 @@ def test_acronym_matches_the_catalog_word_it_begins(ctx: ToolContext) -> None:
     assert "weather.observations" not in [
         t.table for t in search_schema(ctx, SearchSchema(query="obs")).tables
     ]
+
+
+# -- key_links: the rules, on catalogs built in memory (no database) ------------------------------------
+
+
+def _table(name: str, *cols: str, pk: str | None = None, fks: list[ForeignKey] | None = None) -> TableInfo:
+    """cols as 'name TYPE'."""
+    columns = [Column(name=c.split()[0], type=c.split()[1], primary_key=c.split()[0] == pk) for c in cols]
+    return TableInfo(schema="main", name=name, columns=columns, foreign_keys=fks or [])
+
+
+def _conditions(tables: list[TableInfo]) -> dict[str, str]:
+    """'a.x = b.y' (referencing side first) -> evidence, for every link."""
+    return {
+        f"{tables[lk.table].name}.{lk.columns[0]} = {tables[lk.ref_table].name}.{lk.ref_columns[0]}": lk.evidence
+        for lk in key_links(tables)
+    }
+
+
+def test_same_name_points_at_the_table_owning_the_key() -> None:
+    tables = [
+        _table("dogs", "dog_id INTEGER", "breed_code VARCHAR", "name VARCHAR"),
+        _table("breeds", "breed_code VARCHAR", "breed_name VARCHAR"),
+        _table("student", "StuID INTEGER", "LName VARCHAR"),
+        _table("has_pet", "StuID INTEGER", "PetID INTEGER"),
+        _table("pets", "PetID INTEGER", "PetType VARCHAR"),
+    ]
+    found = _conditions(tables)
+    assert "dogs.breed_code = breeds.breed_code" in found
+    assert "has_pet.StuID = student.StuID" in found
+    assert "has_pet.PetID = pets.PetID" in found
+    assert not any("name" in c.lower().split(" = ")[0].split(".")[1] for c in found)  # names are no keys
+
+
+def test_role_prefixes_glued_names_and_table_plus_column() -> None:
+    tables = [
+        _table(
+            "students", "student_id INTEGER", "current_address_id INTEGER", "permanent_address_id INTEGER"
+        ),
+        _table("addresses", "address_id INTEGER", "line_1 VARCHAR"),
+        _table(
+            "flights", "airline INTEGER", "flightno INTEGER", "sourceairport VARCHAR", "destairport VARCHAR"
+        ),
+        _table("airlines", "uid INTEGER", "airline VARCHAR", "abbreviation VARCHAR"),
+        _table("airports", "city VARCHAR", "airportcode VARCHAR", "airportname VARCHAR"),
+        _table("city", "id INTEGER", "name VARCHAR", "countrycode VARCHAR"),
+        _table("country", "code VARCHAR", "name VARCHAR"),
+    ]
+    found = _conditions(tables)
+    assert found["students.current_address_id = addresses.address_id"] == "role prefix current_ stripped"
+    assert found["students.permanent_address_id = addresses.address_id"] == "role prefix permanent_ stripped"
+    assert found["flights.airline = airlines.uid"] == "named after table airlines"
+    assert "flights.airline = airlines.airline" not in found  # a number never joins text
+    assert found["flights.sourceairport = airports.airportcode"] == "role prefix source stripped"
+    assert found["flights.destairport = airports.airportcode"] == "role prefix dest stripped"
+    assert found["city.countrycode = country.code"] == "table country + column code"
+
+
+def test_declared_keys_come_first_and_are_not_inferred_again() -> None:
+    fks = [
+        ForeignKey(columns=["source"], ref_table="airports", ref_columns=["code"]),
+        ForeignKey(columns=["dest"], ref_table="airports", ref_columns=["code"]),
+    ]
+    tables = [
+        _table("routes", "source VARCHAR", "dest VARCHAR", "airport_code VARCHAR", fks=fks),
+        _table("airports", "code VARCHAR", "name VARCHAR", pk="code"),
+    ]
+    links = key_links(tables)
+    assert [(lk.columns, lk.kind) for lk in links[:2]] == [(("source",), "declared"), (("dest",), "declared")]
+    inferred = [lk for lk in links if not lk.declared]
+    assert [(lk.columns, lk.ref_columns) for lk in inferred] == [(("airport_code",), ("code",))]
+    assert inferred[0].weight < 1.0
+
+
+def test_a_name_shared_by_many_tables_links_each_to_its_owner_only() -> None:
+    tables = [_table("customers", "customer_id INTEGER", "name VARCHAR")] + [
+        _table(f"t{i}", "row_id INTEGER", "customer_id INTEGER", "created_at TIMESTAMP") for i in range(8)
+    ]
+    links = key_links(tables)
+    assert {tables[lk.ref_table].name for lk in links} == {"customers"}
+    assert len(links) == 8  # no sibling pairs among the eight, no created_at links
+
+
+def test_inferred_links_keep_their_signature_for_search() -> None:
+    tables = [
+        _table("races", "race_id INTEGER", "name VARCHAR"),
+        _table("pit_stops", "race_id INTEGER", "stop INTEGER"),
+        _table("drivers", "driver_id INTEGER"),
+    ]
+    assert inferred_links(tables, [0, 0, 0]) == [(1, 0, "race_id")]
+    assert inferred_links(tables, [0, 1, 0]) == []  # never across schemas

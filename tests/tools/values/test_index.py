@@ -126,6 +126,9 @@ def test_index_skips_id_like_and_free_text_and_checks_them_live(wide_duckdb: str
         code = find_values(ctx, FindValues(text="tck-000042"))
         assert [(m.column, m.value, m.via) for m in code.matches] == [("ticket_code", "TCK-000042", "live")]
         assert "checked" in code.to_text() and "live" in code.to_text()
+        # a plain word or a phrase is no code: the id-like columns are not scanned for it
+        word = find_values(ctx, FindValues(text="refund"))
+        assert word.live_checked == [] and word.not_checked == 0
         text = find_values(ctx, FindValues(text="problem number 4242 and", tables=["tickets"]))
         assert any(m.column == "body" and m.match == "contains" for m in text.matches)
     finally:

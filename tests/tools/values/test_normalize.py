@@ -10,7 +10,7 @@ import pytest
 from flexsql.tools.engines import SourceRegistry, open_source
 from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.values.find import FindValues, find_values
-from flexsql.tools.values.normalize import normalize
+from flexsql.tools.values.normalize import compact, normalize, number_forms, spaced
 
 
 @pytest.mark.parametrize(
@@ -45,3 +45,40 @@ def test_an_emoji_finds_the_values_that_hold_it(tmp_path: Path) -> None:
     assert result.matches and result.matches[0].column == "mood"
     spellings = {result.matches[0].value, *result.matches[0].others}
     assert {"🎉🎉", "party 🎉 time"} <= spellings and "😢" not in spellings
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("NorthCarolina", "north carolina"),
+        ("AustralianOpen", "australian open"),
+        ("Route66", "route 66"),
+        ("HTMLParser", "html parser"),
+        ("e-mail", "e mail"),
+    ],
+)
+def test_spaced_splits_camel_case_and_digits(text: str, expected: str) -> None:
+    assert spaced(text) == expected
+
+
+def test_compact_forms_meet() -> None:
+    forms = {compact(normalize(t)) for t in ("North Carolina", "NorthCarolina", "north-carolina")}
+    assert forms == {"northcarolina"}
+    assert compact(normalize("e-mail")) == compact(normalize("email")) == "email"
+
+
+@pytest.mark.parametrize(
+    ("word", "forms"),
+    [
+        ("dogs", ["dog"]),
+        ("companies", ["company"]),
+        ("boxes", ["box", "boxe"]),
+        ("city", ["cities"]),
+        ("class", ["classes"]),
+        ("bus", []),
+        ("ab", []),
+        ("2020", []),
+    ],
+)
+def test_number_forms(word: str, forms: list[str]) -> None:
+    assert number_forms(word) == forms

@@ -1,0 +1,283 @@
+"""Semantic evidence for search_schema: the cosine of the question with each table and column.
+
+A table's text is its name, its schema's name, its comment and its column names ('singer (concert
+singer): singer id, name, country, song name, age'), a column's its name and comment. Their vectors
+(embeddings.py) are computed once per text and kept on disk in a SQLite file per model under the cache
+dir (0600 in a 0700 folder), keyed by a hash of the text: a catalog that comes back, or changes a
+little, re-encodes only what is new. The vectors of a catalog are gathered in a background thread when
+its SearchIndex is built, so no search waits on them; searches until then rank without them.
+
+The ranking rule that uses them is `fuse_semantic` (rules.py); its weights are in Params.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from flexsql.tools.search import embeddings
+from flexsql.tools.values.normalize import split_identifier
+
+if TYPE_CHECKING:
+    from flexsql.tools.engines import TableInfo
+    from flexsql.tools.search.index import SearchIndex
+
+log = logging.getLogger("flexsql.search")
+
+FORMAT = 1  # bump when the texts change shape: old vectors are then simply not found
+TABLE_TOKENS = embeddings.MAX_TOKENS
+COLUMN_TOKENS = 64
+COMMENT_CHARS = 300  # of a table's comment in its text; a column's comment is cut at COLUMN_TOKENS
+SAVE_EVERY = 512  # texts encoded between two writes to the store (a stopped build keeps its work)
+
+
+def _words(name: str) -> str:
+    return " ".join(split_identifier(name.replace("*", " ")))
+
+
+def table_text(table: TableInfo, name: str | None = None) -> str:
+    """'singer (concert singer): singer id, name, country': the table's words, its schema's, its
+    comment's start, then its column names (a long list is cut by the model's token limit)."""
+    head = _words(name or table.name)
+    schema = _words(table.schema_name) if table.schema_name else ""
+    if schema and schema != head:
+        head += f" ({schema})"
+    if table.comment:
+        head += f". {table.comment.strip()[:COMMENT_CHARS]}"
+    return head + ": " + ", ".join(_words(c.name) for c in table.columns)
+
+
+def column_text(name: str, comment: str | None) -> str:
+    words = _words(name)
+    return f"{words}: {comment.strip()}" if comment and comment.strip() else words
+
+
+def _key(model: embeddings.MiniLM, text: str) -> bytes:
+    return hashlib.sha1(f"{model.name}|{FORMAT}|{text}".encode()).digest()
+
+
+class VectorStore:
+    """text hash -> float16 vector, in one SQLite file per model; safe across threads and processes."""
+
+    def __init__(self, path: Path) -> None:
+        from flexsql.paths import private_file
+
+        self.path = private_file(path)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
+        with self._lock:
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vec BLOB) WITHOUT ROWID"
+            )
+            self._conn.commit()
+
+    def get(self, keys: Sequence[bytes]) -> dict[bytes, npt.NDArray[np.float32]]:
+        out: dict[bytes, npt.NDArray[np.float32]] = {}
+        with self._lock:
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for key, vec in self._conn.execute(
+                    f"SELECT key, vec FROM vectors WHERE key IN ({marks})", chunk
+                ):
+                    out[bytes(key)] = np.frombuffer(vec, dtype=np.float16).astype(np.float32)
+        return out
+
+    def put(self, items: Sequence[tuple[bytes, npt.NDArray[np.float32]]]) -> None:
+        with self._lock:
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO vectors VALUES (?, ?)",
+                ((key, vec.astype(np.float16).tobytes()) for key, vec in items),
+            )
+            self._conn.commit()
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+def store_file(model: embeddings.MiniLM) -> Path:
+    from flexsql.paths import cache_dir, private_dir
+
+    return private_dir(cache_dir() / "embeddings") / f"{model.name.lower()}-v{FORMAT}.sqlite"
+
+
+_STORES: dict[Path, VectorStore] = {}
+_STORE_LOCK = threading.Lock()
+
+
+def vector_store(model: embeddings.MiniLM) -> VectorStore:
+    path = store_file(model)
+    with _STORE_LOCK:
+        store = _STORES.get(path)
+        if store is None:
+            store = _STORES[path] = VectorStore(path)
+        return store
+
+
+def encode_cached(
+    model: embeddings.MiniLM, texts: Sequence[str], max_tokens: int, stop: Callable[[], bool] | None = None
+) -> npt.NDArray[np.float32] | None:
+    """Vectors of `texts` (distinct), from the store where it has them, encoded (and stored) where not;
+    None when `stop` says to give up part way."""
+    store = vector_store(model)
+    keys = [_key(model, f"{max_tokens}|{t}") for t in texts]
+    found = store.get(keys)
+    out = np.zeros((len(texts), model.dim), dtype=np.float32)
+    missing = []
+    for i, key in enumerate(keys):
+        vec = found.get(key)
+        if vec is None:
+            missing.append(i)
+        else:
+            out[i] = vec
+    for start in range(0, len(missing), SAVE_EVERY):
+        if stop is not None and stop():
+            return None
+        chunk = missing[start : start + SAVE_EVERY]
+        vecs = model.encode([texts[i] for i in chunk], max_tokens=max_tokens)
+        out[chunk] = vecs
+        store.put([(keys[i], vecs[row]) for row, i in enumerate(chunk)])
+    return out
+
+
+@dataclass
+class CatalogVectors:
+    """The vectors of one SearchIndex: a row per table (family) and per distinct column text."""
+
+    tables: npt.NDArray[np.float32]  # (tables, dim)
+    columns: npt.NDArray[np.float32]  # (distinct column texts, dim)
+    column_row: npt.NDArray[np.int64]  # per column of the index: its row in `columns`
+    first_column: npt.NDArray[np.int64]  # per table: its first column's index (tables with columns only)
+    with_columns: npt.NDArray[np.int64]  # the tables that have columns
+    seconds: float = 0.0
+
+    def similarities(
+        self, question: npt.NDArray[np.float32]
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+        """(cosine per table, best column cosine per table, cosine per column of the index)."""
+        table_cos = self.tables @ question
+        col_cos = (
+            (self.columns @ question)[self.column_row] if len(self.column_row) else np.zeros(0, np.float32)
+        )
+        best = np.zeros(len(self.tables), dtype=np.float32)
+        if len(self.with_columns):
+            best[self.with_columns] = np.maximum.reduceat(col_cos, self.first_column)
+        return table_cos.astype(np.float32), best, col_cos.astype(np.float32)
+
+
+def build_vectors(
+    index: SearchIndex, model: embeddings.MiniLM, stop: Callable[[], bool] | None = None
+) -> CatalogVectors | None:
+    started = time.perf_counter()
+    names = [f[0] if f else None for f in index.family]
+    ttexts = [table_text(t, n) for t, n in zip(index.tables, names, strict=True)]
+    comments = {(ti, c.name): c.comment for ti, t in enumerate(index.tables) for c in t.columns}
+    ctexts_all = [column_text(name, comments.get((ti, name))) for ti, name in index.columns]
+    distinct: dict[str, int] = {}
+    rows = np.array([distinct.setdefault(t, len(distinct)) for t in ctexts_all], dtype=np.int64)
+    tvecs = encode_cached(model, list(dict.fromkeys(ttexts)), TABLE_TOKENS, stop)
+    if tvecs is None:
+        return None
+    trow = {t: i for i, t in enumerate(dict.fromkeys(ttexts))}
+    cvecs = encode_cached(model, list(distinct), COLUMN_TOKENS, stop)
+    if cvecs is None:
+        return None
+    starts = [cols[0] for cols in index.table_columns if cols]
+    with_columns = [ti for ti, cols in enumerate(index.table_columns) if cols]
+    return CatalogVectors(
+        tables=tvecs[[trow[t] for t in ttexts]] if ttexts else np.zeros((0, model.dim), np.float32),
+        columns=cvecs,
+        column_row=rows,
+        first_column=np.array(starts, dtype=np.int64),
+        with_columns=np.array(with_columns, dtype=np.int64),
+        seconds=time.perf_counter() - started,
+    )
+
+
+# -- in the background -----------------------------------------------------------------------------------
+
+_BUILDS: dict[int, threading.Thread] = {}
+_BUILD_LOCK = threading.Lock()
+
+
+def _build_into(index: SearchIndex) -> None:
+    try:
+        model = embeddings.model(wait=True)
+        if model is None:
+            return
+        index.semantic = build_vectors(index, model, stop=lambda: index.retired)
+    except (OSError, sqlite3.Error, ValueError, MemoryError) as exc:
+        log.warning("search_schema: table embeddings could not be built (%s); searching without them", exc)
+    finally:
+        with _BUILD_LOCK:
+            _BUILDS.pop(id(index), None)
+
+
+def attach(index: SearchIndex, wait: bool = False) -> CatalogVectors | None:
+    """The index's vectors when ready; otherwise start building them in a background thread (once per
+    index) and answer None, or with `wait` block until they are built. None without a model."""
+    if index.semantic is not None or not embeddings.available():
+        return index.semantic
+    with _BUILD_LOCK:
+        thread = _BUILDS.get(id(index))
+        if thread is None and index.semantic is None and not index.semantic_started:
+            index.semantic_started = True
+            thread = _BUILDS[id(index)] = threading.Thread(
+                target=_build_into, args=(index,), daemon=True, name="flexsql-table-embeddings"
+            )
+            thread.start()
+    if wait and thread is not None:
+        thread.join()
+    return index.semantic
+
+
+_QUESTIONS: dict[str, npt.NDArray[np.float32]] = {}
+
+
+def question_vector(query: str) -> npt.NDArray[np.float32] | None:
+    """The question's vector (the last few hundred are remembered); None while no model is loaded."""
+    found = _QUESTIONS.get(query)
+    if found is not None:
+        return found
+    model = embeddings.model()
+    if model is None:
+        return None
+    vec: npt.NDArray[np.float32] = model.encode([query])[0]
+    if len(_QUESTIONS) > 256:
+        with contextlib.suppress(KeyError, StopIteration):
+            del _QUESTIONS[next(iter(_QUESTIONS))]
+    _QUESTIONS[query] = vec
+    return vec
+
+
+def _reset_for_tests() -> None:
+    with _STORE_LOCK:
+        for store in _STORES.values():
+            store.close()
+        _STORES.clear()
+    _QUESTIONS.clear()
+
+
+__all__ = [
+    "CatalogVectors",
+    "VectorStore",
+    "attach",
+    "build_vectors",
+    "column_text",
+    "encode_cached",
+    "question_vector",
+    "table_text",
+    "vector_store",
+]
