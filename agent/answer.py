@@ -60,12 +60,19 @@ class Answer(ToolResult):
     trace: str | None = None  # path of the JSONL trace, when written
     conversation_id: str | None = None
 
+    @property
+    def ok(self) -> bool:
+        """False for a failed question: the MCP `ask` result is then an error result."""
+        return self.status != "failed"
+
     def to_text(self, budget: TextBudget = TextBudget()) -> str:
         max_chars, cell_chars = budget.max_chars, budget.cell_chars
         lines = [
             f"status: {self.status}"
             + (f" (budget spent: {self.budget_exhausted}; best so far)" if self.budget_exhausted else "")
         ]
+        if self.conversation_id:
+            lines.append(f"conversation_id: {self.conversation_id} (pass it to continue this conversation)")
         if self.clarifying_question:
             lines.append(f"question for the user: {self.clarifying_question}")
             lines += [f"  reading: {r}" for r in self.readings]

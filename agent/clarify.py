@@ -4,8 +4,12 @@ Two wires: on 2025-era (legacy) sessions the server asks over the back-channel i
 tool call (`ctx.elicit`); on 2026-07-28 sessions there is no back-channel, so the `ask` call ends
 with an `InputRequiredResult` carrying the elicitation, the client asks the user and calls `ask`
 again with the answer and our `request_state` — a random token naming the pending question, kept
-per client session (never in state shared between sessions). A client without the elicitation
-capability, or a user who declines, gets `needs_clarification` with the question instead.
+per principal (`ToolEnv.principal`: the bearer token's identity on stateless HTTP, never state
+shared between principals) and single use. The SDK seals the state (encrypted, 10 minutes, bound to
+the tool's arguments and to the token's identity). On stateless HTTP without a token the state is
+the only proof of continuity: whoever holds it answers the question, as with a conversation id. A
+client without the elicitation capability, or a user who declines, gets `needs_clarification` with
+the question instead.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from pydantic import BaseModel, Field, ValidationError, create_model
 
 from flexsql.agent.answer import Answer
 from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.runtime.registry import Principal
 
 INPUT_KEY = "clarify"
 MAX_PENDING = 32  # per session: questions asked and not answered yet
@@ -99,23 +104,31 @@ def clarified(question: str, asked: str | None, reply: str) -> str:
     )
 
 
-_PENDING: weakref.WeakKeyDictionary[Any, OrderedDict[str, Pending]] = weakref.WeakKeyDictionary()
+# pending questions by session context, then by principal, then by token
+_PENDING: weakref.WeakKeyDictionary[Any, dict[str, OrderedDict[str, Pending]]] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
+MAX_PRINCIPALS = 64  # per session context (the stateless one serves every token)
 
 
-def remember(tools: ToolContext, pending: Pending) -> str:
-    """Keep a pending question with the session's result store; the token is its capability."""
-    token = "clarify_" + secrets.token_urlsafe(12)
+def remember(tools: ToolContext, principal: Principal, pending: Pending) -> str:
+    """Keep a pending question for this principal of the session; the token is its capability."""
+    token = "clarify_" + secrets.token_urlsafe(16)
     with _LOCK:
-        waiting = _PENDING.setdefault(tools.results, OrderedDict())
+        principals = _PENDING.setdefault(tools.results, OrderedDict())
+        waiting = principals.pop(principal.key, None) or OrderedDict()
+        principals[principal.key] = waiting  # the most recently used principal last
+        while len(principals) > MAX_PRINCIPALS:
+            del principals[next(iter(principals))]
         waiting[token] = pending
         while len(waiting) > MAX_PENDING:
             waiting.popitem(last=False)
     return token
 
 
-def take(tools: ToolContext, token: str | None) -> Pending | None:
+def take(tools: ToolContext, principal: Principal, token: str | None) -> Pending | None:
+    """The pending question `token` names, if this principal asked it; once."""
     if not token:
         return None
     with _LOCK:
-        return _PENDING.get(tools.results, OrderedDict()).pop(token, None)
+        waiting = _PENDING.get(tools.results, {}).get(principal.key)
+        return waiting.pop(token, None) if waiting is not None else None

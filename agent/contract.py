@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import deque
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
@@ -162,10 +163,22 @@ _STATUS_WORDS: dict[str, Literal["answerable", "ambiguous", "unanswerable"]] = {
 }
 
 
+# Bounds of the lenient parser: a reply is the model's, and the model may be hostile. Only the end of
+# a long reply is read (the answer comes last), and only a few of its objects are tried.
+PARSE_CHARS = 200_000  # characters of a reply the parser reads: its last ones
+MAX_SPANS = 32  # balanced {...} spans tried: the first and the last half of them
+MAX_FENCES = 8  # ```json blocks tried
+MAX_DEPTH = 64  # nesting of a JSON value the parser accepts (a stage's object needs 4)
+
+
 def _json_candidates(text: str) -> list[str]:
-    """The reply itself, fenced blocks, then every balanced {...} span (first to last)."""
+    """The reply itself, its first fenced blocks, then balanced {...} spans (the first and the last
+    MAX_SPANS // 2, in order)."""
     found = [text.strip()]
-    found += [b.body.strip() for b in fenced_blocks(text) if b.lang in ("", "json")]
+    found += [b.body.strip() for b in fenced_blocks(text) if b.lang in ("", "json")][:MAX_FENCES]
+    half = MAX_SPANS // 2
+    first: list[tuple[int, int]] = []
+    last: deque[tuple[int, int]] = deque(maxlen=half)
     depth, start, in_str, escape = 0, -1, False, False
     for i, ch in enumerate(text):
         if in_str:
@@ -185,8 +198,36 @@ def _json_candidates(text: str) -> list[str]:
         elif ch == "}" and depth:
             depth -= 1
             if depth == 0 and start >= 0:
-                found.append(text[start : i + 1])
+                (first if len(first) < half else last).append((start, i + 1))
+    found += [text[a:b] for a, b in [*first, *last]]
     return found
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether `value` (parsed JSON) nests lists and objects more than `limit` levels deep."""
+    level: list[Any] = [value]
+    for _ in range(limit):
+        level = [
+            child
+            for item in level
+            if isinstance(item, dict | list)
+            for child in (item.values() if isinstance(item, dict) else item)
+            if isinstance(child, dict | list)
+        ]
+        if not level:
+            return False
+    return True
+
+
+def load_json(text: str, limit: int = MAX_DEPTH) -> Any:
+    """json.loads, with nesting past `limit` (and past Python's own recursion limit) a ValueError."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"the JSON is nested more than {limit} levels deep") from None
+    if too_deep(value, limit):
+        raise ValueError(f"the JSON is nested more than {limit} levels deep")
+    return value
 
 
 def _program_from_fence(text: str) -> dict[str, Any] | None:
@@ -206,13 +247,18 @@ def parse_output(stage: str, text: str | None, plans: int = 4) -> BaseModel:
     model = OUTPUTS[stage]
     if not text or not text.strip():
         raise StageOutputError("the reply was empty: answer with the JSON object")
+    whole = len(text)
+    if whole > PARSE_CHARS:
+        text = text[-PARSE_CHARS:]
     problems: list[str] = []
     candidates: list[Any] = []
     for chunk in _json_candidates(text):
         try:
-            candidates.append(json.loads(chunk))
+            candidates.append(load_json(chunk))
         except json.JSONDecodeError:
             continue
+        except ValueError as exc:  # nested too deep
+            problems.append(str(exc))
     if stage in ("implement", "repair"):
         fenced = _program_from_fence(text)
         if fenced:
@@ -254,6 +300,11 @@ def parse_output(stage: str, text: str | None, plans: int = 4) -> BaseModel:
                 verdict=_VERDICT_WORDS[verdict.group(1)],
                 feedback=verdict.group(2).strip(" —-:") or text.strip()[-500:],
             )
+    if whole > PARSE_CHARS:
+        raise StageOutputError(
+            f"the reply was {whole:,} characters long and its last {PARSE_CHARS:,} hold no usable "
+            "JSON object; answer with the JSON object only, nothing else"
+        )
     if problems:
         raise StageOutputError(
             f"the JSON object does not match the schema ({problems[-1]}); "

@@ -10,6 +10,14 @@ Bounds: a conversation keeps its last `max_turns` turns and at most `max_chars` 
 line each in `summary`, itself bounded. So a 200-turn conversation costs what a 20-turn one does, in
 memory, on disk and in the prompt (`history_text` has its own `max_chars`).
 
+Folders: a store writes `<directory>/<id>.json`. The local user (`flexsql ask`, a stdio server) uses
+[agent] conversations_dir itself; every other principal of a server (an HTTP session, a token, the
+anonymous stateless clients) gets its own subfolder `p-<hmac>` named by a keyed hash of the principal
+(`principal_directory`; the key is `.principal-key` in the folder, 0600), so neither a token nor a
+session id is ever written, and one principal's files are not found by another. At most
+`max_files` conversation files are kept under the folder, all subfolders together: writing a new
+one beyond that removes the least recently written.
+
 Concurrency: every read and write of the store holds one lock; `get` returns a copy, so callers can
 keep it while other threads append. Between processes the file is the truth: a store reloads a file
 another process rewrote (by modification time), and writes are atomic (a temporary file renamed
@@ -19,8 +27,12 @@ the same instant: the later write wins.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import hmac
 import os
 import re
+import secrets
 import tempfile
 import threading
 from collections import OrderedDict
@@ -41,6 +53,7 @@ __all__ = [
     "TurnType",
     "history_text",
     "pending_clarification",
+    "principal_directory",
     "valid_conversation_id",
 ]
 
@@ -146,12 +159,18 @@ class ConversationStore:
         max_turns: int = 20,
         max_chars: int = 30_000,
         max_conversations: int = 1000,
+        max_files: int | None = None,
+        root: Path | None = None,
     ) -> None:
+        """`max_files`: conversation files kept under `root` (default: `directory`) and its
+        principals' subfolders together; the least recently written beyond it are removed."""
         if max_turns < 1 or max_chars < 1000:
             raise InvalidArgument(
                 f"max_turns must be ≥ 1 and max_chars ≥ 1000 (got {max_turns}, {max_chars})"
             )
         self.directory = Path(directory).expanduser() if directory is not None else None
+        self.root = Path(root).expanduser() if root is not None else self.directory
+        self.max_files = max_files
         self.max_turns = max_turns
         self.max_chars = max_chars
         # In memory, the least recently used conversations beyond this count are forgotten (they
@@ -190,6 +209,15 @@ class ConversationStore:
         """The conversation (a copy), new and empty if the id is unknown."""
         with self._lock:
             return self._load(conversation_id).model_copy(deep=True)
+
+    def exists(self, conversation_id: str) -> bool:
+        """Whether this store holds a conversation with turns under this id (in memory or on disk)."""
+        with self._lock:
+            path = self.path(conversation_id)
+            if path is not None and path.exists():
+                return True
+            cached = self._cache.get(conversation_id)
+            return cached is not None and bool(cached[0].turns) and path is None
 
     def ids(self) -> list[str]:
         with self._lock:
@@ -272,6 +300,7 @@ class ConversationStore:
         if path is None:
             return None
         assert self.directory is not None
+        new_file = not path.exists()
         data = conv.model_dump_json(indent=1).encode("utf-8")
         # mkstemp creates the file 0600; the rename is atomic on one file system.
         fd, tmp = tempfile.mkstemp(prefix=f".{conv.id}.", suffix=".tmp", dir=self.directory)
@@ -287,7 +316,60 @@ class ConversationStore:
                 f"cannot write conversation file {path}: {exc.strerror}; check that "
                 f"{self.directory} is writable and not full"
             ) from None
+        if new_file and self.max_files is not None:
+            self._prune(keep=path)
         return _mtime(path)
+
+    def _prune(self, keep: Path) -> None:
+        """Remove the least recently written conversation files beyond `max_files` (under `root`
+        and its principals' subfolders); another process may prune at the same time."""
+        assert self.root is not None and self.max_files is not None
+        files = [*self.root.glob("*.json"), *self.root.glob("p-*/*.json")]
+        if len(files) <= self.max_files:
+            return
+        dated = []
+        for file in files:
+            with contextlib.suppress(OSError):
+                dated.append((file.stat().st_mtime_ns, str(file), file))
+        dated.sort()
+        for _, _, old in dated[: max(0, len(dated) - self.max_files)]:
+            if old != keep:
+                with contextlib.suppress(OSError):
+                    old.unlink()
+
+
+def principal_directory(root: Path, principal: str | None) -> Path:
+    """The conversations folder of a server's principal: `root` itself for the local user (None),
+    else `root/p-<hmac>` — a keyed hash of the principal, so the folder name reveals neither a
+    token nor a session id and cannot be computed without the key file `root/.principal-key`."""
+    if principal is None:
+        return root
+    digest = hmac.new(_principal_key(root), principal.encode("utf-8"), hashlib.sha256).hexdigest()
+    return root / f"p-{digest[:32]}"
+
+
+def _principal_key(root: Path) -> bytes:
+    """The folder's random key (created 0600 once, by whichever process comes first)."""
+    path = root / ".principal-key"
+    try:
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            for _ in range(50):  # another process is writing it
+                key = path.read_bytes()
+                if len(key) >= 32:
+                    return key
+                threading.Event().wait(0.01)
+            raise ConfigError(f"{path} is not a conversations key (32 random bytes): delete it") from None
+        key = secrets.token_bytes(32)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(key)
+        return key
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read or create {path}: {exc.strerror}; set [agent] conversations_dir to a folder you can write"
+        ) from None
 
 
 def _mtime(path: Path | None) -> int | None:

@@ -26,6 +26,7 @@ from flexsql.agent.answer import Answer, CandidateOut, PlanOut, Status
 from flexsql.agent.budget import Budget
 from flexsql.agent.contract import Plan, Program
 from flexsql.agent.models.base import ChatModel
+from flexsql.agent.secrets import question_secrets
 from flexsql.agent.stages.chat import Run
 from flexsql.agent.stages.classify import classify
 from flexsql.agent.stages.evaluate import evaluate
@@ -199,8 +200,10 @@ async def _guarded_plan(
 
 
 def _answer_for(run: Run, status: Status, **fields: Any) -> Answer:
+    """The answer, with no secret of the model endpoints in it (one echoed by a model could have
+    reached a plan, the SQL, a reason, the rows)."""
     spent = run.budget.snapshot()
-    return Answer(
+    answer = Answer(
         status=status,
         question=run.question,
         run_id=run.run_id,
@@ -209,6 +212,7 @@ def _answer_for(run: Run, status: Status, **fields: Any) -> Answer:
         trace=str(run.trace.path) if run.trace.path else None,
         **fields,
     )
+    return run.trace.scrubbed(answer)
 
 
 def _selected(run: Run, state: _State) -> Answer:
@@ -286,7 +290,7 @@ async def answer(
         tools=tools,
         settings=settings,
         model_for=model_for,
-        trace=trace or Trace(run_id),
+        trace=trace or Trace(run_id, secrets=question_secrets(settings), max_bytes=cfg.trace_bytes),
         budget=Budget(cfg.max_model_calls, cfg.max_tokens, cfg.max_seconds),
         source=source.name,
         dialect=source.dialect,

@@ -5,29 +5,47 @@ clarification through MCP elicitation, progress, traces. `ask` (MCP), `flexsql a
 
 from __future__ import annotations
 
-import contextlib
+import secrets
 import threading
 import uuid
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
+import anyio
 from pydantic import Field
 
 from flexsql.agent import clarify
 from flexsql.agent.answer import Answer, Status, Usage
-from flexsql.agent.conversation import ConversationStore, Turn, history_text, pending_clarification
+from flexsql.agent.conversation import (
+    ConversationStore,
+    Turn,
+    history_text,
+    pending_clarification,
+    principal_directory,
+    valid_conversation_id,
+)
 from flexsql.agent.models.base import ChatModel, ModelUnavailable
 from flexsql.agent.models.factory import configured, model_for_stage
 from flexsql.agent.models.sampling import SamplingModel, supports_sampling
 from flexsql.agent.pipeline import Question, answer
 from flexsql.agent.roles import diff_roles, role_state
-from flexsql.agent.trace import Trace, secret_values
+from flexsql.agent.secrets import question_secrets
+from flexsql.agent.trace import Trace, prune_traces
 from flexsql.config import Settings
 from flexsql.paths import cache_dir, private_dir
 from flexsql.tools.runtime.context import SourceName, ToolContext
-from flexsql.tools.runtime.registry import NeedsInput, ToolArgs, ToolEnv, tool
+from flexsql.tools.runtime.registry import (
+    LOCAL,
+    NeedsInput,
+    Principal,
+    ToolArgs,
+    ToolEnv,
+    python_enabled,
+    tool,
+)
 from flexsql.tools.runtime.render import table_text
 
 FOLLOW_UP = (
@@ -42,40 +60,63 @@ def model_provider(settings: Settings, mcp_context: Any = None) -> Callable[[str
     if configured(settings.model):
         return lambda stage: model_for_stage(settings.model, stage)
     if mcp_context is not None and supports_sampling(mcp_context):
-        sampler = SamplingModel(mcp_context)
+        sampler = SamplingModel(mcp_context, max_reply_bytes=settings.model.max_reply_bytes)
         return lambda stage: sampler
     raise ModelUnavailable()
 
 
-_CONVERSATIONS: weakref.WeakKeyDictionary[Any, ConversationStore] = weakref.WeakKeyDictionary()
+# conversation stores by session context (its result store), then by principal
+_CONVERSATIONS: weakref.WeakKeyDictionary[Any, OrderedDict[str, ConversationStore]] = (
+    weakref.WeakKeyDictionary()
+)
 _CONVERSATIONS_LOCK = threading.Lock()
+MAX_PRINCIPALS = 64  # stores kept per session context (the stateless one serves every token)
 
 
-def conversation_store(tools: ToolContext, settings: Settings) -> ConversationStore:
-    """The conversations of one client: kept with its session's result store (never in the caches
-    the server's sessions share, so sessions never see each other's turns). On disk when [agent]
-    conversations_dir is set, so `flexsql ask --conversation ID` continues across processes."""
-    directory = (
-        Path(settings.agent.conversations_dir).expanduser() if settings.agent.conversations_dir else None
-    )
+def conversation_store(
+    tools: ToolContext, settings: Settings, principal: Principal = LOCAL
+) -> ConversationStore:
+    """The conversations of one principal (flexsql.server.sessions names them): kept with its
+    session's result store (never in the caches the server's sessions share) and, within it, per
+    principal, so no client sees or extends another's turns. On disk when [agent]
+    conversations_dir is set: the local user's in the folder itself, so `flexsql ask --conversation
+    ID` continues across processes; any other principal's in a subfolder of its own."""
+    root = Path(settings.agent.conversations_dir).expanduser() if settings.agent.conversations_dir else None
     with _CONVERSATIONS_LOCK:
-        store = _CONVERSATIONS.get(tools.results)
+        stores = _CONVERSATIONS.setdefault(tools.results, OrderedDict())
+        store = stores.pop(principal.key, None)
         if store is None:
-            store = _CONVERSATIONS[tools.results] = ConversationStore(directory)
+            directory = (
+                None
+                if root is None
+                else principal_directory(root, None if principal == LOCAL else principal.key)
+            )
+            store = ConversationStore(directory, max_files=settings.agent.max_conversation_files, root=root)
+        stores[principal.key] = store  # the most recently used last
+        while len(stores) > MAX_PRINCIPALS:
+            del stores[next(iter(stores))]
         return store
+
+
+def conversation_for(store: ConversationStore, principal: Principal, requested: str) -> str:
+    """The id a turn is kept under. A principal that does not issue ids (local, a session) names its
+    conversations; on stateless HTTP (`issues_ids`) only an id the server minted continues one, and any
+    other name starts a new conversation under a fresh unguessable id, returned with the answer."""
+    valid_conversation_id(requested)
+    if not principal.issues_ids or store.exists(requested):
+        return requested
+    return "conv-" + secrets.token_hex(16)
 
 
 MAX_TRACES = 500  # traces the MCP `ask` tool keeps in the user cache; the oldest go first
 
 
-def default_trace_path(run_id: str) -> Path:
+def default_trace_path(run_id: str, settings: Settings) -> Path:
+    """Where the MCP `ask` tool writes a trace: the user cache, the oldest pruned first (by count
+    and by [agent] traces_bytes, leaving room for this one's trace_bytes)."""
     folder = private_dir(cache_dir() / "traces")
-    traces = list(folder.glob("*.jsonl"))
-    if len(traces) >= MAX_TRACES:
-        with contextlib.suppress(OSError):  # another process may prune at the same time
-            traces.sort(key=lambda p: p.stat().st_mtime)
-            for old in traces[: len(traces) - MAX_TRACES + 1]:
-                old.unlink(missing_ok=True)
+    agent = settings.agent
+    prune_traces(folder, keep=MAX_TRACES, max_bytes=agent.traces_bytes, room=agent.trace_bytes)
     return folder / f"{run_id}.jsonl"
 
 
@@ -99,12 +140,16 @@ async def ask_question(
     model_for: Callable[[str], ChatModel] | None = None,
     mcp_context: Any = None,
     on_stage: Callable[[str, str], Any] | None = None,
-    python: bool = True,
+    python: bool | None = None,
     run_id: str | None = None,
     conversations: ConversationStore | None = None,
     elicit: bool = True,
 ) -> Answer:
+    """`python`: whether the agent may offer and run run_python; None: [sandbox] enabled, else on
+    (the local user's default, as for stdio). `conversations`: the store of the caller's principal
+    (default: the local user's)."""
     model_for = model_for or model_provider(settings, mcp_context)
+    python = python_enabled(settings, True) if python is None else python
     run_id = run_id or uuid.uuid4().hex[:12]
     store = conv = None
     history = None
@@ -120,8 +165,9 @@ async def ask_question(
             )
         if history:
             history += "\n" + FOLLOW_UP
-    keys = [settings.model.api_key_env, *(s.api_key_env for s in settings.model.stages.values())]
-    trace = Trace(run_id, trace_path, secrets=secret_values(keys))
+    trace = Trace(
+        run_id, trace_path, secrets=question_secrets(settings), max_bytes=settings.agent.trace_bytes
+    )
     try:
         q = Question(
             question=question,
@@ -133,7 +179,11 @@ async def ask_question(
         )
         result = await answer(tools, settings, model_for, q, trace=trace, on_stage=on_stage, python=python)
         if result.status == "needs_clarification" and mcp_context is not None and elicit:
-            reply = await clarify.ask_now(mcp_context, result)  # legacy sessions: over the back-channel
+            reply = None
+            # legacy sessions: over the back-channel, bounded like the run (a client that never
+            # answers must not hold a run slot for ever)
+            with anyio.move_on_after(settings.agent.max_seconds):
+                reply = await clarify.ask_now(mcp_context, result)
             if reply:
                 trace.event("elicitation", question=result.clarifying_question, answer=reply)
                 clarified = clarify.clarified(question, result.clarifying_question, reply)
@@ -194,7 +244,7 @@ def _turn_type(result: Answer) -> TurnType | None:
 class Ask(ToolArgs):
     question: str
     source: SourceName = None
-    conversation_id: str | None = None
+    conversation_id: str | None = None  # the answer says which id continues it (minted on stateless HTTP)
     external_knowledge: str | None = Field(None, description="a document defining its terms")
 
 
@@ -223,17 +273,26 @@ async def ask(tools: ToolContext, args: Ask, env: ToolEnv) -> Answer:
                 pass
 
     run_id = uuid.uuid4().hex[:12]
+    principal = env.principal
+    store = conversation_store(tools, env.settings, principal)
+    pending = clarify.take(tools, principal, getattr(ctx, "request_state", None)) if ctx is not None else None
+    if pending is not None:  # the conversation the question was asked in (its minted id, if any)
+        conversation_id = pending.conversation_id
+    elif args.conversation_id:
+        conversation_id = conversation_for(store, principal, args.conversation_id)
+    else:
+        conversation_id = None
     common = {
         "source": args.source,
-        "conversation_id": args.conversation_id,
+        "conversation_id": conversation_id,
+        "conversations": store,
         "external_knowledge": args.external_knowledge,
         "mcp_context": ctx,
         "on_stage": on_stage,
         "python": env.python_enabled,
         "run_id": run_id,
-        "trace_path": default_trace_path(run_id),
+        "trace_path": default_trace_path(run_id, env.settings),
     }
-    pending = clarify.take(tools, getattr(ctx, "request_state", None)) if ctx is not None else None
     if pending is not None:  # 2026-07-28: the client asked the user and called again with the answer
         reply = clarify.reply_from(getattr(ctx, "input_responses", None), pending.answer)
         if reply is None:  # declined or cancelled: the question stands
@@ -253,10 +312,11 @@ async def ask(tools: ToolContext, args: Ask, env: ToolEnv) -> Answer:
     ):
         token = clarify.remember(
             tools,
+            principal,
             clarify.Pending(
                 question=args.question,
                 source=args.source,
-                conversation_id=args.conversation_id,
+                conversation_id=conversation_id,
                 external_knowledge=args.external_knowledge,
                 answer=result,
             ),

@@ -20,6 +20,7 @@ from flexsql.config import Settings
 from flexsql.errors import ConfigError, FlexSQLError, error_code, error_text
 from flexsql.evals.runners import Prediction, Runner, safe_name
 from flexsql.evals.tasks import DatabaseLocator, Task, find_external_knowledge
+from flexsql.paths import private_file
 from flexsql.tools.engines import SourceRegistry, open_source
 from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.runtime.results import ResultStore
@@ -131,7 +132,8 @@ class BuiltinRunner(Runner):
             stored = tools.results.get(result.result_id or "")
             import pandas as pd
 
-            pd.DataFrame([list(r) for r in stored.rows], columns=stored.columns).to_csv(csv_path, index=False)
+            frame = pd.DataFrame([list(r) for r in stored.rows], columns=stored.columns)
+            frame.to_csv(private_file(csv_path), index=False)
             prediction.csv_path = str(csv_path)
         if result.status == "failed":
             prediction.error = result.reason

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from flexsql.errors import FlexSQLError
+from flexsql.paths import open_private
 
 if TYPE_CHECKING:  # annotations only: both are imported where used, so scoring alone stays light
     from mcp import Client
@@ -180,7 +181,7 @@ class McpExecutor(Executor):
             command=self.command[0], args=[*self.command[1:], "serve", "--db", url], env={**os.environ}
         )
         log_path = self.log_dir / f"serve-{len(self._stops)}.log"
-        with open(log_path, "w", encoding="utf-8") as log:
+        with open_private(log_path) as log:
             try:
                 async with Client(stdio_client(params, errlog=log)) as client:
                     ready.set_result(client)

@@ -52,7 +52,7 @@ from flexsql.evals.scoring import (
 )
 from flexsql.evals.sqltext import orders_result
 from flexsql.evals.tasks import DatabaseLocator, Task, extract_sql, load_tasks
-from flexsql.paths import write_private
+from flexsql.paths import open_private, private_file, write_private
 from flexsql.tools.engines import engine_for_url
 from flexsql.tools.engines.urls import redact
 
@@ -311,18 +311,18 @@ class Evaluation:
         try:
             if prediction.sql:
                 sql = extract_sql(prediction.sql)
-                (sub / f"{name}.sql").write_text(sql + "\n", encoding="utf-8")
+                write_private(sub / f"{name}.sql", sql + "\n")
                 url = self._url(task)
                 result = self.executor.execute(url, sql, self.options.timeout)
                 text = csv_text(result.columns, result.rows)
-                (sub / f"{name}.csv").write_text(text, encoding="utf-8")
+                write_private(sub / f"{name}.csv", text)
                 pred_cols, pred_rows = result.columns, result.rows
                 empty_cloud = not result.rows and _cloud(url)
                 pred_frame = frame_from_result(result.columns, result.rows) if result.columns else None
             else:
                 assert prediction.csv_path is not None
                 if Path(prediction.csv_path).resolve() != (sub / f"{name}.csv").resolve():
-                    shutil.copyfile(prediction.csv_path, sub / f"{name}.csv")
+                    shutil.copyfile(prediction.csv_path, private_file(sub / f"{name}.csv"))
                 pred_frame = read_csv_frame(prediction.csv_path)
                 pred_cols, pred_rows = frame_columns(pred_frame), frame_rows(pred_frame)
                 empty_cloud = False
@@ -436,7 +436,7 @@ class Evaluation:
             self.executor.warm(urls)
         pool = ThreadPoolExecutor(max_workers=max(1, self.options.jobs), thread_name_prefix="flexsql-eval")
         try:
-            with open(results_path, "a", encoding="utf-8") as sink:
+            with open_private(results_path, "a") as sink:
                 pending: set[Future[list[dict[str, Any]]]] = set()
                 queue = iter(units)
                 # Submit a bounded window so Ctrl-C leaves little queued work behind.

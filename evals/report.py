@@ -17,6 +17,7 @@ from typing import Any
 from flexsql.evals import dialogue
 from flexsql.evals.scoring import CATEGORY_TEXT, SCORER_NOTES, SCORERS
 from flexsql.evals.tasks import Task
+from flexsql.paths import write_private
 
 
 def _pct(n: int, d: int) -> float | None:
@@ -193,9 +194,9 @@ def _reason(record: dict[str, Any], scorer: str) -> str:
 
 def write_reports(out: Path, summary: dict[str, Any], records: list[dict[str, Any]]) -> None:
     out = Path(out)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
-    (out / "report.md").write_text(markdown(summary), encoding="utf-8")
-    (out / "report.html").write_text(html_report(summary), encoding="utf-8")
+    write_private(out / "summary.json", json.dumps(summary, indent=2, default=str))
+    write_private(out / "report.md", markdown(summary))
+    write_private(out / "report.html", html_report(summary))
 
 
 def _fmt(p: float | None) -> str:

@@ -28,7 +28,7 @@ from flexsql.evals.dialogue import read_status
 from flexsql.evals.execution import flexsql_command
 from flexsql.evals.gold import GoldStore
 from flexsql.evals.tasks import DatabaseLocator, Task, extract_sql, find_external_knowledge
-from flexsql.paths import write_private
+from flexsql.paths import open_private, write_private
 from flexsql.tools.engines.urls import split_password
 
 RUNNERS = ("gold", "predictions", "command", "builtin")
@@ -220,7 +220,10 @@ class CommandRunner(Runner):
         }
         started = time.perf_counter()
         note = None
-        with open(task_dir / "stdout.txt", "wb") as stdout, open(task_dir / "stderr.txt", "wb") as stderr:
+        with (
+            open_private(task_dir / "stdout.txt", "wb") as stdout,
+            open_private(task_dir / "stderr.txt", "wb") as stderr,
+        ):
             proc = subprocess.Popen(
                 self.command_line(values),
                 shell=True,

@@ -69,6 +69,19 @@ class SandboxConfig(StrictModel):
     max_output_chars: int = Field(
         8000, ge=100, le=1_000_000, description="Characters of stdout and of stderr kept per run_python call"
     )
+    max_concurrent: int = Field(
+        4,
+        ge=1,
+        le=256,
+        description="run_python programs running at once in the server, for all clients and agent runs "
+        "together (each may use memory_mb)",
+    )
+    queue_wait_s: float = Field(
+        10.0,
+        ge=0,
+        le=600,
+        description="Seconds a run_python call beyond max_concurrent waits for a sandbox, then fails as busy",
+    )
 
 
 class LimitsConfig(StrictModel):
@@ -78,7 +91,7 @@ class LimitsConfig(StrictModel):
         30.0,
         gt=0,
         le=3600,
-        description="Seconds before a query is cancelled on the engine (a call's timeout_s overrides it)",
+        description="Seconds before a query is cancelled on the engine (a call's timeout_s may only lower it)",
     )
     preview_rows: int = Field(
         20, ge=1, le=500, description="Rows a query result shows unless max_rows says otherwise"
@@ -96,11 +109,25 @@ class LimitsConfig(StrictModel):
         le=50_000_000,
         description="Rows of one query kept in the result store (fetch_rows, run_python)",
     )
+    keep_rows: int = Field(
+        1000,
+        ge=1,
+        le=50_000_000,
+        description="Rows a result keeps when run_query is given max_rows: max(max_rows, keep_rows), "
+        "at most store_rows (without max_rows it keeps up to store_rows)",
+    )
     store_mb: int = Field(
         512,
         ge=16,
         le=65536,
         description="Size of the result store, in MB (a session's store, and one result in it)",
+    )
+    server_store_mb: int = Field(
+        1024,
+        ge=16,
+        le=1_048_576,
+        description="All sessions' result stores together, in MB: the least recently used result of any "
+        "session is evicted first (one result is at most the smaller of this and store_mb)",
     )
     store_cell_kb: int = Field(
         1024,
@@ -112,8 +139,8 @@ class LimitsConfig(StrictModel):
         1024,
         ge=16,
         le=1_048_576,
-        description="structured_content of one tool result, in KB of JSON "
-        "(MCP clients refuse SSE events over 1 MiB)",
+        description="One tool result as sent, in KB: structured content, text and the JSON-RPC/SSE envelope "
+        "(MCP clients refuse SSE events over 1 MiB; what does not fit is cut, and says so)",
     )
     engine_memory_mb: int = Field(
         2048, ge=64, le=1_048_576, description="The engine's own memory budget, in MB (DuckDB memory_limit)"
@@ -166,7 +193,20 @@ class ModelEndpoint(StrictModel):
         {},
         description="Extra fields of every request body, passed through (e.g. chat_template_kwargs, top_k)",
     )
-    timeout_s: float = Field(120.0, gt=0, le=3600, description="Seconds to wait for one reply")
+    timeout_s: float = Field(
+        120.0,
+        gt=0,
+        le=3600,
+        description="Seconds one request may take in total (connecting, waiting, reading the reply), "
+        "however slowly the server sends it",
+    )
+    max_reply_bytes: int = Field(
+        4_000_000,
+        ge=10_000,
+        le=256_000_000,
+        description="Bytes of one reply (HTTP body, or a sampled reply's text); a bigger reply is "
+        "an error, and is not read past this",
+    )
     max_retries: int = Field(
         3, ge=0, le=20, description="Retries after HTTP 408/409/429/5xx, a timeout or a connection error"
     )
@@ -238,6 +278,26 @@ class AgentConfig(StrictModel):
     )
     tool_result_chars: int = Field(4000, ge=200, le=100_000, description="Tool text a stage sees per call")
     stage_tool_chars: int = Field(40_000, ge=1000, le=1_000_000, description="Tool text per stage in total")
+    tool_calls_per_reply: int = Field(
+        16,
+        ge=1,
+        le=1000,
+        description="Tool calls run from one model reply; the others are answered `not run: limit`",
+    )
+    trace_bytes: int = Field(
+        8_000_000,
+        ge=100_000,
+        le=1_000_000_000,
+        description="Bytes of one question's trace; later events are kept as short summaries, and the "
+        "trace says it was cut",
+    )
+    traces_bytes: int = Field(
+        256_000_000,
+        ge=1_000_000,
+        le=100_000_000_000,
+        description="Bytes of the traces the MCP `ask` tool keeps in the user cache (at most 500 traces); "
+        "the oldest go first",
+    )
     max_model_calls: int = Field(
         80,
         ge=1,
@@ -249,7 +309,25 @@ class AgentConfig(StrictModel):
     conversations_dir: str | None = Field(
         None,
         description="Keep conversations on disk in this folder (`flexsql ask --conversation ID`); "
-        "unset: in memory",
+        "unset: in memory. Server clients' conversations go to a subfolder per client",
+    )
+    max_conversation_files: int = Field(
+        1000,
+        ge=1,
+        le=1_000_000,
+        description="Conversation files kept in conversations_dir, all clients together; the oldest go first",
+    )
+    max_concurrent_runs: int = Field(
+        4,
+        ge=1,
+        le=256,
+        description="Agent runs (`ask` calls) the MCP server runs at once, for all clients together",
+    )
+    run_wait_s: float = Field(
+        30.0,
+        ge=0,
+        le=3600,
+        description="Seconds an `ask` beyond max_concurrent_runs waits for a run to end, then fails as busy",
     )
 
 

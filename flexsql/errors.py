@@ -15,7 +15,8 @@ evaluation harness categorises failures by it instead of by matching words in me
     │   └── QueryTimeout         timeout      … ran past its time limit and was cancelled
     ├── ModelError               model_error  the model endpoint failed after retries, or its reply
     │                                         could not be used
-    └── BudgetExceeded           budget       a question's model-call / token / time budget ran out
+    ├── BudgetExceeded           budget       a question's model-call / token / time budget ran out
+    └── BusyError                busy         the server is at a ceiling (agent runs, sandboxes): retry later
 """
 
 from __future__ import annotations
@@ -81,6 +82,13 @@ class BudgetExceeded(FlexSQLError):
     code = "budget"
 
 
+class BusyError(FlexSQLError):
+    """The server is at one of its ceilings (agent runs, run_python sandboxes at once); the call
+    waited its bounded time and changed nothing: try again later."""
+
+    code = "busy"
+
+
 ERROR_CODES: tuple[str, ...] = (
     "internal",
     "config",
@@ -92,6 +100,7 @@ ERROR_CODES: tuple[str, ...] = (
     "timeout",
     "model_error",
     "budget",
+    "busy",
 )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
+from typing import IO, Any, BinaryIO, Literal, TextIO, overload
 
 import platformdirs
 
@@ -34,11 +35,22 @@ def private_file(path: Path) -> Path:
 
 def write_private(path: Path, text: str) -> None:
     """Write a text file readable by its owner only (it may hold what a run was given)."""
-    fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, PRIVATE_FILE_MODE)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+    with open_private(path) as handle:
         handle.write(text)
-    with contextlib.suppress(OSError):
-        path.chmod(PRIVATE_FILE_MODE)
+
+
+@overload
+def open_private(path: Path, mode: Literal["w", "a"] = "w") -> TextIO: ...
+@overload
+def open_private(path: Path, mode: Literal["wb", "ab"]) -> BinaryIO: ...
+def open_private(path: Path, mode: str = "w") -> IO[Any]:
+    """Open `path` to write ("w", "wb") or append ("a", "ab"), readable by its owner only: created
+    0600, and an existing file made 0600 (O_CREAT's mode applies to new files only)."""
+    flags = os.O_CREAT | os.O_WRONLY | (os.O_APPEND if mode.startswith("a") else os.O_TRUNC)
+    fd = os.open(path, flags, PRIVATE_FILE_MODE)
+    with contextlib.suppress(OSError):  # a file we do not own: it keeps its mode
+        os.fchmod(fd, PRIVATE_FILE_MODE)
+    return os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8")
 
 
 def cache_dir() -> Path:

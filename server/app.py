@@ -55,8 +55,9 @@ def build_server(
 
     python = python_enabled(settings, allow_python)
     for spec in tools.available(python):
+        slot = state.agent_runs.hold if spec.name == ask.tool_spec.name else None  # server-wide ceiling
         server.tool(name=spec.name, description=spec.describe(settings), annotations=READ_ONLY)(
-            mcp_handler(spec, state.context_for, settings, python)
+            mcp_handler(spec, state.context_for, settings, python, state.principal_for, slot)
         )
         _publish_schemas(server, spec)
     register_prompts(server)

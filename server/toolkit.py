@@ -6,9 +6,9 @@ worker threads as notifications."""
 from __future__ import annotations
 
 import inspect
-import json
 import logging
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Annotated, Any, Union
 
 import anyio
@@ -16,19 +16,21 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 
 from flexsql.config import Settings
-from flexsql.errors import FlexSQLError, error_text
+from flexsql.errors import BusyError, FlexSQLError, UnavailableError, error_text
 from flexsql.tools.engines import CancelHooks, active_cancel_hooks
 from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.runtime.registry import (
     ERROR_META,
+    LOCAL,
     NeedsInput,
+    Principal,
     ToolEnv,
     ToolResult,
     ToolSpec,
     error_payload,
     result_text,
 )
-from flexsql.tools.runtime.render import bounded_structured
+from flexsql.tools.runtime.render import StructuredTooLarge, bounded_structured, wire_size
 
 log = logging.getLogger("flexsql.server")
 
@@ -37,20 +39,61 @@ READ_ONLY = ToolAnnotations(
 )
 
 
+ENVELOPE_BYTES = 1024
+"""What wraps a tool result on the wire, kept free within [limits] structured_kb: the JSON-RPC
+response around it (`{"jsonrpc":"2.0","id":…,"result":…}`) and the SSE event's `event:`, `id:` and
+`data:` lines (a client counts them all against its event limit)."""
+NOTE_CHARS = 400  # the longest note on a cut structured result the text carries
+
+
 def tool_result(model: ToolResult, settings: Settings) -> CallToolResult:
-    structured = model.model_dump(mode="json", by_alias=True)
-    cap = settings.limits.structured_kb * 1024
-    if (
-        len(json.dumps(structured, default=str)) > cap
-    ):  # over HTTP a big event breaks clients (SSE 1 MiB limit)
-        structured, _ = bounded_structured(structured, cap)
-    # a result that reports its own failure (run_python's traceback, a limit hit) is an error result too
+    """The result as sent: the compact text and the structured content, together within
+    [limits] structured_kb as the SDK writes them (render.wire_size). Structured content that does not
+    fit is cut to the rows and values that fit (render.bounded_structured: still the tool's output
+    schema, `truncated` set) and the text says so; the text itself is cut when it alone would fill
+    half the room."""
+    # a result that reports its own failure (run_python's traceback, a limit hit, ask's failed
+    # answer) is an error result too, its structured content kept
     failed = getattr(model, "ok", True) is False
+    structured = model.model_dump(mode="json", by_alias=True)
+    text = result_text(model, settings)
+    cap = settings.limits.structured_kb * 1024 - ENVELOPE_BYTES
+    # the text with room for a note (each '…' of it is 6 bytes escaped), measured in its message
+    around = _message_bytes(text + "\n" + "\u2026" * NOTE_CHARS, failed)
+    while around > cap // 2 and len(text) > 200:  # an escaped text of many non-ASCII characters
+        text = text[: len(text) * 3 // 4 - 1] + "…"
+        around = _message_bytes(text + "\n" + "\u2026" * NOTE_CHARS, failed)
+    try:
+        structured, cut = bounded_structured(structured, cap - around + 2)  # the 2: `{}` in `around`
+    except StructuredTooLarge as exc:
+        return error_result(
+            UnavailableError(f"{exc}: the result has too many fields to send; ask for less (limit, columns)")
+        )
+    if cut is not None:
+        offset = structured.get("offset")
+        note = cut.note(structured.get("result_id"), offset if isinstance(offset, int) else 0)
+        text = _with_note(text, note[:NOTE_CHARS], settings.limits.output_chars)
     return CallToolResult(
-        content=[TextContent(type="text", text=result_text(model, settings))],
-        structured_content=structured,
-        is_error=failed,
+        content=[TextContent(type="text", text=text)], structured_content=structured, is_error=failed
     )
+
+
+def _message_bytes(text: str, failed: bool) -> int:
+    """Bytes of a result holding `text` and an empty structured content, as either transport writes
+    it (the 2026 one drops None fields, the SSE sessions unset ones)."""
+    empty = CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content={}, is_error=failed
+    )
+    return max(
+        wire_size(empty.model_dump(mode="json", by_alias=True, exclude_none=True)),
+        wire_size(empty.model_dump(mode="json", by_alias=True, exclude_unset=True)),
+    )
+
+
+def _with_note(text: str, note: str, max_chars: int) -> str:
+    """`text` and the note on its last line, within `max_chars` (the text cut to make room)."""
+    room = max(max_chars - len(note) - 1, 0)
+    return (text if len(text) <= room else text[: max(room - 1, 0)] + "…") + "\n" + note
 
 
 def error_result(exc: BaseException) -> CallToolResult:
@@ -105,17 +148,33 @@ def progress_bridge(ctx: Context | None) -> Callable[[float, float, str], None] 
 
 
 def mcp_handler(
-    spec: ToolSpec, context_for: Callable[[Context], ToolContext], settings: Settings, python: bool
+    spec: ToolSpec,
+    context_for: Callable[[Context], ToolContext],
+    settings: Settings,
+    python: bool,
+    principal_for: Callable[[Context], Principal] = lambda ctx: LOCAL,
+    slot: Callable[[], AbstractAsyncContextManager[None]] | None = None,
 ) -> Callable[..., Any]:
     """An MCP tool function for `spec`. Every argument is declared `Any` so that our own argument
     model (not the SDK's) validates and words the errors; the published input schema is replaced by
-    the registry's compact one."""
+    the registry's compact one. `principal_for` names who calls (server/sessions.py); `slot`, when
+    given, is held for the whole call (a server-wide ceiling: its BusyError is the call's error)."""
 
     async def handler(ctx: Context, **arguments: Any) -> CallToolResult | InputRequiredResult:
         env = ToolEnv(
-            settings=settings, progress=progress_bridge(ctx), mcp_context=ctx, python_enabled=python
+            settings=settings,
+            progress=progress_bridge(ctx),
+            mcp_context=ctx,
+            python_enabled=python,
+            principal=principal_for(ctx),
         )
-        return await run_spec(spec, context_for(ctx), arguments, env)
+        if slot is None:
+            return await run_spec(spec, context_for(ctx), arguments, env)
+        try:
+            async with slot():
+                return await run_spec(spec, context_for(ctx), arguments, env)
+        except BusyError as exc:
+            return error_result(exc)
 
     params = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]
     annotations: dict[str, Any] = {"ctx": Context}

@@ -17,6 +17,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # rankings must not depend on whether this machine has WordNet (its index builds in the background
     # mid-session); tests/tools/search/test_synonyms.py switches it on with files of its own
     os.environ["FLEXSQL_WORDNET_DIR"] = "off"
+    # the same for the embedding model (its table vectors build in the background too); the tests of
+    # tools/search/test_embeddings.py and test_semantic.py switch it on with a model of their own
+    os.environ["FLEXSQL_EMBEDDINGS"] = "off"
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

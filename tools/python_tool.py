@@ -250,7 +250,15 @@ def run_python(ctx: ToolContext, args: RunPython) -> PythonResult:
         )
     limits = SandboxLimits.from_config(ctx.sandbox, timeout)
     handler = _sql_handler(_default_sql_runner(ctx, source))
-    outcome = get_sandbox().run(code, inputs, limits, sql_handler=handler)
+    sb = ctx.sandbox
+    outcome = get_sandbox().run(
+        code,
+        inputs,
+        limits,
+        sql_handler=handler,
+        max_concurrent=sb.max_concurrent,
+        queue_wait_s=sb.queue_wait_s,
+    )
     return _result(ctx, code, outcome, limits, notes, source)
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import Field
 
-from flexsql.errors import InvalidArgument
-from flexsql.tools.engines import FetchLimits
+from flexsql.config import LimitsConfig
+from flexsql.errors import InvalidArgument, QueryTimeout
+from flexsql.tools.engines import RESERVE_REFUSED, FetchLimits
 from flexsql.tools.runtime.context import SourceName, ToolContext
 from flexsql.tools.runtime.registry import ToolArgs, ToolResult, tool
 from flexsql.tools.runtime.render import TextBudget, jsonable, table_text
@@ -31,10 +33,12 @@ class QueryOutput(ToolResult):
     total_is_lower_bound: bool = False
     truncated: bool
     cells_cut: int = 0  # cells over the store's cell cap, kept as their first part with a cut marker
+    kept_rows: int | None = None  # rows the result keeps for fetch_rows, when fewer than total_rows
     elapsed_ms: float = 0.0
     offset: int = 0
     sql: str | None = None
     hint: str | None = None
+    notes: list[str] = []  # what the call changed of its arguments (a timeout lowered to the server's)
 
     def to_text(self, budget: TextBudget = TextBudget()) -> str:
         max_chars, cell_chars = budget.max_chars, budget.cell_chars
@@ -49,15 +53,19 @@ class QueryOutput(ToolResult):
         if self.total_rows == 0:
             lines.append(self.hint or "no rows matched")
         elif last < self.total_rows or self.total_is_lower_bound:
-            lines.append(
-                f"truncated: true — rows {first}-{last} of {total} shown; "
-                f"fetch_rows(result_id={self.result_id!r}, offset={last}) for more"
-            )
+            kept = self.kept_rows
+            if kept is not None and last >= kept:
+                more = f"rows past {kept} were not kept: narrow the query (or drop max_rows) to see them"
+            else:
+                more = f"fetch_rows(result_id={self.result_id!r}, offset={last}) for more"
+                more += f" (rows 1-{kept} kept)" if kept is not None else ""
+            lines.append(f"truncated: true — rows {first}-{last} of {total} shown; {more}")
         if self.cells_cut:
             lines.append(
                 f"cells cut: {self.cells_cut} value(s) were too big to keep whole and end in a '…' marker; "
                 "select a part (substr, length) to read them"
             )
+        lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
 
 
@@ -76,6 +84,7 @@ def _output(
         total_is_lower_bound=stored.total_is_lower_bound,
         truncated=shown_to < stored.total_rows or stored.total_is_lower_bound,
         cells_cut=stored.cells_cut,
+        kept_rows=len(stored.rows) if stored.truncated else None,
         elapsed_ms=elapsed_ms,
         offset=offset,
         sql=stored.sql,
@@ -96,14 +105,37 @@ def _empty_hint(sql: str) -> str:
     return hint
 
 
-def store_limits(ctx: ToolContext, rows: int) -> FetchLimits:
-    """What one query may keep in the result store ([limits] store_*): run_query's and flexsql.sql()'s."""
+def store_limits(
+    ctx: ToolContext, rows: int, count: int | None = None, reserve: Callable[[int], bool] | None = None
+) -> FetchLimits:
+    """What one query may keep in the result store ([limits] store_*): run_query's and flexsql.sql()'s.
+    At most `rows` rows, and never more bytes than one result may hold (the session's store, or the
+    server's budget when smaller); rows are counted up to `count` (default: `rows`) + 1. `reserve`
+    (ResultStore.reservation) claims the server's budget as rows are kept."""
     return FetchLimits(
         max_rows=rows,
-        max_bytes=ctx.limits.store_mb * 1024 * 1024,
-        count_limit=rows + 1,
+        max_bytes=min(ctx.limits.store_mb * 1024 * 1024, ctx.results.max_result_bytes),
+        count_limit=(rows if count is None else count) + 1,
         max_cell_bytes=ctx.limits.store_cell_kb * 1024,
+        reserve=reserve,
     )
+
+
+def kept_rows(limits: LimitsConfig, max_rows: int | None) -> int:
+    """Rows a run_query result keeps for fetch_rows: up to [limits] store_rows; given max_rows,
+    max(max_rows, keep_rows) of them — a caller asking for 20 rows does not store a million."""
+    if max_rows is None:
+        return limits.store_rows
+    return min(limits.store_rows, max(max_rows, limits.keep_rows))
+
+
+def query_timeout(limits: LimitsConfig, asked: float | None) -> tuple[float, list[str]]:
+    """The timeout of one query: the caller's, never above [limits] query_timeout_s (the operator's
+    ceiling); a lowered one is noted."""
+    ceiling = limits.query_timeout_s
+    if asked is None or asked <= ceiling:
+        return (ceiling if asked is None else asked), []
+    return ceiling, [f"timeout_s={asked:g} was lowered to the server's limit of {ceiling:g} s"]
 
 
 class SampleRows(ToolArgs):
@@ -148,17 +180,29 @@ class RunQuery(ToolArgs):
 @tool(
     lambda s: (
         f"Run one read-only SQL statement: the first max_rows rows (default {s.limits.preview_rows}), the "
-        f"total count and a result_id for the other tools. Text ≤ {s.limits.output_chars:,} characters; cancelled "
-        f'after {s.limits.query_timeout_s:g} s. Example: sql="SELECT count(*) FROM orders".'
+        f"total count and a result_id for the other tools. Text ≤ {s.limits.output_chars:,} characters; "
+        f'cancelled after {s.limits.query_timeout_s:g} s at most. Example: sql="SELECT count(*) FROM orders".'
     )
 )
 def run_query(ctx: ToolContext, args: RunQuery) -> QueryOutput:
     sql = args.sql
     limit = ctx.limits.preview_rows if args.max_rows is None else args.max_rows
-    timeout = ctx.limits.query_timeout_s if args.timeout_s is None else args.timeout_s
+    timeout, notes = query_timeout(ctx.limits, args.timeout_s)
     src = ctx.source(args.source)
-    store_rows = max(ctx.limits.store_rows, limit)
-    result = src.execute(sql, timeout_s=timeout, limits=store_limits(ctx, store_rows))
+    keep = max(kept_rows(ctx.limits, args.max_rows), limit)
+    try:
+        # the rows being fetched claim the server's result budget as they come (other sessions' least
+        # recently used results make room), so concurrent fetches cannot together pass it
+        with ctx.results.reservation() as reserve:
+            limits = store_limits(ctx, keep, count=max(ctx.limits.store_rows, keep), reserve=reserve)
+            result = src.execute(sql, timeout_s=timeout, limits=limits)
+    except QueryTimeout as exc:
+        if args.timeout_s is None or notes:  # the server's limit stopped it: raising timeout_s cannot help
+            raise QueryTimeout(
+                f"{exc} — the server's limit of {ctx.limits.query_timeout_s:g} s ([limits] query_timeout_s)"
+                + (f"; {notes[0]}" if notes else "")
+            ) from None
+        raise
     stored = ctx.results.put(
         columns=result.columns,
         types=result.types,
@@ -166,13 +210,23 @@ def run_query(ctx: ToolContext, args: RunQuery) -> QueryOutput:
         total_rows=result.total_rows,
         total_is_lower_bound=result.total_is_lower_bound,
         truncated=result.truncated,
+        kept_by_max_rows=result.truncated
+        and keep < ctx.limits.store_rows
+        and (result.truncated_reason or "").startswith(f"max_rows={keep}"),
         cells_cut=result.cells_cut,
         ordered=has_top_level_order(sql, src.dialect),
         sql=sql,
         source=src.name,
     )
     hint = _empty_hint(sql) if result.total_rows == 0 and result.columns else None
-    return _output(stored, 0, limit, result.elapsed_ms, hint)
+    output = _output(stored, 0, limit, result.elapsed_ms, hint)
+    if (result.truncated_reason or "").startswith(RESERVE_REFUSED):
+        notes.append(
+            f"only {len(result.rows):,} rows were kept: the server's memory for results ([limits] "
+            "server_store_mb) is taken by queries running now; run it again later to keep more"
+        )
+    output.notes = notes
+    return output
 
 
 class FetchRows(ToolArgs):
@@ -193,4 +247,6 @@ def fetch_rows(ctx: ToolContext, args: FetchRows) -> QueryOutput:
             f"only the first {len(stored.rows)} rows were kept (of {stored.total_rows}"
             f"{'+' if stored.total_is_lower_bound else ''}); narrow the query to see the rest"
         )
+        if stored.kept_by_max_rows:
+            output.hint += " — or run it without max_rows, which keeps more rows"
     return output

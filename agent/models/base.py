@@ -19,6 +19,7 @@ class ToolCall(BaseModel):
     id: str
     name: str
     arguments: str  # the raw JSON text the model sent; the caller parses (and reports) it
+    problem: str | None = None  # why the call cannot run, when the backend already knows (sent back)
 
 
 class Usage(BaseModel):

@@ -1,27 +1,37 @@
-"""OpenAI-compatible Chat Completions backend (vLLM, OpenAI, any compatible server) over the openai SDK.
+"""OpenAI-compatible Chat Completions backend (vLLM, OpenAI, any compatible server), over httpx.
 
-The SDK's own retries are off: this module retries (429, 5xx, timeouts, connection errors) with
-exponential backoff and full jitter, honours Retry-After, and bounds concurrency per endpoint for
-the whole process. The API key never leaves the SDK client: every text raised is scrubbed of it.
+The endpoint is not trusted: a reply is read as a stream and refused past [model] max_reply_bytes
+(its Content-Length, or the bytes read), the whole request is cut at [model] timeout_s however
+slowly the server drips it, and the body is checked field by field off the event loop — anything
+that is not a chat completion (not JSON, not UTF-8, nested past the parser's depth, a choice
+without a message, content that is not text, a usage count that is not a number) is a ModelError
+that says what the endpoint sent, never a crash. Retries (429, 5xx, timeouts, connection errors)
+use exponential backoff with full jitter and honour Retry-After; concurrency is bounded per
+endpoint for the whole process. The API key lives in a closure and the request headers only:
+every text raised, and every reply, is scrubbed of it and of the URL's credentials in every form
+(flexsql.agent.secrets), so a key the endpoint echoes reaches nothing the agent writes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import os
 import random
 import re
 import threading
 import time
 import weakref
+import zlib
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
-import openai
+import httpx
 
+from flexsql.agent.contract import too_deep
 from flexsql.agent.models.base import (
     ChatRequest,
     ModelError,
@@ -31,10 +41,13 @@ from flexsql.agent.models.base import (
     ToolCall,
     Usage,
 )
+from flexsql.agent.secrets import Scrubber, endpoint_secrets
 
 MAX_RETRY_AFTER_S = 30.0  # a server asking for longer is treated as down: fail instead of stalling a run
 MAX_BACKOFF_S = 20.0
 MAX_ERROR_TEXT = 400
+ERROR_BODY_BYTES = 64 * 1024  # of an error reply's body: enough for its message, never more
+BODY_DEPTH = 32  # nesting of a chat completion body (a real one nests 6 deep)
 RETRYABLE_STATUS = {408, 409, 429} | set(range(500, 600))
 
 # Endpoints that answered 400 to response_format json_schema under `auto`: not sent again this process.
@@ -63,7 +76,7 @@ class _EndpointSlot:
 
 
 def _loop_key() -> Any:
-    """The running event loop: SDK clients (their connection pools) are per loop."""
+    """The running event loop: HTTP clients (their connection pools) are per loop."""
     try:
         return asyncio.get_running_loop()
     except RuntimeError:  # trio: one loop per process in practice
@@ -72,6 +85,36 @@ def _loop_key() -> Any:
 
 class _TrioKey:
     pass
+
+
+class _TooBig(Exception):
+    """A reply past max_reply_bytes: `size` bytes announced (Content-Length) or read so far."""
+
+    def __init__(self, size: int, announced: bool) -> None:
+        super().__init__(size)
+        self.size = size
+        self.announced = announced
+
+
+class _Malformed(Exception):
+    """A 200 reply that is not a chat completion; the message says what it was instead."""
+
+
+class _StatusError:
+    """A non-2xx reply: its status, headers and (the first ERROR_BODY_BYTES of) its body."""
+
+    def __init__(self, status: int, headers: httpx.Headers, body: bytes) -> None:
+        self.status_code = status
+        self.headers = headers
+        text = body.decode("utf-8", errors="replace")
+        try:
+            parsed: Any = json.loads(text)
+        except (ValueError, RecursionError):
+            parsed = None
+        if isinstance(parsed, dict) and "error" in parsed:
+            parsed = parsed["error"]  # OpenAI's shape: {"error": {"message": …}}
+        self.body: Any = parsed if parsed is not None else text
+        self.message = f"Error code: {status}"
 
 
 def endpoint_limiter(base_url: str, size: int) -> _EndpointSlot:
@@ -132,10 +175,12 @@ class OpenAICompatModel:
             api_key if api_key is not None else (os.environ.get(cfg.api_key_env) if cfg.api_key_env else None)
         )
         self._key_set = bool(key)
-        # The key lives only inside this closure and the SDK client; never an attribute a repr could show.
-        secret = key or "EMPTY"  # vLLM without --api-key accepts any key; the SDK insists on one
+        # The key lives only inside this closure and the request headers; never an attribute a repr
+        # could show. The scrubber holds its forms (and the URL's credentials) to mask them.
+        secret = key or "EMPTY"  # vLLM without --api-key accepts any key; send the usual placeholder
         self._secret: Callable[[], str] = lambda: secret
-        self._clients: weakref.WeakKeyDictionary[Any, openai.AsyncOpenAI] = weakref.WeakKeyDictionary()
+        self._scrubber = Scrubber(endpoint_secrets(self.base_url, key))
+        self._clients: weakref.WeakKeyDictionary[Any, httpx.AsyncClient] = weakref.WeakKeyDictionary()
 
     def __repr__(self) -> str:
         return f"OpenAICompatModel({self.name!r})"
@@ -147,29 +192,15 @@ class OpenAICompatModel:
         use_schema = self._sends_schema(request)
         attempt = 0
         while True:
-            # Failures are raised after the except blocks, so that no ModelError carries the SDK's
-            # exception (and through it the request and its Authorization header) as __context__.
+            # Failures are raised after the except blocks, so that no ModelError carries the HTTP
+            # client's exception (and through it the request and its Authorization header) as
+            # __context__.
             failure: ModelError | None = None
             delay = 0.0
             try:
                 async with endpoint_limiter(self.base_url, self.cfg.concurrency):
-                    completion = await self._client().chat.completions.create(
-                        **self._arguments(request, use_schema)
-                    )
-                return self._reply(completion, request, watch)
-            except openai.APIStatusError as exc:
-                if use_schema and self.cfg.response_format == "auto" and _rejects_schema(exc):
-                    # Not a failure of the request: the endpoint lacks structured outputs; ask again
-                    # without, and never offer it again (lenient parsing takes over).
-                    _NO_JSON_SCHEMA.add(self.base_url)
-                    use_schema = False
-                    continue
-                if exc.status_code not in RETRYABLE_STATUS or attempt >= self.cfg.max_retries:
-                    failure = self._status_error(exc, request, attempt + 1)
-                else:
-                    retry_after = _retry_after(exc.response.headers)
-                    delay = self._backoff(attempt) if retry_after is None else retry_after
-            except openai.APITimeoutError:
+                    status, headers, body = await self._post(request, use_schema)
+            except (TimeoutError, httpx.TimeoutException):
                 if attempt >= self.cfg.max_retries:
                     failure = self._error(
                         request,
@@ -178,7 +209,17 @@ class OpenAICompatModel:
                         "(FLEXSQL_MODEL__TIMEOUT_S)",
                     )
                 delay = self._backoff(attempt)
-            except openai.APIConnectionError as exc:
+            except _TooBig as exc:  # the same request would get the same reply: not retried
+                failure = self._error(
+                    request,
+                    f"sent a reply of {'' if exc.announced else 'more than '}{exc.size:,} bytes, past "
+                    f"[model] max_reply_bytes ({self.cfg.max_reply_bytes:,}); it was not read",
+                    "lower [model] max_tokens, or raise max_reply_bytes (FLEXSQL_MODEL__MAX_REPLY_BYTES) "
+                    "if the server is right to send that much",
+                )
+            except _Malformed as exc:
+                failure = self._malformed(request, str(exc))
+            except httpx.HTTPError as exc:  # connection refused or reset, a broken HTTP exchange
                 if attempt >= self.cfg.max_retries:
                     cause = exc.__cause__ or exc
                     failure = self._error(
@@ -188,12 +229,27 @@ class OpenAICompatModel:
                         "(it usually ends in /v1)",
                     )
                 delay = self._backoff(attempt)
-            except openai.OpenAIError as exc:  # a malformed body and the like: retrying will not help
-                failure = self._error(
-                    request,
-                    f"answered something the SDK cannot read ({exc})",
-                    "check that base_url points at an OpenAI-compatible API",
-                )
+            else:
+                if 200 <= status < 300:
+                    try:
+                        # off the event loop: a big body takes a while to check, and other
+                        # sessions must not wait for it
+                        return await anyio.to_thread.run_sync(self._reply, body, request, watch)
+                    except _Malformed as exc:
+                        failure = self._malformed(request, str(exc))
+                else:
+                    error = _StatusError(status, headers, body)
+                    if use_schema and self.cfg.response_format == "auto" and _rejects_schema(error):
+                        # Not a failure of the request: the endpoint lacks structured outputs; ask
+                        # again without, and never offer it again (lenient parsing takes over).
+                        _NO_JSON_SCHEMA.add(self.base_url)
+                        use_schema = False
+                        continue
+                    if status not in RETRYABLE_STATUS or attempt >= self.cfg.max_retries:
+                        failure = self._status_error(error, request, attempt + 1)
+                    else:
+                        retry_after = _retry_after(headers)
+                        delay = self._backoff(attempt) if retry_after is None else retry_after
             if failure is not None:
                 raise failure
             attempt += 1
@@ -213,13 +269,9 @@ class OpenAICompatModel:
         return not request.tools and self.base_url not in _NO_JSON_SCHEMA
 
     def _arguments(self, request: ChatRequest, use_schema: bool) -> dict[str, Any]:
+        """The request body; extra_body's keys are merged in at the top level, over the others."""
         cfg = self.cfg
-        args: dict[str, Any] = {
-            "model": cfg.model,
-            "messages": request.messages,
-            "timeout": cfg.timeout_s,
-            "extra_headers": {"X-FlexSQL-Stage": request.stage, "X-FlexSQL-Run": request.run_id},
-        }
+        args: dict[str, Any] = {"model": cfg.model, "messages": request.messages}
         if request.tools:
             args["tools"] = request.tools
             args["tool_choice"] = "auto"
@@ -229,29 +281,51 @@ class OpenAICompatModel:
             args["max_tokens"] = cfg.max_tokens
         if cfg.reasoning_effort is not None:
             args["reasoning_effort"] = cfg.reasoning_effort
-        if cfg.extra_body:
-            args["extra_body"] = cfg.extra_body
         if use_schema and request.response_schema is not None:
             name = _SCHEMA_NAME.sub("_", request.schema_name or request.stage)[:64] or "answer"
             args["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": name, "schema": request.response_schema},
             }
-        return args
+        return {**args, **cfg.extra_body}
 
-    def _client(self) -> openai.AsyncOpenAI:
+    def _headers(self, request: ChatRequest) -> dict[str, str]:
+        return {
+            "Authorization": f"Bearer {self._secret()}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "Accept-Encoding": "identity",  # a compressed reply could not be capped as it is read
+            "User-Agent": "flexsql",
+            "X-FlexSQL-Stage": request.stage,
+            "X-FlexSQL-Run": request.run_id,
+        }
+
+    async def _post(self, request: ChatRequest, use_schema: bool) -> tuple[int, httpx.Headers, bytes]:
+        """(status, headers, body) of one POST, the whole of it within timeout_s; a 2xx body is
+        refused past max_reply_bytes (announced or read), an error body is cut at ERROR_BODY_BYTES."""
+        content = json.dumps(self._arguments(request, use_schema), default=str).encode()
+        with anyio.fail_after(self.cfg.timeout_s):
+            async with self._client().stream(
+                "POST", f"{self.base_url}/chat/completions", content=content, headers=self._headers(request)
+            ) as response:
+                ok = 200 <= response.status_code < 300
+                limit = self.cfg.max_reply_bytes if ok else ERROR_BODY_BYTES
+                announced = _content_length(response.headers)
+                if announced is not None and announced > limit:
+                    if ok:
+                        raise _TooBig(announced, announced=True)
+                    return response.status_code, response.headers, b""
+                raw = await _read_capped(response, limit, ok)
+                body = _decoded(raw, response.headers.get("content-encoding", ""), limit, ok)
+                return response.status_code, response.headers, body
+
+    def _client(self) -> httpx.AsyncClient:
         key = _loop_key()
         client = self._clients.get(key)
         if client is None:
-            # Our own httpx client: the SDK's default one closes itself from __del__ on whatever loop
-            # runs at collection time, which fails once its own loop is gone (one loop per anyio.run).
-            http = openai.DefaultAsyncHttpxClient(timeout=self.cfg.timeout_s)
-            client = self._clients[key] = openai.AsyncOpenAI(
-                base_url=self.base_url,
-                api_key=self._secret(),
-                max_retries=0,
-                timeout=self.cfg.timeout_s,
-                http_client=http,
+            # per event loop: a client's connection pool belongs to the loop it was made on
+            client = self._clients[key] = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.cfg.timeout_s), follow_redirects=True
             )
         return client
 
@@ -261,56 +335,16 @@ class OpenAICompatModel:
 
     # -- reply ----------------------------------------------------------------------------------
 
-    def _reply(self, completion: Any, request: ChatRequest, watch: Stopwatch) -> ModelReply:
-        if not getattr(completion, "choices", None):
-            raise self._error(
-                request,
-                "answered without any choice",
-                "check the server's logs; the request may have been cut by a proxy",
-            )
-        choice = completion.choices[0]
-        message = choice.message
-        extra = message.model_extra or {}
-        reasoning = (
-            getattr(message, "reasoning", None)
-            or extra.get("reasoning")
-            or getattr(message, "reasoning_content", None)
-            or extra.get("reasoning_content")
-        )
-        think, content = split_think(message.content)
-        if think and not reasoning:
-            reasoning = think
-        known = request.tool_names
-        calls = [
-            ToolCall(
-                id=call.id or f"call_{i}",
-                name=clean_tool_name(call.function.name or "", known),
-                arguments=call.function.arguments if call.function.arguments is not None else "{}",
-            )
-            for i, call in enumerate(message.tool_calls or [])
-            if getattr(call, "function", None) is not None
-        ]
-        usage = completion.usage
-        return ModelReply(
-            content=content,
-            tool_calls=calls,
-            reasoning=reasoning if isinstance(reasoning, str) and reasoning else None,
-            usage=Usage(
-                prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-            ),
-            finish_reason=choice.finish_reason,
-            model=completion.model,
-            elapsed_s=watch.elapsed,
-        )
+    def _reply(self, body: bytes, request: ChatRequest, watch: Stopwatch) -> ModelReply:
+        """The reply in `body` (run in a worker thread), scrubbed of the endpoint's secrets."""
+        reply = completion_reply(body, request.tool_names)
+        reply.elapsed_s = watch.elapsed
+        return self._scrubber.model(reply)
 
     # -- errors (every text passes through _scrub) -----------------------------------------------
 
     def _scrub(self, text: str) -> str:
-        secret = self._secret()
-        if self._key_set and len(secret) >= 4:
-            text = text.replace(secret, "***")
-        return text
+        return self._scrubber.text(text)
 
     def _error(self, request: ChatRequest, what: str, todo: str) -> ModelError:
         return ModelError(
@@ -320,7 +354,15 @@ class OpenAICompatModel:
             )
         )
 
-    def _status_error(self, exc: openai.APIStatusError, request: ChatRequest, attempts: int) -> ModelError:
+    def _malformed(self, request: ChatRequest, what: str) -> ModelError:
+        return self._error(
+            request,
+            f"answered {what}, not a chat completion",
+            "check that base_url points at an OpenAI-compatible API (it usually ends in /v1) and not at "
+            "a proxy or a web page",
+        )
+
+    def _status_error(self, exc: _StatusError, request: ChatRequest, attempts: int) -> ModelError:
         status = exc.status_code
         detail = _error_text(exc)
         said = f"answered HTTP {status}" + (f" ({detail})" if detail else "")
@@ -358,17 +400,203 @@ class OpenAICompatModel:
         )
 
 
-def _error_text(exc: openai.APIStatusError) -> str:
+# -- reading a reply --------------------------------------------------------------------------------
+
+
+def _content_length(headers: httpx.Headers) -> int | None:
+    value = headers.get("content-length", "").strip()
+    return int(value) if value.isdigit() else None
+
+
+async def _read_capped(response: httpx.Response, limit: int, refuse: bool) -> bytes:
+    """The body as sent, at most `limit` bytes: past it, _TooBig when `refuse`, else what fit."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_raw():
+        if size + len(chunk) > limit:
+            if refuse:
+                raise _TooBig(limit, announced=False)
+            chunks.append(chunk[: limit - size])
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def _decoded(raw: bytes, encoding: str, limit: int, refuse: bool) -> bytes:
+    """`raw` undone of its Content-Encoding (we ask for none; a server may compress anyway), never
+    past `limit` bytes once decompressed (a small gzip can hold gigabytes)."""
+    encoding = encoding.strip().lower()
+    if encoding in ("", "identity"):
+        return raw
+    if encoding not in ("gzip", "x-gzip", "deflate"):
+        if refuse:
+            raise _Malformed(f"a body compressed as {encoding[:40]!r}, which flexsql does not read")
+        return b""
+    # gzip or zlib (auto-detected), then raw deflate (what some servers call deflate)
+    for wbits in (47, -15):
+        inflater = zlib.decompressobj(wbits)
+        try:
+            out = inflater.decompress(raw, limit + 1)
+        except zlib.error:
+            continue
+        if len(out) > limit or inflater.unconsumed_tail:
+            if refuse:
+                raise _TooBig(limit, announced=False)
+            return out[:limit]
+        return out
+    if refuse:
+        raise _Malformed(f"a body that is not valid {encoding}")
+    return b""
+
+
+def _kind(value: Any) -> str:
+    """What a JSON value is, for a message: "a string", "a number", …"""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return "an object"
+
+
+def _count(usage: dict[str, Any], name: str) -> int:
+    value = usage.get(name)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or value != int(value):
+        raise _Malformed(f"usage.{name} that is {_kind(value)}, not a count of tokens")
+    return int(value)
+
+
+def _text_content(content: Any) -> str | None:
+    """Message content: text, or a list of text parts (joined)."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            text = part.get("text") if isinstance(part, dict) else None
+            if not isinstance(text, str):
+                raise _Malformed("message content parts that are not text")
+            texts.append(text)
+        return "".join(texts)
+    raise _Malformed(f"message content that is {_kind(content)}, not text")
+
+
+def completion_body(body: bytes) -> dict[str, Any]:
+    """The JSON object of a 200 reply's body, or _Malformed saying what the body was instead."""
+    if not body.strip():
+        raise _Malformed("an empty body")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _Malformed(
+            f"a body that is not UTF-8 (byte 0x{body[exc.start]:02x} at {exc.start:,})"
+        ) from None
+    try:
+        data = json.loads(text.lstrip("\ufeff"))
+    except RecursionError:
+        raise _Malformed("JSON nested deeper than the parser allows") from None
+    except ValueError:
+        start = " ".join(text[:80].split())
+        raise _Malformed(f"a body that is not JSON (it starts {start!r})") from None
+    if too_deep(data, BODY_DEPTH):
+        raise _Malformed(f"JSON nested more than {BODY_DEPTH} levels deep")
+    if not isinstance(data, dict):
+        raise _Malformed(f"a JSON body that is {_kind(data)}, not an object")
+    return data
+
+
+def completion_reply(body: bytes, known_tools: list[str]) -> ModelReply:
+    """The ModelReply in a chat completion body, every field checked: _Malformed on the first one
+    that is not what the protocol says (optional extensions that are wrong are left out)."""
+    data = completion_body(body)
+    choices = data.get("choices")
+    if choices is None and data.get("error") is not None:
+        error = data["error"]
+        detail = error.get("message") if isinstance(error, dict) else error
+        raise _Malformed(f"an error instead of a completion ({str(detail)[:MAX_ERROR_TEXT]})")
+    if not isinstance(choices, list):
+        raise _Malformed(f"choices that is {_kind(choices)}, not a list")
+    if not choices:
+        raise _Malformed("no choice (the request may have been cut by a proxy)")
+    choice = choices[0]
+    if not isinstance(choice, dict):
+        raise _Malformed(f"a choice that is {_kind(choice)}, not an object")
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise _Malformed(f"a choice without a message (its message is {_kind(message)})")
+    think, content = split_think(_text_content(message.get("content")))
+    reasoning = next(
+        (
+            message[k]
+            for k in ("reasoning", "reasoning_content")
+            if isinstance(message.get(k), str) and message[k]
+        ),
+        None,
+    )
+    raw_calls = message.get("tool_calls")
+    if raw_calls is not None and not isinstance(raw_calls, list):
+        raise _Malformed(f"message tool_calls that is {_kind(raw_calls)}, not a list")
+    calls = []
+    for i, call in enumerate(raw_calls or []):
+        if not isinstance(call, dict):
+            raise _Malformed(f"tool call {i + 1} that is {_kind(call)}, not an object")
+        function = call.get("function")
+        if function is None:
+            continue
+        if not isinstance(function, dict):
+            raise _Malformed(f"tool call {i + 1} whose function is {_kind(function)}, not an object")
+        name, arguments = function.get("name"), function.get("arguments")
+        if name is not None and not isinstance(name, str):
+            raise _Malformed(f"tool call {i + 1} whose name is {_kind(name)}, not text")
+        if isinstance(arguments, dict):  # some servers send the object itself
+            arguments = json.dumps(arguments)
+        elif arguments is not None and not isinstance(arguments, str):
+            raise _Malformed(f"tool call {i + 1} with arguments that are {_kind(arguments)}, not JSON text")
+        call_id = call.get("id")
+        calls.append(
+            ToolCall(
+                id=call_id if isinstance(call_id, str) and call_id else f"call_{i}",
+                name=clean_tool_name(name or "", known_tools),
+                arguments=arguments if arguments is not None else "{}",
+            )
+        )
+    usage = data.get("usage")
+    if usage is not None and not isinstance(usage, dict):
+        raise _Malformed(f"usage that is {_kind(usage)}, not an object")
+    usage = usage or {}
+    finish = choice.get("finish_reason")
+    model = data.get("model")
+    return ModelReply(
+        content=content,
+        tool_calls=calls,
+        reasoning=reasoning or (think if think else None),
+        usage=Usage(
+            prompt_tokens=_count(usage, "prompt_tokens"), completion_tokens=_count(usage, "completion_tokens")
+        ),
+        finish_reason=finish if isinstance(finish, str) else None,
+        model=model if isinstance(model, str) else None,
+    )
+
+
+def _error_text(exc: _StatusError) -> str:
     body = exc.body
     if isinstance(body, dict):
         text = body.get("message") or body.get("detail") or body.get("error") or body
     else:
-        text = body if body is not None else exc.message
+        text = body if body else exc.message
     text = str(text).strip()
     return text if len(text) <= MAX_ERROR_TEXT else text[:MAX_ERROR_TEXT] + "…"
 
 
-def _rejects_schema(exc: openai.APIStatusError) -> bool:
+def _rejects_schema(exc: _StatusError) -> bool:
     if exc.status_code not in (400, 422):
         return False
     text = (_error_text(exc) + " " + str(exc.message)).lower()

@@ -15,9 +15,13 @@ from typing import Any
 from mcp import types
 from mcp.shared.exceptions import MCPError, NoBackChannelError
 
+from flexsql.agent.contract import MAX_DEPTH, too_deep
 from flexsql.agent.models.base import ChatRequest, ModelError, ModelReply, Stopwatch, ToolCall, Usage
+from flexsql.config import ModelEndpoint
 
 DEFAULT_MAX_TOKENS = 4096
+DEFAULT_MAX_REPLY_BYTES = ModelEndpoint().max_reply_bytes
+CALL_OVERHEAD = 64  # bytes a tool call counts for besides its input (a reply of a million empty calls is big)
 
 
 def _capabilities(ctx: Any) -> types.ClientCapabilities | None:
@@ -47,9 +51,16 @@ def supports_sampling_tools(ctx: Any) -> bool:
 class SamplingModel:
     """A ChatModel that asks the MCP client's model (legacy `ctx.session.create_message`)."""
 
-    def __init__(self, ctx: Any, *, max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
+    def __init__(
+        self,
+        ctx: Any,
+        *,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+    ) -> None:
         self.ctx = ctx
         self.max_tokens = max_tokens
+        self.max_reply_bytes = max_reply_bytes
         self.tools_enabled = supports_sampling_tools(ctx)
         self.name = "mcp-sampling" + ("+tools" if self.tools_enabled else "")
 
@@ -92,7 +103,13 @@ class SamplingModel:
                 "check the client's sampling settings, or configure a model endpoint ([model] base_url "
                 "and model)"
             ) from None
-        return _reply(result, request, watch)
+        except (ValueError, TypeError, RecursionError) as exc:  # an answer that is not a sampling result
+            raise ModelError(
+                f"stage {request.stage}: the MCP client answered the sampling request with something "
+                f"that is not a sampling result ({type(exc).__name__}: {str(exc)[:200]}); configure a "
+                "model endpoint instead ([model] base_url and model)"
+            ) from None
+        return _reply(result, request, watch, self.max_reply_bytes)
 
 
 def _mcp_tools(tools: list[dict[str, Any]]) -> list[types.Tool]:
@@ -175,14 +192,27 @@ def to_sampling_messages(
     return "\n\n".join(s for s in system if s), out
 
 
-def _reply(result: Any, request: ChatRequest, watch: Stopwatch) -> ModelReply:
+def _reply(result: Any, request: ChatRequest, watch: Stopwatch, max_bytes: int) -> ModelReply:
+    """The client's answer as a ModelReply. The client (any client) chose it: past `max_bytes` it is
+    a ModelError, and a tool call whose input nests too deep comes back to the model as an error."""
     blocks = result.content if isinstance(result.content, list) else [result.content]
-    texts = [b.text for b in blocks if getattr(b, "type", None) == "text"]
-    calls = [
-        ToolCall(id=b.id, name=b.name, arguments=json.dumps(b.input))
-        for b in blocks
-        if getattr(b, "type", None) == "tool_use"
-    ]
+    size = 0
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for block in blocks:
+        kind = getattr(block, "type", None)
+        if kind == "text" and isinstance(block.text, str):
+            texts.append(block.text)
+            size += len(block.text.encode("utf-8", errors="replace"))
+        elif kind == "tool_use":
+            calls.append(_tool_call(block, len(calls)))
+            size += len(calls[-1].arguments) + len(calls[-1].id) + len(calls[-1].name) + CALL_OVERHEAD
+        if size > max_bytes:
+            raise ModelError(
+                f"stage {request.stage}: the MCP client's model sent a reply of more than {max_bytes:,} "
+                "bytes ([model] max_reply_bytes); it was not used — ask the client's model for shorter "
+                "answers, or configure a model endpoint ([model] base_url and model)"
+            )
     content = "\n".join(texts) if texts else None
     out_chars = len(content or "") + sum(len(c.arguments) for c in calls)
     return ModelReply(
@@ -200,13 +230,28 @@ def _reply(result: Any, request: ChatRequest, watch: Stopwatch) -> ModelReply:
     )
 
 
+def _tool_call(block: Any, index: int) -> ToolCall:
+    call_id = block.id if isinstance(block.id, str) and block.id else f"call_{index}"
+    name = block.name if isinstance(block.name, str) else ""
+    value = block.input
+    try:
+        deep = too_deep(value)
+        arguments = "{}" if deep else json.dumps(value)
+    except (RecursionError, TypeError, ValueError):
+        deep, arguments = True, "{}"
+    problem = f"the arguments of {name[:80]} are nested more than {MAX_DEPTH} levels deep" if deep else None
+    return ToolCall(id=call_id, name=name, arguments=arguments, problem=problem)
+
+
 def _arguments(raw: Any) -> dict[str, Any]:
     if isinstance(raw, dict):
         return raw
     try:
         value = json.loads(raw or "{}")
-    except (TypeError, ValueError):
-        return {"_raw": str(raw)}
+    except (TypeError, ValueError, RecursionError):
+        return {"_raw": str(raw)[:1000]}
+    if too_deep(value):
+        return {"_raw": str(raw)[:1000]}
     return value if isinstance(value, dict) else {"_value": value}
 
 

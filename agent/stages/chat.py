@@ -13,15 +13,21 @@ that demands the answer once the tool budget is spent or a reply could not be pa
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 from pydantic import BaseModel
 
 from flexsql.agent.budget import Budget
-from flexsql.agent.contract import StageOutputError, format_instruction, output_schema, parse_output
+from flexsql.agent.contract import (
+    StageOutputError,
+    format_instruction,
+    load_json,
+    output_schema,
+    parse_output,
+)
 from flexsql.agent.models.base import ChatModel, ChatRequest, ToolCall, assistant_message
 from flexsql.agent.trace import Trace
 from flexsql.config import Settings
@@ -32,6 +38,9 @@ from flexsql.tools.runtime.registry import ToolEnv, result_text
 from flexsql.tools.toolbox import TOOLS
 
 MAX_FIXES = 2  # corrections of an unusable reply before the stage fails
+ECHO_CHARS = (
+    20_000  # of an unusable reply sent back with its correction (its end: a 2 MB reply is not resent)
+)
 
 
 @dataclass
@@ -89,15 +98,18 @@ async def call_tool(run: Run, call: ToolCall, allowed: list[str]) -> str:
     run.budget.tool_call()
     name = call.name.strip()
     if name not in allowed:
+        shown = name if len(name) <= 80 else name[:80] + "…"
         text = (
-            f"not_found: there is no tool {name!r} in this step; the tools here are: {', '.join(allowed)}"
+            f"not_found: there is no tool {shown!r} in this step; the tools here are: {', '.join(allowed)}"
             if name not in TOOLS
             else f"unavailable: {name} is not offered in this step; use one of: {', '.join(allowed)}"
         )
-        run.trace.event("tool_result", tool=name, call_id=call.id, error=True, text=text)
+        run.trace.event("tool_result", tool=shown, call_id=call.id, error=True, text=text)
         return text
     try:
-        arguments = json.loads(call.arguments) if call.arguments.strip() else {}
+        if call.problem:
+            raise ValueError(call.problem)
+        arguments = load_json(call.arguments) if call.arguments.strip() else {}
         if not isinstance(arguments, dict):
             raise ValueError("the arguments must be a JSON object")
     except ValueError as exc:
@@ -131,7 +143,9 @@ async def call_tool(run: Run, call: ToolCall, allowed: list[str]) -> str:
 
 def _parsed(stage: str, reply: Any, plans: int) -> BaseModel:
     """The stage's object from the reply's content — or, when the content is empty, from its
-    reasoning: Qwen3 behind vLLM's reasoning parser can leave the whole answer there (vllm#53284)."""
+    reasoning: Qwen3 behind vLLM's reasoning parser can leave the whole answer there (vllm#53284).
+    Run in a worker thread: parsing is bounded (flexsql.agent.contract) but a long reply still takes
+    a while, and other sessions must not wait for it."""
     try:
         return parse_output(stage, reply.content, plans)
     except StageOutputError:
@@ -209,18 +223,43 @@ async def converse(
         )
         if reply.tool_calls and use_tools:
             messages.append(assistant_message(reply))
-            for call in reply.tool_calls:
-                key = (call.name, call.arguments.strip())
-                if key in seen:
-                    text = "(the same call as before; its result is above — use it or try something else)"
+            skipped = 0
+            for index, call in enumerate(reply.tool_calls):
+                # Every call gets its tool message (the protocol requires one per id), but one reply
+                # runs at most tool_calls_per_reply of them, and none past the stage's tool text.
+                if index >= cfg.tool_calls_per_reply:
+                    text = (
+                        f"not run: limit of {cfg.tool_calls_per_reply} tool calls per reply "
+                        "([agent] tool_calls_per_reply); make fewer calls at a time"
+                    )
+                    skipped += 1
+                elif tool_chars >= cfg.stage_tool_chars:
+                    text = (
+                        f"not run: limit of {cfg.stage_tool_chars:,} characters of tool text in this step "
+                        "([agent] stage_tool_chars) reached; answer with what you have"
+                    )
+                    skipped += 1
                 else:
-                    text = seen[key] = await call_tool(run, call, allowed)
-                tool_chars += len(text)
+                    key = (call.name, call.arguments.strip())
+                    if key in seen:
+                        text = "(the same call as before; its result is above — use it or try something else)"
+                    else:
+                        text = seen[key] = await call_tool(run, call, allowed)
+                    tool_chars += len(text)
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+            if skipped:
+                run.trace.event(
+                    "tool_calls_not_run",
+                    call=call_id,
+                    stage=stage,
+                    count=skipped,
+                    limit=cfg.tool_calls_per_reply,
+                    of=len(reply.tool_calls),
+                )
             rounds += 1
             continue
         try:
-            return _parsed(stage, reply, plans)
+            return await anyio.to_thread.run_sync(_parsed, stage, reply, plans)
         except StageOutputError as exc:
             fixes += 1
             run.trace.event("unusable_reply", call=call_id, stage=stage, problem=str(exc), attempt=fixes)
@@ -234,7 +273,15 @@ async def converse(
             answer.pop(
                 "tool_calls", None
             )  # tools are off for the correction; a dangling call would be invalid
-            answer["content"] = answer.get("content") or ""
+            content = answer.get("content") or ""
+            if len(content) > ECHO_CHARS:
+                content = (
+                    f"[… the first {len(content) - ECHO_CHARS:,} characters cut]" + content[-ECHO_CHARS:]
+                )
+            answer["content"] = content
+            for thought in ("reasoning", "reasoning_content"):
+                if len(answer.get(thought) or "") > ECHO_CHARS:
+                    answer[thought] = answer[thought][-ECHO_CHARS:]
             messages.append(answer)
             messages.append({"role": "user", "content": f"Your reply could not be used: {exc}"})
             demand_answer = True

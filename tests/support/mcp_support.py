@@ -8,10 +8,10 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from mcp import StdioServerParameters
+from mcp import Client, StdioServerParameters
 
 
 def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -85,3 +85,40 @@ def http_server(
 
 def text_of(result: Any) -> str:
     return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+@contextlib.asynccontextmanager
+async def http_client(url: str, token: str | None = None, **kwargs: Any) -> AsyncIterator[Client]:
+    """An SDK `Client` over streamable HTTP, sending `token` as its bearer token when given;
+    `kwargs` go to `Client` (mode="legacy" for a 2025 session, callbacks)."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0)) as http:
+        async with Client(streamable_http_client(url, http_client=http), **kwargs) as client:
+            yield client
+
+
+@contextlib.contextmanager
+def serve_in_thread(app: Any) -> Iterator[str]:
+    """An ASGI app (e.g. `build_server(...).streamable_http_app()`) served by uvicorn on a free
+    loopback port in a thread of this process; yields its `/mcp` URL."""
+    import threading
+
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True, name="mcp-http-test-server")
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the in-process HTTP server did not start")
+            time.sleep(0.02)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

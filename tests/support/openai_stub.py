@@ -5,8 +5,9 @@
         ...
         assert stub.requests[0].stage == "classify"
 
-The script is a function of the StubRequest (return a Reply, Fail, Hang, a str: the content, or a
-dict: JSON content) or a list of those, consumed in order. Bodies look like vLLM's.
+The script is a function of the StubRequest (return a Reply, Fail, Hang, Raw, a str: the content, or
+a dict: JSON content) or a list of those, consumed in order. Bodies look like vLLM's; a Raw reply is
+sent byte for byte as it is (a malformed or huge body, a slow drip: tests/support/hostile_model.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -84,6 +85,22 @@ class Hang:
     then: Reply | Fail | None = None  # what to answer after sleeping (default: an empty reply)
 
 
+@dataclass
+class Raw:
+    """A reply sent as it is: `body` (bytes, or chunks produced lazily) with `status` and headers.
+
+    length: send Content-Length (the real one, or `declared` when given); else the body ends when
+    the connection closes. drip_s: sleep between chunks (a reply dripped a chunk at a time)."""
+
+    body: bytes | Iterable[bytes] = b""
+    status: int = 200
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+    length: bool = True
+    declared: int | None = None
+    drip_s: float = 0.0
+
+
 Script = Callable[[StubRequest], Any] | list[Any]
 
 
@@ -108,6 +125,8 @@ class OpenAIStub:
         self.errors: list[str] = []  # exceptions the script raised (re-raised on exit)
         self.in_flight = 0
         self.max_in_flight = 0
+        self.raw_bytes_sent = 0  # body bytes of Raw replies that reached the socket
+        self.raw_complete = 0  # Raw replies sent to their end (the client read them whole)
         self._lock = threading.Lock()
         self._queue = list(script) if isinstance(script, list) else None
         self._server: ThreadingHTTPServer | None = None
@@ -169,6 +188,8 @@ class OpenAIStub:
         if isinstance(reply, Hang):
             time.sleep(reply.seconds)
             reply = reply.then or Reply(content="")
+        if isinstance(reply, Raw):
+            return reply.status, {}, reply  # type: ignore[return-value]
         if isinstance(reply, Fail):
             status, headers, body = _error(
                 reply.status, reply.message, "RateLimitError" if reply.status == 429 else "Error"
@@ -287,7 +308,36 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             with owner._lock:
                 owner.in_flight -= 1
-        self._send(status, extra, payload)
+        if isinstance(payload, Raw):
+            self._send_raw(payload)
+        else:
+            self._send(status, extra, payload)
+
+    def _send_raw(self, raw: Raw) -> None:
+        chunks = [raw.body] if isinstance(raw.body, bytes) else raw.body
+        try:
+            self.send_response(raw.status)
+            self.send_header("Content-Type", raw.content_type)
+            if raw.length:
+                size = raw.declared if raw.declared is not None else len(raw.body)  # type: ignore[arg-type]
+                self.send_header("Content-Length", str(size))
+            else:
+                self.send_header("Connection", "close")
+                self.close_connection = True
+            for name, value in raw.headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            for chunk in chunks:
+                if raw.drip_s:
+                    time.sleep(raw.drip_s)
+                self.wfile.write(chunk)
+                self.wfile.flush()
+                with self.owner._lock:
+                    self.owner.raw_bytes_sent += len(chunk)
+            with self.owner._lock:
+                self.owner.raw_complete += 1
+        except (BrokenPipeError, ConnectionResetError):  # the client stopped reading: what a cap does
+            self.close_connection = True
 
     def _send(self, status: int, headers: dict[str, str], payload: dict[str, Any]) -> None:
         data = json.dumps(payload).encode()

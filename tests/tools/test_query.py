@@ -110,3 +110,26 @@ def test_empty_result_is_an_answer_with_a_hint(warehouse):
 def test_run_query_refuses_writes(warehouse):
     with pytest.raises(RefusedError, match="INSERT"):
         query.run_query(warehouse, RunQuery(sql="INSERT INTO customer VALUES (3, 'Cy')"))
+
+
+@pytest.mark.integration  # waits on a real one-second timeout
+def test_the_operators_timeout_is_a_ceiling(duck_ctx):
+    """A caller's timeout_s=60 does not outlive [limits] query_timeout_s=1: the query is cancelled
+    at the operator's limit, and the error names it."""
+    import time
+
+    from flexsql.errors import QueryTimeout
+
+    ctx = ToolContext(sources=duck_ctx.sources, limits=LimitsConfig(query_timeout_s=1))
+    started = time.monotonic()
+    with pytest.raises(QueryTimeout, match="server's limit of 1 s"):
+        run_query(ctx, RunQuery(sql="SELECT count(*) FROM range(100000000000000)", timeout_s=60))
+    assert time.monotonic() - started < 30
+
+
+def test_a_lowered_timeout_is_noted_in_the_result(duck_ctx):
+    ctx = ToolContext(sources=duck_ctx.sources, limits=LimitsConfig(query_timeout_s=3))
+    out = run_query(ctx, RunQuery(sql="SELECT 1 AS one", timeout_s=60))
+    note = "timeout_s=60 was lowered to the server's limit of 3 s"
+    assert note in out.notes and note in out.to_text()
+    assert not run_query(ctx, RunQuery(sql="SELECT 1 AS one", timeout_s=2)).notes

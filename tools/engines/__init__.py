@@ -11,12 +11,13 @@ from flexsql.tools.engines.engine import (
     engine_for_path,
     engine_for_url,
 )
-from flexsql.tools.engines.fetch import FetchCut, FetchLimits
+from flexsql.tools.engines.fetch import RESERVE_REFUSED, FetchCut, FetchLimits
 from flexsql.tools.engines.registry import SourceRegistry, open_source
 from flexsql.tools.engines.source import QueryResult, SafetyReport, Source
 from flexsql.tools.engines.urls import redact
 
 __all__ = [
+    "RESERVE_REFUSED",
     "CancelHooks",
     "Catalog",
     "Column",

@@ -75,6 +75,5 @@ class Deadline:
 
 def timeout_error(seconds: float) -> QueryTimeout:
     return QueryTimeout(
-        f"query cancelled after {seconds:g} s (timeout_s={seconds:g}); simplify it, add filters or LIMIT, "
-        "or raise timeout_s"
+        f"query cancelled after {seconds:g} s (timeout_s={seconds:g}); simplify it, add filters or LIMIT"
     )

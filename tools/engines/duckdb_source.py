@@ -18,8 +18,8 @@ from flexsql.config import LimitsConfig
 from flexsql.errors import ConfigError, QueryError
 from flexsql.tools.engines.cancel import Deadline, timeout_error
 from flexsql.tools.engines.catalog import Catalog, Column, ForeignKey, TableInfo
-from flexsql.tools.engines.engine import Engine
-from flexsql.tools.engines.fetch import FetchLimits, collect, fetch_batches
+from flexsql.tools.engines.engine import CellCap, Engine
+from flexsql.tools.engines.fetch import FetchLimits, collect, fetch_batches, plan_cells
 from flexsql.tools.engines.source import RunOutput, SafetyReport, Source, file_data_versions
 from flexsql.tools.engines.urls import file_path_of
 
@@ -43,6 +43,17 @@ class DuckDB(Engine):
     simple_show = True
     show_forms = "SHOW TABLES, SHOW <table>, SHOW ALL TABLES"
     show_hint = "a quoted name or path is refused because DuckDB reads it as a file — query the table with SELECT instead"
+    # INTERVAL becomes a timedelta in Python (1 month -> 30 days), TIMESTAMP_NS drops its nanoseconds
+    lossy_types = ("INTERVAL", "TIMESTAMP_NS")
+
+    def cap_cell(self, expr: str, type_name: str, chars: int) -> CellCap | None:
+        import duckdb
+
+        return _cap(expr, duckdb.sqltype(type_name), chars, top=True)
+
+    def infinite_flag(self, expr: str, type_name: str) -> str | None:
+        # the driver hands 'infinity' over as date.max / datetime.max: the same as 9999-12-31
+        return f"isinf({expr})" if type_name.upper() in _TIME_TYPES else None
 
 
 class DuckDBSource(Source):
@@ -243,16 +254,28 @@ class DuckDBSource(Source):
             deadline = Deadline(timeout_s, cur.interrupt)
             with deadline:
                 try:
-                    cur.execute(sql)
+                    # the query's columns and types, bound but not run: the engine then cuts big cells,
+                    # reads lossy types as text and flags infinities (CellPlan) before Python sees them
+                    described = _describe(cur, sql)
+                    plan = None
+                    if described is not None:
+                        plan = plan_cells(self.engine, sql, described[1], limits.max_cell_bytes)
+                    if plan is not None:
+                        try:
+                            cur.execute(plan.sql)
+                        except (duckdb.ParserException, duckdb.BinderException):
+                            plan = None  # a statement that cannot be a subquery (EXPLAIN): small output
+                    if plan is None:
+                        cur.execute(sql)
                     if cur.description is None:
                         return [], [], [], 0, False, None
-                    columns = [d[0] for d in cur.description]
-                    types = [str(d[1]) for d in cur.description]
-                    exact = _exact_text_sql(sql, columns, types)
-                    if exact is not None:  # Python cannot hold these values: read DuckDB's own text instead
-                        cur.execute(exact)
-                    rows, counted, more, cut = collect(fetch_batches(cur), limits)
-                    rows = _mark_infinite(rows, types)
+                    if described is not None and plan is not None:
+                        columns, types = described
+                    else:
+                        columns = [d[0] for d in cur.description]
+                        types = [str(d[1]) for d in cur.description]
+                    batches = fetch_batches(cur)
+                    rows, counted, more, cut = collect(plan.rows(batches) if plan else batches, limits)
                 except duckdb.InterruptException:
                     raise timeout_error(timeout_s) from None
                 except duckdb.Error as exc:
@@ -281,57 +304,73 @@ class DuckDBSource(Source):
         return SafetyReport(read_only_engine=not in_memory, measures=measures, warnings=warnings)
 
 
-# Types whose Python form loses information: INTERVAL becomes a timedelta (1 month -> 30 days),
-# TIMESTAMP_NS drops its nanoseconds. Their text is exact.
-_LOSSY_TYPES = ("INTERVAL", "TIMESTAMP_NS")
+# element types of a list that print short: such a list is cut to its first elements in the engine
+_SMALL_TYPES = frozenset(
+    "boolean tinyint smallint integer bigint hugeint utinyint usmallint uinteger ubigint uhugeint float "
+    "double decimal date time timestamp timestamp_s timestamp_ms timestamp_ns time_tz timestamp_tz "
+    "interval uuid enum".split()
+)
 
 
-def _exact_text_sql(sql: str, columns: list[str], types: list[str]) -> str | None:
-    """The statement again with its lossy columns cast to VARCHAR, or None when none is lossy (or
-    the column names repeat, so they cannot be named one by one)."""
-    lossy = [c for c, t in zip(columns, types, strict=True) if t.upper() in _LOSSY_TYPES]
-    if not lossy or len(set(columns)) != len(columns):
+def _cap(expr: str, kind: Any, chars: int, top: bool = False) -> CellCap | None:
+    """DuckDB's cut of one value of type `kind` (a DuckDBPyType): text and binary to chars + 1, a
+    list of short elements to its first chars // 2 + 1 (more than could ever fit: every element
+    prints in 2 bytes or more), a struct field by field; anything else (maps, lists of text, arrays)
+    as its text when that is over the cap — only at the top, where an extra column can carry it."""
+    type_id = kind.id
+    if type_id == "varchar":  # JSON too; strlen counts bytes (cheap), substr characters
+        return CellCap(
+            f"CASE WHEN strlen({expr}) > {chars} THEN substr({expr}, 1, {chars + 1}) ELSE {expr} END"
+        )
+    if type_id == "blob":
+        return CellCap(
+            f"CASE WHEN octet_length({expr}) > {chars} THEN array_slice({expr}, 1, {chars + 1}) ELSE {expr} END"
+        )
+    if type_id == "list" and dict(kind.children)["child"].id in _SMALL_TYPES:
+        most = chars // 2 + 1
+        value = f"CASE WHEN len({expr}) > {most} THEN {expr}[1:{most}] ELSE {expr} END"
+        return CellCap(value, length=f"CASE WHEN len({expr}) > {most} THEN len({expr}) END" if top else None)
+    if type_id == "struct":
+        fields = []
+        for name, child in kind.children:
+            field = f"struct_extract({expr}, {_string(name)})"
+            cap = _cap(field, child, chars)
+            if cap is not None:
+                fields.append(f"{_identifier(name)} := {cap.value}")
+            elif child.id in _SMALL_TYPES:
+                fields.append(f"{_identifier(name)} := {field}")
+            else:
+                break  # a field only its text could cut (a map, a list of text): the struct as text
+        else:
+            return CellCap(f"CASE WHEN {expr} IS NULL THEN NULL ELSE struct_pack({', '.join(fields)}) END")
+    if not top or type_id not in ("list", "array", "struct", "map", "union", "bit"):
         return None
-    quoted = ['"' + c.replace('"', '""') + '"' for c in lossy]
-    replace = ", ".join(f"CAST({q} AS VARCHAR) AS {q}" for q in quoted)
-    return f"SELECT * REPLACE ({replace}) FROM ({sql.strip().rstrip(';')}) AS flexsql_exact"
+    text = f"CAST({expr} AS VARCHAR)"
+    over = f"strlen({text}) > {chars}"
+    return CellCap(
+        f"CASE WHEN {over} THEN NULL ELSE {expr} END",
+        text=f"CASE WHEN {over} THEN substr({text}, 1, {chars + 1}) END",
+    )
+
+
+def _string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 _TIME_TYPES = ("DATE", "TIMESTAMP", "TIMESTAMP WITH TIME ZONE", "TIMESTAMP_S", "TIMESTAMP_MS")
 
 
-def _mark_infinite(rows: list[tuple[Any, ...]], types: list[str]) -> list[tuple[Any, ...]]:
-    """DuckDB hands ±infinity dates and timestamps to Python as date/datetime max and min, which
-    read as real dates (9999-12-31): give them back as 'infinity' / '-infinity'."""
-    import datetime as dt
-
-    cols = [i for i, t in enumerate(types) if t.upper() in _TIME_TYPES]
-    if not cols or not rows:
-        return rows
-    out = rows
-    for r, row in enumerate(rows):
-        for i in cols:
-            value = row[i]
-            if isinstance(value, dt.datetime):
-                plain = value.replace(tzinfo=None)
-                special = (
-                    "infinity"
-                    if plain == dt.datetime.max
-                    else "-infinity"
-                    if plain == dt.datetime.min
-                    else None
-                )
-            elif isinstance(value, dt.date):
-                special = (
-                    "infinity" if value == dt.date.max else "-infinity" if value == dt.date.min else None
-                )
-            else:
-                special = None
-            if special is not None:
-                if out is rows:
-                    out = list(rows)
-                out[r] = (*out[r][:i], special, *out[r][i + 1 :])
-    return out
+def _describe(cur: Any, sql: str) -> tuple[list[str], list[str]] | None:
+    """The statement's result columns and types, bound without running it (a relation is lazy); None
+    when it returns no relation."""
+    relation = cur.sql(sql)
+    if relation is None:
+        return None
+    return list(relation.columns), [str(t) for t in relation.types]
 
 
 def _file_head(path: str) -> bytes:

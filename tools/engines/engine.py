@@ -17,6 +17,7 @@ import importlib
 import pkgutil
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import PurePath
 from typing import TYPE_CHECKING, ClassVar, Literal, Self
 
@@ -26,6 +27,21 @@ from flexsql.errors import ConfigError
 
 if TYPE_CHECKING:
     from flexsql.tools.engines.catalog import TableInfo
+
+
+@dataclass(frozen=True)
+class CellCap:
+    """SQL that cuts one column's big cells (Engine.cap_cell), over the column expression."""
+
+    value: str
+    """The cell, cut in place when a prefix keeps its type (text, binary, the first elements of a
+    list); NULL when `text` carries it instead."""
+    text: str | None = None
+    """For a type that no prefix of keeps (maps, structs, lists of text): the cell's text, its first
+    chars + 1 characters, when it is over the cap; else NULL."""
+    length: str | None = None
+    """For a list cut to its first elements in `value`: how many elements it had (else NULL), so the
+    cut says how many were dropped."""
 
 
 class Engine:
@@ -166,6 +182,32 @@ class Engine:
     def prefix(self, expr: str, chars: int) -> str:
         """The first `chars` characters of a value, so one huge cell cannot blow a result's byte cap."""
         return f"substr({self.as_text(expr)}, 1, {chars})"
+
+    # -- fetching: what the driver hands to Python ---------------------------------------------------
+    lossy_types: tuple[str, ...] = ()
+    """Result types whose Python form loses information (DuckDB: INTERVAL becomes a timedelta, 1 month
+    -> 30 days; TIMESTAMP_NS drops its nanoseconds): fetched as the engine's own text instead."""
+
+    def cap_cell(self, expr: str, type_name: str, chars: int) -> CellCap | None:
+        """How a cell of type `type_name` is cut by the engine, before the driver builds it in Python:
+        whole when it is at most `chars` characters (bytes for binary values), else only a part that
+        the fetch's own cut (fetch.cut_big_cells) still finds over the cap, so it marks and counts it:
+        the first `chars` + 1 characters, or the first elements of a long list. None when values of
+        the type are always small (numbers, dates) or the engine cannot cut it."""
+        return None
+
+    def infinite_flag(self, expr: str, type_name: str) -> str | None:
+        """A boolean SQL expression true when `expr` is ±infinity, for the types whose infinity the
+        driver hands over as an ordinary far date (DuckDB gives date.max for 'infinity' and for
+        9999-12-31 alike); None where the driver tells them apart (or the engine has no infinity)."""
+        return None
+
+    def wrap_cells(self, sql: str, width: int, exprs: list[str]) -> str:
+        """`sql` as a subquery whose `width` columns are named by position (`c0`, `c1`, …, whatever
+        their names, duplicates too) under an outer select list `exprs` (cut cells, flags). The query's
+        row order carries through the projection."""
+        names = ", ".join(f"c{i}" for i in range(width))
+        return f"SELECT {', '.join(exprs)} FROM (\n{sql}\n) AS flexsql_cells({names})"
 
     def sample_clause(self, table_sql: str, kind: str, pct_text: str) -> str | None:
         """The engine's sampling FROM item for a table (`kind` "table") or view, or None."""

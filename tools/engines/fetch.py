@@ -3,11 +3,14 @@ limit, and cut single cells (text, binary, lists, maps) that are too big to keep
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flexsql.config import LimitsConfig
+
+if TYPE_CHECKING:
+    from flexsql.tools.engines.engine import Engine
 
 DEFAULT_MAX_ROWS = 1_000
 DEFAULT_MAX_BYTES = 8_000_000
@@ -21,6 +24,17 @@ class FetchLimits:
     max_bytes: int = DEFAULT_MAX_BYTES
     count_limit: int = DEFAULT_COUNT_LIMIT
     max_cell_bytes: int = DEFAULT_MAX_CELL_BYTES
+    # claims bytes of a budget shared with other fetches and kept results (the server's result
+    # store budget) as rows are kept; False: no room left, keep no more rows
+    reserve: Callable[[int], bool] | None = None
+
+
+NO_CELL_CAP = 2**30
+"""A max_cell_bytes this big asks for whole values: the engine cuts nothing (PostgreSQL's substr
+takes a 32-bit length, and no engine value is bigger than a gigabyte)."""
+
+RESERVE_REFUSED = "server_store_mb"
+"""The reason a fetch stopped keeping rows when its `reserve` found no room."""
 
 
 @dataclass(frozen=True)
@@ -98,7 +112,7 @@ def cut_nested(value: Any, max_bytes: int) -> Any:
             break
         kept.append(item)
         size += cost
-    dropped = len(items) - len(kept)
+    dropped = getattr(value, "total", len(items)) - len(kept)  # an engine-cut list knows its length
     if is_dict:
         out = dict(kept)
         if dropped:
@@ -137,7 +151,7 @@ def cut_big_cells(rows: list[tuple[Any, ...]], max_cell_bytes: int) -> int:
             len(v)
             if v.__class__ in _CELL_TYPES
             else nested_size(v, max_cell_bytes)
-            if v.__class__ in _NESTED_TYPES
+            if isinstance(v, _NESTED_TYPES)  # an engine-cut list (_Sliced) is a list subclass
             else 0
             for v in column
         ]
@@ -169,13 +183,112 @@ def approx_size(row: Sequence[Any]) -> int:
     return size
 
 
+BATCH_BYTES = 16 * 1024 * 1024
+"""About how much one batch of rows may take in Python: the batch size follows the rows' size."""
+
+
 def fetch_batches(cursor: Any, size: int = 2048) -> Iterator[Sequence[Sequence[Any]]]:
-    """A DB-API cursor's rows in batches (every driver we use has fetchmany)."""
+    """A DB-API cursor's rows in batches (every driver we use has fetchmany) of at most `size` rows,
+    starting small and growing while the rows are small, so that a batch of wide rows (cells up to
+    the store's cell cap each) never takes more than about BATCH_BYTES before anything is counted."""
+    rows = min(16, size)
     while True:
-        batch = cursor.fetchmany(size)
+        batch = cursor.fetchmany(rows)
         if not batch:
             return
         yield batch
+        per_row = max(estimate_size(batch) // len(batch), 1)
+        rows = max(1, min(size, rows * 8, BATCH_BYTES // per_row))
+
+
+@dataclass(frozen=True)
+class CellPlan:
+    """A query wrapped so that the engine cuts big cells and flags infinities before the driver
+    builds them (Engine.cap_cell, Engine.infinite_flag, Engine.lossy_types): `sql` returns the
+    query's `width` columns, then extra ones, by position — a cell's text prefix when it was over the
+    cap, a cut list's length, whether a far date is ±infinity. `rows` puts them back in place."""
+
+    sql: str
+    width: int
+    texts: tuple[tuple[int, int], ...] = ()  # (column, position of its text prefix)
+    lengths: tuple[tuple[int, int], ...] = ()  # (column, position of its whole length)
+    infinite: tuple[tuple[int, int], ...] = ()  # (column, position of its infinity flag)
+
+    def rows(self, batches: Iterator[Sequence[Sequence[Any]]]) -> Iterator[Sequence[Sequence[Any]]]:
+        if not (self.texts or self.lengths or self.infinite):
+            yield from batches
+            return
+        width, texts, lengths, infinite = self.width, self.texts, self.lengths, self.infinite
+        for batch in batches:
+            out: list[tuple[Any, ...]] = []
+            for row in batch:
+                values = tuple(row[:width])
+                changed = [(col, row[at]) for col, at in texts if row[at] is not None]
+                changed += [(col, _Sliced(row[col], row[at])) for col, at in lengths if row[at] is not None]
+                changed += [(col, _infinity_text(row[col])) for col, at in infinite if row[at]]
+                if changed:
+                    cells = list(values)
+                    for col, value in changed:
+                        cells[col] = value
+                    values = tuple(cells)
+                out.append(values)
+            yield out
+
+
+class _Sliced(list[Any]):
+    """The first elements of a list the engine cut, and how many it had: cut_nested counts from it."""
+
+    def __init__(self, items: Any, total: int) -> None:
+        super().__init__(items or [])
+        self.total = int(total)
+
+
+def _infinity_text(value: Any) -> str:
+    """'-infinity' for the driver's stand-in of -infinity (date.min, year 1), else 'infinity'."""
+    return "-infinity" if getattr(value, "year", 9999) <= 1 else "infinity"
+
+
+def plan_cells(engine: Engine, sql: str, types: Sequence[str], max_cell_bytes: int) -> CellPlan | None:
+    """The wrapped query that has `engine` cut the cells of `sql`, whose result columns have `types`
+    (the caller keeps their names: the wrapper's are positional), or None when no column needs it."""
+    exprs: list[str] = []
+    extras: list[str] = []
+    texts: list[tuple[int, int]] = []
+    lengths: list[tuple[int, int]] = []
+    infinite: list[tuple[int, int]] = []
+    width = len(types)
+
+    def extra(sql_expr: str, into: list[tuple[int, int]], column: int) -> None:
+        into.append((column, width + len(extras)))
+        extras.append(sql_expr)
+
+    for i, type_name in enumerate(types):
+        column = f"c{i}"
+        expr = column
+        if type_name.upper() in engine.lossy_types:
+            expr = engine.as_text(column)
+        else:
+            # a cap of a gigabyte or more means none (exact comparisons): no SQL integer needed for it
+            cap = engine.cap_cell(column, type_name, max_cell_bytes) if max_cell_bytes < NO_CELL_CAP else None
+            if cap is not None:
+                expr = cap.value
+                if cap.text is not None:
+                    extra(cap.text, texts, i)
+                if cap.length is not None:
+                    extra(cap.length, lengths, i)
+        flag = engine.infinite_flag(column, type_name)
+        if flag is not None:
+            extra(flag, infinite, i)
+        exprs.append(expr)
+    if not extras and all(e == f"c{i}" for i, e in enumerate(exprs)):
+        return None
+    return CellPlan(
+        sql=engine.wrap_cells(sql, width, exprs + extras),
+        width=width,
+        texts=tuple(texts),
+        lengths=tuple(lengths),
+        infinite=tuple(infinite),
+    )
 
 
 def estimate_size(rows: Sequence[Sequence[Any]]) -> int:
@@ -213,7 +326,8 @@ def collect(
             room = limits.max_rows - len(rows)
             take = batch if len(batch) <= room else batch[:room]
             size = estimate_size(take)
-            if kept_bytes + size <= limits.max_bytes:
+            reserve = limits.reserve
+            if kept_bytes + size <= limits.max_bytes and (reserve is None or reserve(size)):
                 rows.extend(r if isinstance(r, tuple) else tuple(r) for r in take)
                 kept_bytes += size
             else:
@@ -223,9 +337,13 @@ def collect(
                         cell_rows = [row]
                         cells_cut += cut_big_cells(cell_rows, limits.max_cell_bytes)
                         row = cell_rows[0]
-                    kept_bytes += approx_size(row)
+                    row_size = approx_size(row)
+                    kept_bytes += row_size
                     if kept_bytes > limits.max_bytes:
                         reason = f"max_bytes={limits.max_bytes}"
+                        break
+                    if reserve is not None and not reserve(row_size):
+                        reason = RESERVE_REFUSED
                         break
                     rows.append(tuple(row))
             if reason is None and len(take) < len(batch):

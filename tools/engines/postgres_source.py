@@ -29,8 +29,8 @@ from flexsql.config import LimitsConfig
 from flexsql.errors import ConfigError, QueryError
 from flexsql.tools.engines.cancel import Deadline, timeout_error
 from flexsql.tools.engines.catalog import Catalog, Column, ForeignKey, TableInfo
-from flexsql.tools.engines.engine import Engine
-from flexsql.tools.engines.fetch import FetchLimits, collect, fetch_batches
+from flexsql.tools.engines.engine import CellCap, Engine
+from flexsql.tools.engines.fetch import FetchLimits, collect, fetch_batches, plan_cells
 from flexsql.tools.engines.source import RunOutput, SafetyReport, Source
 
 # Per-schema grants, not pg_read_all_data: that role can also read pg_authid (password hashes),
@@ -168,6 +168,23 @@ class Postgres(Engine):
     )
     credential_hint = "read pg_roles, pg_user or pg_stats instead, which mask these values"
     simple_show = True
+
+    def cap_cell(self, expr: str, type_name: str, chars: int) -> CellCap | None:
+        # PostgresSource passes the type's OID: array types share their element's name in psycopg
+        oid = int(type_name) if type_name.isdigit() else 0
+        if oid in _SMALL_OIDS:
+            return None
+        if oid in _TEXT_OIDS or oid == _BYTEA_OID:  # octet_length reads the size header: no detoasting
+            return CellCap(
+                f"CASE WHEN octet_length({expr}) > {chars} THEN substr({expr}, 1, {chars + 1}) ELSE {expr} END"
+            )
+        # json, jsonb, xml, arrays, records, ranges, enums, anything else: measured by its text
+        text = f"({expr})::text"
+        over = f"octet_length({text}) > {chars}"
+        return CellCap(
+            f"CASE WHEN {over} THEN NULL ELSE {expr} END",
+            text=f"CASE WHEN {over} THEN substr({text}, 1, {chars + 1}) END",
+        )
 
 
 class PostgresSource(Source):
@@ -347,22 +364,34 @@ class PostgresSource(Source):
         try:
             with deadline:
                 try:
-                    self._require_rows(conn, sql)
+                    fields = self._require_rows(conn, sql)
                     # Queries go through a server-side cursor, so the client holds one batch at a time and
                     # memory follows max_rows, not the result; SHOW / EXPLAIN (small, not declarable) do not.
                     # Both use the extended protocol, which refuses several statements in one text.
                     named = _DECLARABLE.match(sql) is not None
+                    # a query is wrapped so that the server cuts big cells (a string_agg of a gigabyte)
+                    # before they cross the wire: the described types say which columns need it
+                    plan = None
+                    if named:
+                        plan = plan_cells(
+                            self.engine, sql, [str(oid) for _, oid in fields], limits.max_cell_bytes
+                        )
                     cursor = conn.cursor(name="flexsql_fetch") if named else conn.cursor()
                     with cursor as cur:
                         if named:
-                            cur.execute(sql.encode("utf-8"))
+                            cur.execute((plan.sql if plan else sql).encode("utf-8"))
                         else:
                             cur.execute(sql.encode("utf-8"), prepare=True)
                         if cur.description is None:
                             return [], [], [], 0, False, None
-                        columns = [d.name for d in cur.description]
-                        types = [_type_name(conn, d.type_code) for d in cur.description]
-                        rows, counted, more, cut = collect(fetch_batches(cur), limits)
+                        if plan is not None:
+                            columns = [name for name, _ in fields]
+                            types = [_type_name(conn, oid) for _, oid in fields]
+                        else:
+                            columns = [d.name for d in cur.description]
+                            types = [_type_name(conn, d.type_code) for d in cur.description]
+                        batches = fetch_batches(cur)
+                        rows, counted, more, cut = collect(plan.rows(batches) if plan else batches, limits)
                 except psycopg.errors.QueryCanceled:
                     raise timeout_error(timeout_s) from None
                 except psycopg.OperationalError:
@@ -381,10 +410,11 @@ class PostgresSource(Source):
                     conn.close()
             self._release(conn)
 
-    def _require_rows(self, conn: Any, sql: str) -> None:
+    def _require_rows(self, conn: Any, sql: str) -> list[tuple[str, int]]:
         """Have the server parse and describe the statement before it runs: only statements that
         return rows (queries, SHOW, EXPLAIN) may run. PostgreSQL's own parser decides, so no guard
-        misreading can get a DO block, COPY, SET/RESET ROLE or DEALLOCATE executed."""
+        misreading can get a DO block, COPY, SET/RESET ROLE or DEALLOCATE executed. Returns the
+        result's columns: (name, type OID)."""
         from psycopg import pq
 
         pgconn = conn.pgconn
@@ -407,6 +437,11 @@ class PostgresSource(Source):
                 f"refused by the engine: {what} returns no rows, and flexsql only runs queries on "
                 "PostgreSQL — this server is read-only"
             )
+        encoding = conn.info.encoding
+        return [
+            ((result.fname(i) or b"").decode(encoding, "replace"), result.ftype(i))
+            for i in range(result.nfields)
+        ]
 
     def _explain(self, exc: Exception) -> str:
         text = self._clean_error(exc)
@@ -471,6 +506,14 @@ _DECLARABLE = re.compile(
 )
 
 _TYPE_NAMES: dict[int, str] = {}
+
+# built-in types whose values print short: no cut (numeric is at most ~130 KB)
+_SMALL_OIDS = frozenset(
+    {16, 18, 20, 21, 23, 24, 26, 27, 28, 650, 700, 701, 774, 790, 829, 869, 1082, 1083, 1114, 1184, 1186}
+    | {1266, 1700, 2202, 2205, 2206, 3220, 2950, 5069}
+)
+_TEXT_OIDS = frozenset({25, 1043, 1042, 19})  # text, varchar, bpchar, name: substr keeps them text
+_BYTEA_OID = 17
 
 
 def _type_name(conn: Any, oid: int) -> str:

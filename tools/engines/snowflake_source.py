@@ -18,8 +18,8 @@ from flexsql.config import LimitsConfig
 from flexsql.errors import ConfigError, QueryError
 from flexsql.tools.engines.cancel import Deadline, timeout_error
 from flexsql.tools.engines.catalog import Catalog, Column, ForeignKey, TableInfo
-from flexsql.tools.engines.engine import Engine
-from flexsql.tools.engines.fetch import FetchLimits, collect, fetch_batches
+from flexsql.tools.engines.engine import CellCap, Engine
+from flexsql.tools.engines.fetch import CellPlan, FetchLimits, collect, fetch_batches, plan_cells
 from flexsql.tools.engines.source import RunOutput, SafetyReport, Source
 
 
@@ -83,11 +83,13 @@ def _engine_check(sql: str) -> str:
     return sql.strip()
 
 
-def _outer_order(text: str) -> str:
+def _outer_order(text: str, positional_names: bool = False) -> str:
     """The query's own top-level ORDER BY, restated outside flexsql's wrapper by output position
     (`ORDER BY 2 DESC`), because a subquery's order is not guaranteed to survive the outer SELECT.
     Empty when the query does not sort, or sorts by something the outer query cannot name (an
-    expression not in its select list, or a select list with `*`): then the order stays inside."""
+    expression not in its select list, or a select list with `*`): then the order stays inside.
+    `positional_names`: by the wrapper's column names instead (`ORDER BY c1 DESC`), where the outer
+    select list holds cut cells, not the values to sort by."""
     import sqlglot
     from sqlglot import exp
 
@@ -126,7 +128,9 @@ def _outer_order(text: str) -> str:
         if position is None:
             return ""
         restated = ordered.copy()
-        restated.set("this", exp.Literal.number(position))
+        restated.set(
+            "this", exp.column(f"c{position - 1}") if positional_names else exp.Literal.number(position)
+        )
         keys.append(restated.sql(dialect="snowflake"))
     return " ORDER BY " + ", ".join(keys)
 
@@ -173,6 +177,24 @@ class Snowflake(Engine):
     cloud = True
     binary_hex = "lower(hex_encode({expr}))"
     stages_and_sequences = True
+
+    def cap_cell(self, expr: str, type_name: str, chars: int) -> CellCap | None:
+        kind = type_name.upper()  # the connector's name of the type (SnowflakeSource passes it)
+        if kind == "TEXT":
+            return CellCap(f"IFF(LENGTH({expr}) > {chars}, SUBSTR({expr}, 1, {chars + 1}), {expr})")
+        if kind in ("VARIANT", "OBJECT", "ARRAY", "MAP"):
+            text = f"TO_VARCHAR({expr})"
+            over = f"LENGTH({text}) > {chars}"
+            return CellCap(
+                f"IFF({over}, NULL, {expr})", text=f"IFF({over}, SUBSTR({text}, 1, {chars + 1}), NULL)"
+            )
+        return None  # BINARY holds at most 8 MB on Snowflake; numbers and dates are small
+
+    def wrap_cells(self, sql: str, width: int, exprs: list[str]) -> str:
+        # the query's own order restated outside (a subquery's order is not kept), by column name
+        names = ", ".join(f"c{i}" for i in range(width))
+        order = _outer_order(sql, positional_names=True)
+        return f"SELECT {', '.join(exprs)} FROM (\n{sql}\n) AS flexsql_cells({names}){order}"
 
 
 class SnowflakeSource(Source):
@@ -336,9 +358,13 @@ class SnowflakeSource(Source):
         return f"SELECT * FROM (\n{text}\n){_outer_order(text)}"
 
     def _run(self, sql: str, timeout_s: float, limits: FetchLimits) -> RunOutput:
+        text = _engine_check(sql)
         sql = self.engine_wrap(sql)
         conn = self._connection()
         cur = conn.cursor()
+        plan, described = self._plan(cur, text, sql, limits) if sql != text else (None, None)
+        if plan is not None:
+            sql = plan.sql
 
         def abort() -> None:
             query_id = getattr(cur, "sfqid", None)
@@ -352,10 +378,13 @@ class SnowflakeSource(Source):
                     cur.execute(sql, timeout=max(1, int(timeout_s + 0.999)))
                     if cur.description is None:
                         return [], [], [], 0, False, None
-                    columns = [d[0] for d in cur.description]
-                    types = [str(d[1]) for d in cur.description]
-
-                    rows, counted, more, cut = collect(fetch_batches(cur), limits)
+                    if plan is not None and described is not None:
+                        columns, types = described
+                    else:
+                        columns = [d[0] for d in cur.description]
+                        types = [str(d[1]) for d in cur.description]
+                    batches = fetch_batches(cur)
+                    rows, counted, more, cut = collect(plan.rows(batches) if plan else batches, limits)
                 except Exception as exc:
                     if deadline.fired or "timeout" in str(exc).lower() and "statement" in str(exc).lower():
                         raise timeout_error(timeout_s) from None
@@ -363,6 +392,24 @@ class SnowflakeSource(Source):
             return columns, types, rows, counted, more, cut
         finally:
             cur.close()
+
+    def _plan(
+        self, cur: Any, text: str, wrapped: str, limits: FetchLimits
+    ) -> tuple[CellPlan | None, tuple[list[str], list[str]] | None]:
+        """The wrapped query with its big cells cut by Snowflake, from the statement's described (not
+        run) columns; (None, None) when describing fails (then values arrive whole: Snowflake's own
+        limit is 16 MB a value)."""
+        from snowflake.connector.constants import FIELD_ID_TO_NAME
+
+        try:
+            described = cur.describe(wrapped)
+        except Exception:
+            return None, None
+        if not described:
+            return None, None
+        kinds = [FIELD_ID_TO_NAME[d.type_code] for d in described]
+        plan = plan_cells(self.engine, text, kinds, limits.max_cell_bytes)
+        return plan, ([d.name for d in described], [str(d.type_code) for d in described])
 
     def safety(self) -> SafetyReport:
         return SafetyReport(

@@ -13,8 +13,8 @@ from flexsql.config import LimitsConfig
 from flexsql.errors import ConfigError, QueryError
 from flexsql.tools.engines.cancel import Deadline, timeout_error
 from flexsql.tools.engines.catalog import Catalog, Column, ForeignKey, TableInfo
-from flexsql.tools.engines.engine import Engine
-from flexsql.tools.engines.fetch import FetchLimits, collect, fetch_batches
+from flexsql.tools.engines.engine import CellCap, Engine
+from flexsql.tools.engines.fetch import FetchLimits, collect, fetch_batches, plan_cells
 from flexsql.tools.engines.source import RunOutput, SafetyReport, Source, file_data_versions
 from flexsql.tools.engines.urls import file_path_of
 
@@ -90,6 +90,18 @@ class SQLite(Engine):
     def prefix(self, expr: str, chars: int) -> str:
         # substr counts bytes of BLOBs and characters of text; numbers pass through untouched
         return f"CASE WHEN typeof({expr}) IN ('text', 'blob') THEN substr({expr}, 1, {chars}) ELSE {expr} END"
+
+    def cap_cell(self, expr: str, type_name: str, chars: int) -> CellCap | None:
+        # values carry their own type, whatever the column says: every column may hold a long one
+        return CellCap(
+            f"CASE WHEN typeof({expr}) IN ('text', 'blob') AND length({expr}) > {chars} "
+            f"THEN substr({expr}, 1, {chars + 1}) ELSE {expr} END"
+        )
+
+    def wrap_cells(self, sql: str, width: int, exprs: list[str]) -> str:
+        # a subquery's columns cannot be renamed here; a common table expression's can
+        names = ", ".join(f"c{i}" for i in range(width))
+        return f"WITH flexsql_cells({names}) AS (\n{sql}\n) SELECT {', '.join(exprs)} FROM flexsql_cells"
 
 
 class SQLiteSource(Source):
@@ -230,12 +242,18 @@ class SQLiteSource(Source):
         try:
             with watchdog:
                 cur = conn.cursor()
-                cur.execute(sql)
+                # the query's columns, without running it (LIMIT 0 stops at once), so that SQLite cuts
+                # big values (up to 64 MB each) before Python builds them
+                names = _column_names(conn, sql)
+                plan = (
+                    plan_cells(self.engine, sql, [""] * len(names), limits.max_cell_bytes) if names else None
+                )
+                cur.execute(plan.sql if plan else sql)
                 if cur.description is None:
                     return [], [], [], 0, False, None
-                columns = [d[0] for d in cur.description]
-
-                rows, counted, more, cut = collect(fetch_batches(cur), limits)
+                columns = names if plan is not None and names else [d[0] for d in cur.description]
+                batches = fetch_batches(cur)
+                rows, counted, more, cut = collect(plan.rows(batches) if plan else batches, limits)
             types = [_sqlite_type(rows, i) for i in range(len(columns))]
             return columns, types, rows, counted, more, cut
         except sqlite3.OperationalError as exc:
@@ -276,6 +294,22 @@ class SQLiteSource(Source):
                 "progress handler cancels at the timeout",
             ],
         )
+
+
+def _column_names(conn: sqlite3.Connection, sql: str) -> list[str] | None:
+    """The statement's result column names, from a run that stops before the first row; None when
+    it cannot be a subquery (EXPLAIN, PRAGMA) or returns nothing. SQLite renames a repeated name of
+    a subquery `a:1`: given back as `a`."""
+    try:
+        cur = conn.execute(f"SELECT * FROM (\n{sql}\n) LIMIT 0")
+    except sqlite3.Error:
+        return None
+    names: list[str] = []
+    for d in cur.description or ():
+        name = d[0]
+        base, _, number = name.rpartition(":")
+        names.append(base if number.isdigit() and base in names else name)
+    return names or None
 
 
 def _sqlite_type(rows: list[tuple[Any, ...]], index: int) -> str:

@@ -70,15 +70,32 @@ class NeedsInput(Exception):  # noqa: N818 - a signal, not an error
         self.state = state
 
 
+@dataclass(frozen=True)
+class Principal:
+    """Who calls, for the state a tool keeps across calls for one client (the agent's conversations
+    and pending clarifications): the server names one per transport (flexsql.server.sessions);
+    direct calls, the CLI and stdio are LOCAL, the one local user."""
+
+    key: str
+    """Unique within the server and never shown: "local", "session:<id>", "token:<identity>", "anonymous"."""
+    issues_ids: bool = False
+    """Stateless HTTP: a conversation is continued only with an id the server minted and returned,
+    so a name another client also chose reaches nothing of theirs."""
+
+
+LOCAL = Principal("local")
+
+
 @dataclass
 class ToolEnv:
-    """What a call may use besides its arguments: progress reporting and, for tools that talk back
-    to the client (`ask`: sampling, elicitation), the MCP request context."""
+    """What a call may use besides its arguments: progress reporting, who is calling and, for tools
+    that talk back to the client (`ask`: sampling, elicitation), the MCP request context."""
 
     settings: Settings = field(default_factory=Settings)
     progress: Progress | None = None
     mcp_context: Any = None
     python_enabled: bool = True
+    principal: Principal = LOCAL
 
 
 NO_ENV = ToolEnv()

@@ -6,9 +6,11 @@ import datetime as dt
 import decimal
 import json
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import pydantic_core
 
 from flexsql.config import LimitsConfig
 
@@ -27,14 +29,6 @@ class TextBudget:
         return cls(max_chars=limits.output_chars, cell_chars=limits.cell_chars)
 
 
-_INFINITE_TIMES = {
-    dt.datetime.max: "infinity",
-    dt.datetime.min: "-infinity",
-    dt.date.max: "infinity",
-    dt.date.min: "-infinity",
-}
-
-
 def cell_text(value: Any, max_chars: int = _LIMITS.cell_chars) -> str:
     if value is None:
         text = "NULL"
@@ -44,11 +38,9 @@ def cell_text(value: Any, max_chars: int = _LIMITS.cell_chars) -> str:
         text = _single_precision_text(value) or float_text(value)
     elif isinstance(value, decimal.Decimal | int):
         text = str(value)
-    elif isinstance(value, dt.datetime | dt.date) and _INFINITE_TIMES.get(
-        value
-    ):  # drivers' stand-in for ±infinity
-        text = _INFINITE_TIMES[value]
     elif isinstance(value, dt.datetime | dt.date | dt.time):
+        # far dates are dates (9999-12-31 is the usual "still valid" sentinel); engines hand a real
+        # ±infinity over as the text 'infinity' / '-infinity' (DuckDB's driver cannot: duckdb_source.py)
         text = value.isoformat(sep=" ") if isinstance(value, dt.datetime) else value.isoformat()
     elif isinstance(value, bytes | bytearray | memoryview):  # the Snowflake connector returns bytearray
         text = "0x" + bytes(value[:64]).hex()
@@ -145,59 +137,207 @@ def jsonable(value: Any) -> Any:
 _CUT_MARK = "…"
 
 
-def bounded_structured(data: dict[str, Any], max_bytes: int) -> tuple[dict[str, Any], bool]:
-    """`data` (a model_dump) cut so that its JSON is at most `max_bytes`: long text cells first
-    (each to an equal share, with an ellipsis), then trailing rows. Returns (data, truncated); a
-    cut result says so with `truncated: true` and a `truncated_reason`, and keeps its handles
-    (result_id) so the rest stays reachable."""
-    size = _json_size(data)
-    if size <= max_bytes:
-        return data, False
+def wire_size(value: Any) -> int:
+    """Bytes of `value` as the MCP SDK writes it, an exact bound for both of its encoders: compact
+    JSON with non-ASCII escaped (`json.dumps`, the 2026 transport: é is 6 bytes) and compact UTF-8
+    JSON (pydantic's, the SSE sessions and stdio, which prints 1e-05 as 0.00001): the larger."""
+    escaped = len(json.dumps(value, separators=(",", ":"), default=str))  # ASCII only: chars are bytes
+    return max(escaped, len(pydantic_core.to_json(value, fallback=str)))
+
+
+@dataclass(frozen=True)
+class StructuredCut:
+    """What `bounded_structured` left out of one structured result, for the note the text carries."""
+
+    max_bytes: int
+    rows_key: str | None = None  # the list of rows (or values, matches…) cut to its leading items
+    rows_kept: int | None = None
+    rows_given: int | None = None
+    values_cut: int = 0  # strings kept as their first part, ending in '…'
+    lists_cut: bool = False  # other lists were cut to their leading items too
+
+    def note(self, result_id: str | None = None, offset: int = 0) -> str:
+        """One line for the text: what was cut, and (rows of a stored result) how to read the rest."""
+        parts = [f"structured content cut to fit {self.max_bytes:,} bytes"]
+        if self.rows_key is not None and self.rows_kept is not None and self.rows_kept != self.rows_given:
+            parts.append(f"{self.rows_key} {offset + 1}-{offset + self.rows_kept} kept")
+            if result_id and self.rows_key == "rows":
+                parts.append(
+                    f"fetch_rows(result_id={result_id!r}, offset={offset + self.rows_kept}) for the rest"
+                )
+        if self.values_cut:
+            parts.append(f"{self.values_cut} long value(s) end in '…'")
+        if self.lists_cut:
+            parts.append("long lists keep their first items")
+        return "; ".join(parts)
+
+
+class StructuredTooLarge(ValueError):
+    """Even cut to its required fields, a structured result does not fit: its fields are too many."""
+
+
+_ROW_KEYS = ("rows", "values", "matches", "tables", "results")
+
+
+def bounded_structured(data: dict[str, Any], max_bytes: int) -> tuple[dict[str, Any], StructuredCut | None]:
+    """`data` (a JSON-mode model_dump) cut so that `wire_size` of it is at most `max_bytes`, keeping
+    every field (so it still validates as the tool's result): long strings beside the rows first,
+    then the rows to their leading items that fit whole (the first row's cells cut when not even it
+    fits), then every string, then every other list. `truncated` (and `<field>_truncated` for a cut
+    text field) is set, `row_count` follows the rows kept and `cells_cut` counts the cells cut.
+    Returns (data, None) when it fits as it is; raises StructuredTooLarge when nothing cut fits."""
+    if _size_within(data, max_bytes) <= max_bytes:
+        return data, None
     out = dict(data)
-    out["truncated"] = True
-    out["truncated_reason"] = f"structured result over {max_bytes:,} bytes: long cells and trailing rows cut"
-    rows_key = next((k for k in ("rows", "values", "matches") if isinstance(out.get(k), list)), None)
-    budget = max(max_bytes - _json_size({k: v for k, v in out.items() if k != rows_key}) - 64, 0)
+    rows_key = next((k for k in _ROW_KEYS if isinstance(out.get(k), list)), None)
+    if rows_key is None:
+        lists = [k for k, v in out.items() if isinstance(v, list) and v]
+        rows_key = max(lists, key=lambda k: _size_within(out[k], max_bytes), default=None)
+    rows: list[Any] = out[rows_key] if rows_key is not None else []
     if rows_key is not None:
-        rows = out[rows_key]
-        cell_cap = max(budget // max(len(rows), 1) // 2, 16)
-        while True:
-            cut_rows = [_cut_cells(r, cell_cap) for r in rows]
-            kept: list[Any] = []
-            used = 2
-            for row in cut_rows:
-                row_size = _json_size(row) + 1
-                if used + row_size > budget:
-                    break
-                kept.append(row)
-                used += row_size
-            if kept or cell_cap <= 16:
+        out[rows_key] = []
+    # 1. long strings beside the rows (an echoed SQL text, a traceback): to a sixteenth of the cap each
+    out = _cut_strings(out, max(max_bytes // 16, 16), skip=rows_key)
+    kept = len(rows)
+    if rows_key is not None:
+        # 2. the leading rows that fit whole (compact JSON adds a comma between rows, nothing else)
+        room = max_bytes - wire_size(out)
+        kept, used = 0, 0
+        for row in rows:
+            used += wire_size(row) + (1 if kept else 0)
+            if used > room:
                 break
-            cell_cap //= 4  # even one row does not fit: cut its cells harder
-        out[rows_key] = kept
-        if "row_count" in out:
-            out["row_count"] = len(kept)
-    if _json_size(out) > max_bytes:  # something else is large (a long SQL text): cut every string
-        out = _cut_cells(out, max(max_bytes // 8, 16))
-    if _json_size(out) > max_bytes:
-        out = {
-            "truncated": True,
-            "truncated_reason": out["truncated_reason"],
-            **{k: out[k] for k in ("result_id",) if k in out},
-        }
-    return out, True
+            kept += 1
+        out[rows_key] = rows[:kept]
+        if kept == 0 and rows:  # not even the first row fits whole: it, with its cells cut
+            first = _fit_strings(rows[0], lambda candidate: wire_size(candidate) <= room)
+            if first is not None:
+                out[rows_key] = [first]
+                kept = 1
+                if isinstance(out.get("cells_cut"), int):  # a cell the store cut already counts once
+                    out["cells_cut"] += _count_cut(rows[0], first, recut=False)
+        if isinstance(out.get("row_count"), int):
+            out["row_count"] = kept
+    lists_cut = False
+    if wire_size(out) > max_bytes:  # 3. every string, to the longest cap that fits
+        fitted = _fit_strings(out, lambda candidate: wire_size(candidate) <= max_bytes, skip=rows_key)
+        if fitted is not None:
+            out = fitted
+    if wire_size(out) > max_bytes:  # 4. every other list, to the most first items that fit
+        lists_cut = True
+        out = _cut_strings(out, 16, skip=rows_key)
+        low, high = 0, _longest_list(out, rows_key)
+        if wire_size(_trim_lists(out, 0, rows_key)) > max_bytes:
+            raise StructuredTooLarge(f"the result does not fit in {max_bytes:,} bytes even cut")
+        while low < high:
+            mid = (low + high + 1) // 2
+            if wire_size(_trim_lists(out, mid, rows_key)) <= max_bytes:
+                low = mid
+            else:
+                high = mid - 1
+        out = _trim_lists(out, low, rows_key)
+    if isinstance(out.get("truncated"), bool):
+        out["truncated"] = True
+    for key, value in data.items():
+        flag = f"{key}_truncated"
+        if isinstance(value, str) and isinstance(out.get(flag), bool) and out.get(key) != value:
+            out[flag] = True
+    return out, StructuredCut(
+        max_bytes=max_bytes,
+        rows_key=rows_key,
+        rows_kept=kept if rows_key is not None else None,
+        rows_given=len(rows) if rows_key is not None else None,
+        values_cut=_count_cut(data, out),
+        lists_cut=lists_cut,
+    )
 
 
-def _json_size(value: Any) -> int:
-    return len(json.dumps(value, default=str, ensure_ascii=False).encode("utf-8"))
+def _size_within(value: Any, limit: int) -> int:
+    """`wire_size(value)`, or an upper bound of it that stops counting once past `limit` (a result of
+    a hundred thousand rows is measured a row at a time, and only as far as the cap). Compact JSON
+    is additive: braces, commas and colons, plus the parts."""
+    if isinstance(value, dict):
+        size = 1 + len(value)  # braces, and a comma between items
+        for key, item in value.items():
+            size += wire_size(str(key)) + 1 + _size_within(item, limit - size)
+            if size > limit:
+                return size
+        return size
+    if isinstance(value, list) and len(value) > 8:
+        size = 1  # the brackets, and a comma between items: 1 + len(value) in all
+        for start in range(0, len(value), 256):  # a chunk's JSON is its items, their commas and []
+            size += wire_size(value[start : start + 256]) - 1
+            if size > limit:
+                return size
+        return size
+    return wire_size(value)
 
 
-def _cut_cells(value: Any, cap: int) -> Any:
-    """Strings longer than `cap` characters cut (a hex '0x…' BLOB string included), recursively."""
+def _cut_strings(value: Any, cap: int, skip: str | None = None) -> Any:
+    """Strings longer than `cap` characters cut to a prefix ending in '…', recursively (dict keys
+    stay; the top-level field `skip` is left as it is)."""
     if isinstance(value, str):
         return value if len(value) <= cap else value[: max(cap - 1, 1)] + _CUT_MARK
     if isinstance(value, list | tuple):
-        return [_cut_cells(v, cap) for v in value]
+        return [_cut_strings(v, cap) for v in value]
     if isinstance(value, dict):
-        return {k: _cut_cells(v, cap) for k, v in value.items()}
+        return {k: v if k == skip else _cut_strings(v, cap) for k, v in value.items()}
     return value
+
+
+def _fit_strings(value: Any, fits: Callable[[Any], bool], skip: str | None = None) -> Any | None:
+    """`value` with every string cut to the longest cap under which `fits(cut value)` holds (a binary
+    search over the cap); None when not even 16 characters fit."""
+    low, high = 16, max(_longest_string(value, skip), 16)
+    best: Any | None = None
+    while low <= high:
+        mid = (low + high) // 2
+        candidate = _cut_strings(value, mid, skip=skip)
+        if fits(candidate):
+            best, low = candidate, mid + 1
+        else:
+            high = mid - 1
+    return best
+
+
+def _longest_string(value: Any, skip: str | None = None) -> int:
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, list | tuple):
+        return max((_longest_string(v) for v in value), default=0)
+    if isinstance(value, dict):
+        return max((_longest_string(v) for k, v in value.items() if k != skip), default=0)
+    return 0
+
+
+def _longest_list(value: Any, skip: str | None = None) -> int:
+    if isinstance(value, list):
+        return max([len(value), *(_longest_list(v) for v in value)])
+    if isinstance(value, dict):
+        return max((_longest_list(v) for k, v in value.items() if k != skip), default=0)
+    return 0
+
+
+def _trim_lists(value: dict[str, Any], items: int, skip: str | None) -> dict[str, Any]:
+    """Every list in `value` (the rows list `skip` aside) cut to its first `items` items, recursively."""
+
+    def trim(v: Any) -> Any:
+        if isinstance(v, list):
+            return [trim(x) for x in v[:items]]
+        if isinstance(v, dict):
+            return {k: trim(x) for k, x in v.items()}
+        return v
+
+    return {k: v if k == skip else trim(v) for k, v in value.items()}
+
+
+def _count_cut(original: Any, cut: Any, recut: bool = True) -> int:
+    """How many strings of `original` are shorter in `cut` (same shape, lists maybe shorter);
+    `recut=False`: not those that already ended in the cut mark (cut before, counted then)."""
+    if isinstance(original, str):
+        return int(isinstance(cut, str) and cut != original and (recut or not original.endswith(_CUT_MARK)))
+    if isinstance(original, list | tuple) and isinstance(cut, list | tuple):
+        return sum(_count_cut(a, b, recut) for a, b in zip(original, cut, strict=False))
+    if isinstance(original, dict) and isinstance(cut, dict):
+        return sum(_count_cut(v, cut[k], recut) for k, v in original.items() if k in cut)
+    return 0

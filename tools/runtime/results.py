@@ -5,14 +5,21 @@ A store belongs to one client (a stdio server, one HTTP session, one agent run),
 (rows, and the Arrow copy run_python hands over) never needs a session in its key. The one store
 that several clients share — stateless HTTP requests carry no session id — hands out random,
 unguessable ids instead of a counter: there a result id is a capability, and a client reaches only
-the results whose ids it was given."""
+the results whose ids it was given.
+
+Memory is bounded twice: each store by its own `max_bytes` ([limits] store_mb), and all the stores of
+one server together by a `StoreBudget` ([limits] server_store_mb) they share: the least recently used
+result of any store is evicted first, and one result is never bigger than the smaller of the two."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import secrets
 import threading
+import weakref
 from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 from pydantic import BaseModel, PrivateAttr
@@ -29,6 +36,7 @@ class StoredResult(BaseModel):
     total_rows: int
     total_is_lower_bound: bool = False
     truncated: bool = False  # rows were dropped: `rows` holds fewer than total_rows
+    kept_by_max_rows: bool = False  # fewer rows kept because the caller's max_rows asked for few
     cells_cut: int = 0  # cells kept as prefixes (over store_cell_kb), each ending in a cut marker
     ordered: bool = False  # the producing query had a top-level ORDER BY
     sql: str | None = None
@@ -45,6 +53,85 @@ _DEFAULTS = {
 }
 
 
+class StoreBudget:
+    """Bytes that all the result stores of one server may hold together ([limits] server_store_mb).
+
+    Stores created with the budget charge it for every result they keep; when the total passes
+    `max_bytes` the least recently used result of any store is evicted (never the one being added).
+    The stores share the budget's lock, so a put, a get and an eviction across stores are atomic. A
+    store that goes away (a dropped session) gives its bytes back."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.lock = threading.RLock()
+        # (store key, result id) -> bytes, least recently used first
+        self._lru: OrderedDict[tuple[int, str], int] = OrderedDict()
+        self._stores: dict[int, weakref.ref[ResultStore]] = {}
+        self._keys = itertools.count(1)
+        self._bytes = 0
+        self._reserved = 0  # bytes of fetches in progress (reserve / unreserve)
+
+    @property
+    def bytes_used(self) -> int:
+        return self._bytes
+
+    def _join(self, store: ResultStore) -> int:
+        key = next(self._keys)
+        self._stores[key] = weakref.ref(store)
+        weakref.finalize(store, self._leave, key)
+        return key
+
+    def _leave(self, key: int) -> None:
+        with self.lock:
+            self._stores.pop(key, None)
+            for item in [k for k in self._lru if k[0] == key]:
+                self._bytes -= self._lru.pop(item)
+
+    def _charge(self, key: int, result_id: str, size: int) -> None:
+        """Under `lock`: count a result (again, when its size grew) as the most recently used, then
+        evict the least recently used results of any store (never this one) while over budget."""
+        self._bytes += size - self._lru.pop((key, result_id), 0)
+        self._lru[(key, result_id)] = size
+        while self._bytes > self.max_bytes:
+            victim = next((k for k in self._lru if k != (key, result_id)), None)
+            if victim is None:
+                break
+            owner, evicted = victim
+            ref = self._stores.get(owner)
+            store = ref() if ref is not None else None
+            if store is not None:
+                store._drop(evicted)
+            self._release(owner, evicted)
+
+    def reserve(self, size: int) -> bool:
+        """Room for `size` more bytes of a fetch in progress (its rows are not a result yet): the
+        least recently used results of any store are evicted for it; False when even with none
+        left the reservations in flight fill the budget. Release it with `unreserve`."""
+        with self.lock:
+            while self._bytes + self._reserved + size > self.max_bytes and self._lru:
+                owner, evicted = next(iter(self._lru))
+                ref = self._stores.get(owner)
+                store = ref() if ref is not None else None
+                if store is not None:
+                    store._drop(evicted)
+                self._release(owner, evicted)
+            if self._bytes + self._reserved + size > self.max_bytes:
+                return False
+            self._reserved += size
+            return True
+
+    def unreserve(self, size: int) -> None:
+        with self.lock:
+            self._reserved = max(self._reserved - size, 0)
+
+    def _touch(self, key: int, result_id: str) -> None:
+        if (key, result_id) in self._lru:
+            self._lru.move_to_end((key, result_id))
+
+    def _release(self, key: int, result_id: str) -> None:
+        self._bytes -= self._lru.pop((key, result_id), 0)
+
+
 class ResultStore:
     """A bounded LRU of results, by total approximate memory.
 
@@ -59,6 +146,7 @@ class ResultStore:
         max_bytes: int = 512 * 1024 * 1024,
         prefix: str = "r",
         ids: Literal["sequential", "random"] = "sequential",
+        budget: StoreBudget | None = None,
     ) -> None:
         self.max_bytes = max_bytes
         self._prefix = prefix
@@ -66,7 +154,37 @@ class ResultStore:
         self._items: OrderedDict[str, StoredResult] = OrderedDict()
         self._bytes = 0
         self._counter = itertools.count(1)
-        self._lock = threading.Lock()
+        self.budget = budget
+        self._lock: threading.Lock | threading.RLock = budget.lock if budget is not None else threading.Lock()
+        self._key = budget._join(self) if budget is not None else 0
+
+    @contextlib.contextmanager
+    def reservation(self) -> Iterator[Callable[[int], bool] | None]:
+        """For one fetch that will become a result here: a `reserve(size)` that claims room in the
+        server's budget as rows are kept (None without a budget); released when the fetch is over,
+        then `put` counts the result itself."""
+        budget = self.budget
+        if budget is None:
+            yield None
+            return
+        claimed = 0
+
+        def reserve(size: int) -> bool:
+            nonlocal claimed
+            if not budget.reserve(size):
+                return False
+            claimed += size
+            return True
+
+        try:
+            yield reserve
+        finally:
+            budget.unreserve(claimed)
+
+    @property
+    def max_result_bytes(self) -> int:
+        """The most one result may hold: this store's size, or the server's budget when smaller."""
+        return min(self.max_bytes, self.budget.max_bytes) if self.budget is not None else self.max_bytes
 
     def _new_id(self) -> str:
         if self.ids == "sequential":
@@ -89,12 +207,23 @@ class ResultStore:
             self._items[result_id] = stored
             self._bytes += size
             self._evict()
+            if self.budget is not None:
+                self.budget._charge(self._key, result_id, size)
             return stored
 
     def _evict(self) -> None:
         while self._bytes > self.max_bytes and len(self._items) > 1:
-            _, evicted = self._items.popitem(last=False)
-            self._bytes -= evicted.size_bytes
+            evicted = next(iter(self._items))
+            self._drop(evicted)
+
+    def _drop(self, result_id: str) -> None:
+        """Under the lock: forget one result, here and in the server's budget."""
+        stored = self._items.pop(result_id, None)
+        if stored is None:
+            return
+        self._bytes -= stored.size_bytes
+        if self.budget is not None:
+            self.budget._release(self._key, result_id)
 
     def arrow(self, stored: StoredResult, build: Any) -> Any:
         """The result's rows as an Arrow table, built by `build()` once and kept with the result."""
@@ -117,6 +246,8 @@ class ResultStore:
             stored.size_bytes += extra
             self._bytes += extra
             self._evict()
+            if self.budget is not None and self._items.get(stored.result_id) is stored:
+                self.budget._charge(self._key, stored.result_id, stored.size_bytes)
 
     def get(self, result_id: str) -> StoredResult:
         with self._lock:
@@ -133,6 +264,8 @@ class ResultStore:
                     f"(kept now: {known}); run the query again with run_query"
                 )
             self._items.move_to_end(stored.result_id)
+            if self.budget is not None:
+                self.budget._touch(self._key, stored.result_id)
             return stored
 
     @property

@@ -53,13 +53,13 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from flexsql.errors import FlexSQLError, RefusedError
+from flexsql.errors import BusyError, FlexSQLError, RefusedError
 from flexsql.tools.sandbox.call import Call, SqlHandler, TemplateLost, supervise, write_job
 from flexsql.tools.sandbox.isolation import Isolation, own_netns, sandbox_uid, unshare_prefix
 from flexsql.tools.sandbox.launch import TEMPLATE_ENV, site_paths, template_command
@@ -239,6 +239,23 @@ class Sandbox:
         inputs: dict[str, pa.Table],
         limits: SandboxLimits,
         sql_handler: SqlHandler | None = None,
+        *,
+        max_concurrent: int | None = None,
+        queue_wait_s: float = 0.0,
+    ) -> RunOutcome:
+        """Run one program; with `max_concurrent`, only once fewer than that many run in this process
+        (waiting up to `queue_wait_s`, else BusyError)."""
+        if max_concurrent is None:
+            return self._run(code, inputs, limits, sql_handler)
+        with SANDBOX_SLOTS.hold(max_concurrent, queue_wait_s):
+            return self._run(code, inputs, limits, sql_handler)
+
+    def _run(
+        self,
+        code: str,
+        inputs: dict[str, pa.Table],
+        limits: SandboxLimits,
+        sql_handler: SqlHandler | None,
     ) -> RunOutcome:
         started = time.perf_counter()
         with self._lock:
@@ -285,6 +302,44 @@ def _remove_orphaned_bases() -> None:
         except PermissionError:
             continue
 
+
+class CallSlots:
+    """How many programs run at once in this process (every session's run_python and every agent
+    run's): a call beyond the limit waits up to its wait for one to end, then is refused as busy,
+    so many clients cannot start many sandboxes of memory_mb each."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self.running = 0
+        self.waiting = 0
+
+    @contextlib.contextmanager
+    def hold(self, limit: int, wait_s: float) -> Iterator[None]:
+        with self._cond:
+            if self.running >= limit:
+                self.waiting += 1
+                try:
+                    self._cond.wait_for(lambda: self.running < limit, timeout=wait_s)
+                finally:
+                    self.waiting -= 1
+                if self.running >= limit:
+                    running = self.running
+                    raise BusyError(
+                        f"{running} run_python sandbox{'es' if running != 1 else ''} running (the server's "
+                        f"limit, [sandbox] max_concurrent = {limit}); waited {wait_s:g} s for one to end — "
+                        "try again in a moment, or do this step with run_query"
+                    )
+            self.running += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self.running -= 1
+                self._cond.notify_all()
+
+
+SANDBOX_SLOTS = CallSlots()
+"""The process's programs running at once ([sandbox] max_concurrent, read per call)."""
 
 # ---------------------------------------------------------------------------------------------- singleton
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-# the language word, then anything else on the opening line (```sql title="q1"), the body, the close
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.DOTALL)
+# the language word after the opening ``` (then anything else on that line: ```sql title="q1")
+_LANG = re.compile(r"[ \t]*([A-Za-z0-9_+-]*)")
 
 
 class Fence(NamedTuple):
@@ -17,8 +17,22 @@ class Fence(NamedTuple):
 
 
 def fenced_blocks(text: str) -> list[Fence]:
-    """Every fenced block of `text`, in order."""
-    return [Fence(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(text)]
+    """Every fenced block of `text`, in order: ``` and a language word, the rest of that line, the
+    body up to the next ```. One pass (the text may be a model's, thousands of ``` long): an
+    opening with no line end or no closing after it means no later one has either."""
+    blocks: list[Fence] = []
+    at = text.find("```")
+    while at >= 0:
+        line_end = text.find("\n", at + 3)
+        if line_end < 0:
+            break
+        close = text.find("```", line_end + 1)
+        if close < 0:
+            break
+        lang = _LANG.match(text, at + 3, line_end)
+        blocks.append(Fence((lang.group(1) if lang else "").lower(), text[line_end + 1 : close]))
+        at = text.find("```", close + 3)
+    return blocks
 
 
 def sql_blocks(text: str, *, unnamed: bool = False) -> list[str]:

@@ -1,0 +1,98 @@
+"""The result stores (tools/runtime/results.py) and the server-wide budget they draw from: every
+session's store counts against one StoreBudget, the least recently used result of any store is
+evicted first, a store that goes away gives its bytes back, and no one result may be bigger than what
+one session may hold (the fetch stops there, and says so)."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from flexsql.config import LimitsConfig
+from flexsql.errors import NotFoundError
+from flexsql.tools.query import FetchRows, RunQuery, fetch_rows, run_query
+from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.runtime.results import ResultStore, StoreBudget
+
+MB = 1024 * 1024
+
+
+def rows(megabytes: float) -> list[tuple[str]]:
+    """About `megabytes` of rows as the store estimates them."""
+    return [("x" * 1000,)] * int(megabytes * MB / 1009)
+
+
+def test_stores_share_the_budget_and_evict_the_least_recently_used_of_any_store() -> None:
+    budget = StoreBudget(max_bytes=10 * MB)
+    a, b = ResultStore(max_bytes=8 * MB, budget=budget), ResultStore(max_bytes=8 * MB, budget=budget)
+    a1 = a.put(columns=["s"], rows=rows(4), total_rows=1)
+    b1 = b.put(columns=["s"], rows=rows(4), total_rows=1)
+    assert budget.bytes_used == a.bytes_used + b.bytes_used <= 10 * MB
+    a.get(a1.result_id)  # a's result is now the more recently used
+    b.put(columns=["s"], rows=rows(4), total_rows=1)  # over 10 MB: the oldest of all goes, b1
+    with pytest.raises(NotFoundError, match="evicted to save memory"):
+        b.get(b1.result_id)
+    assert a.get(a1.result_id) is a1
+    assert budget.bytes_used == a.bytes_used + b.bytes_used <= 10 * MB
+
+
+def test_a_store_that_goes_away_gives_its_bytes_back() -> None:
+    budget = StoreBudget(max_bytes=10 * MB)
+    store = ResultStore(budget=budget)
+    store.put(columns=["s"], rows=rows(3), total_rows=1)
+    assert budget.bytes_used > 0
+    del store
+    gc.collect()
+    assert budget.bytes_used == 0
+
+
+def test_one_result_is_never_bigger_than_a_sessions_share(duck_ctx) -> None:
+    """A 16 MB server budget under the default 512 MB store: a 40 MB result keeps the rows that fit
+    in 16 MB, says it was cut, and fetch_rows says why the rest is not there."""
+    budget = StoreBudget(max_bytes=16 * MB)
+    ctx = ToolContext(
+        sources=duck_ctx.sources,
+        limits=LimitsConfig(),
+        results=ResultStore(max_bytes=512 * MB, budget=budget),
+    )
+    out = run_query(ctx, RunQuery(sql="SELECT i, repeat('x', 1000) AS pad FROM range(40000) t(i)"))
+    stored = ctx.results.get(out.result_id)
+    assert stored.truncated and 0 < len(stored.rows) < 40000 and out.total_rows == 40000
+    assert stored.size_bytes <= 16 * MB and budget.bytes_used <= 16 * MB
+    rest = fetch_rows(ctx, FetchRows(result_id=out.result_id, offset=len(stored.rows) - 1, limit=10))
+    assert rest.hint and f"only the first {len(stored.rows)} rows were kept" in rest.hint
+
+
+def test_max_rows_bounds_what_is_kept(duck_ctx) -> None:
+    """A caller asking for 20 rows does not store a million: the result keeps max(max_rows,
+    [limits] keep_rows) rows; the total is still counted; without max_rows it keeps up to store_rows."""
+    ctx = ToolContext(sources=duck_ctx.sources, limits=LimitsConfig(keep_rows=1000))
+    out = run_query(ctx, RunQuery(sql="SELECT i FROM range(1000000) t(i)", max_rows=20))
+    assert out.row_count == 20 and out.total_rows == 1_000_000 and not out.total_is_lower_bound
+    assert len(ctx.results.get(out.result_id).rows) == 1000
+    page = fetch_rows(ctx, FetchRows(result_id=out.result_id, offset=990, limit=50))
+    assert [r[0] for r in page.rows] == list(range(990, 1000))
+    assert page.hint and "max_rows" in page.hint and "without max_rows" in page.hint
+    bigger = run_query(ctx, RunQuery(sql="SELECT i FROM range(1000000) t(i)", max_rows=5000))
+    assert len(ctx.results.get(bigger.result_id).rows) == 5000
+    default = run_query(ctx, RunQuery(sql="SELECT i FROM range(1000000) t(i)"))
+    assert len(ctx.results.get(default.result_id).rows) == 1_000_000
+
+
+def test_fetches_in_flight_count_against_the_budget_too(duck_ctx) -> None:
+    """Five sessions fetching at once must not together pass the budget before any result is stored:
+    a fetch claims room as it keeps rows; when the others' claims fill the budget it keeps what fits,
+    and says why."""
+    budget = StoreBudget(max_bytes=16 * MB)
+    busy = ResultStore(budget=budget)
+    ctx = ToolContext(sources=duck_ctx.sources, results=ResultStore(budget=budget))
+    with busy.reservation() as reserve:
+        assert reserve is not None and reserve(12 * MB)  # another session's fetch, still running
+        out = run_query(ctx, RunQuery(sql="SELECT i, repeat('x', 1000) AS pad FROM range(10000) t(i)"))
+        stored = ctx.results.get(out.result_id)
+        assert 0 < len(stored.rows) < 10000 and out.total_rows == 10000
+        assert any("server_store_mb" in note for note in out.notes), out.notes
+        assert budget.bytes_used + 12 * MB <= 16 * MB + 1024 * 1024  # the stored part fits beside it
+    again = run_query(ctx, RunQuery(sql="SELECT i, repeat('x', 1000) AS pad FROM range(10000) t(i)"))
+    assert len(ctx.results.get(again.result_id).rows) == 10000 and not again.notes
