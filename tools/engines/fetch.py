@@ -291,6 +291,13 @@ def plan_cells(engine: Engine, sql: str, types: Sequence[str], max_cell_bytes: i
     )
 
 
+def held_bytes(rows: int, columns: int) -> int:
+    """What CPython adds to `approx_size` for rows kept in memory: the tuple (56 bytes + 8 a cell) and
+    about 40 bytes of object header a cell (a str is 49 bytes + its characters, an int 28). The server's
+    result budget charges it, so that it bounds the process's memory, not the data's printed size."""
+    return rows * (56 + 48 * columns)
+
+
 def estimate_size(rows: Sequence[Sequence[Any]]) -> int:
     """Approximate bytes of many rows from a sample of at most 64 (exact for short lists)."""
     n = len(rows)
@@ -327,7 +334,8 @@ def collect(
             take = batch if len(batch) <= room else batch[:room]
             size = estimate_size(take)
             reserve = limits.reserve
-            if kept_bytes + size <= limits.max_bytes and (reserve is None or reserve(size)):
+            held = size + held_bytes(len(take), len(take[0]) if take else 0)
+            if kept_bytes + size <= limits.max_bytes and (reserve is None or reserve(held)):
                 rows.extend(r if isinstance(r, tuple) else tuple(r) for r in take)
                 kept_bytes += size
             else:
@@ -342,7 +350,7 @@ def collect(
                     if kept_bytes > limits.max_bytes:
                         reason = f"max_bytes={limits.max_bytes}"
                         break
-                    if reserve is not None and not reserve(row_size):
+                    if reserve is not None and not reserve(row_size + held_bytes(1, len(row))):
                         reason = RESERVE_REFUSED
                         break
                     rows.append(tuple(row))

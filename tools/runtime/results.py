@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, PrivateAttr
 
 from flexsql.errors import NotFoundError
-from flexsql.tools.engines.fetch import estimate_size
+from flexsql.tools.engines.fetch import estimate_size, held_bytes
 
 
 class StoredResult(BaseModel):
@@ -197,7 +197,8 @@ class ResultStore:
 
     def put(self, **fields: Any) -> StoredResult:
         rows = fields.get("rows", [])
-        size = estimate_size(rows) + 64 * len(fields.get("columns", []))
+        columns = len(fields.get("columns", []))
+        size = estimate_size(rows) + held_bytes(len(rows), columns) + 64 * columns
         # the fields come from our own sources and tools: validating a million rows again costs seconds
         with self._lock:
             result_id = self._new_id()
