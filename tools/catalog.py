@@ -301,6 +301,7 @@ class TableDescription(ToolResult):
 
 
 MAX_DESCRIBE_COLUMNS = 300
+EXAMPLE_CHARS = 1500  # the examples of all columns together, before each is cut at 40-160 characters
 
 
 def example_values(
@@ -325,6 +326,9 @@ def example_values(
         cache[key] = examples
         return examples
     index = {name: i for i, name in enumerate(result.columns)}
+    # a narrow table (a code table: code, description) shows its texts whole up to 160 characters; a
+    # wide one keeps each example short so the description stays readable
+    example_chars = max(40, min(160, EXAMPLE_CHARS // max(len(columns) * per_column, 1)))
     for col in columns:
         i = index.get(col.name)
         if i is None:
@@ -334,7 +338,7 @@ def example_values(
             value = row[i]
             if value is None:
                 continue
-            text = cell_text(value, 40)
+            text = cell_text(value, example_chars)
             if text not in seen:
                 seen.append(text)
             if len(seen) >= per_column:

@@ -89,3 +89,20 @@ def test_list_tables_survives_everything(tmp_path: Path) -> None:
     ctx = context(f"sqlite:///{path}")
     assert [t.name for t in list_tables(ctx, ListTables()).tables] == ['main.we"ird name']
     assert sample_rows(ctx, SampleRows(table='"we""ird name"')).rows == []
+
+
+def test_a_code_tables_descriptions_are_shown_whole_and_a_wide_tables_examples_short(tmp_path: Path) -> None:
+    path = tmp_path / "codes.duckdb"
+    long = "Left the warehouse or was handed over to the carrier for delivery"
+    conn = duckdb.connect(str(path))
+    conn.execute("CREATE TABLE status_codes (code VARCHAR, description VARCHAR)")
+    conn.execute("INSERT INTO status_codes VALUES ('S', ?)", [long])
+    cols = ", ".join(f"c{i} VARCHAR" for i in range(40))
+    conn.execute(f"CREATE TABLE wide ({cols})")
+    conn.execute(f"INSERT INTO wide VALUES ({', '.join('?' * 40)})", [long] * 40)
+    conn.close()
+    ctx = context(f"duckdb:///{path}")
+    codes = describe_table(ctx, DescribeTable(table="status_codes"))
+    assert codes.columns[1].examples == [long]
+    wide = describe_table(ctx, DescribeTable(table="wide"))
+    assert all(len(e) <= 40 and e.endswith("…") for e in wide.columns[0].examples)

@@ -32,8 +32,12 @@ class TextBudget:
 def cell_text(value: Any, max_chars: int = _LIMITS.cell_chars) -> str:
     if value is None:
         text = "NULL"
-    elif isinstance(value, str) and (not value.strip() or value.strip().upper() == "NULL"):
-        text = "'" + value + "'"  # the text 'NULL' or '' must not read as NULL or as nothing
+    elif isinstance(value, str) and (
+        not value.strip() or value.strip().upper() == "NULL" or value != value.strip()
+    ):
+        # the text 'NULL' or '' must not read as NULL or as nothing, and 'France ' (stored with a
+        # trailing space) not as France: a query on the printed value would find nothing
+        text = "'" + value + "'"
     elif isinstance(value, float):
         text = _single_precision_text(value) or float_text(value)
     elif isinstance(value, decimal.Decimal | int):
@@ -118,11 +122,13 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, float):
         return value if value == value and value not in (float("inf"), float("-inf")) else str(value)
     if isinstance(value, decimal.Decimal):
-        # exact values stay exact: an int when integral (JSON integers have no size limit), the
-        # decimal's own text otherwise, since a float would cut DECIMAL(38,19) to 17 digits
+        # exact values stay exact: an int when the type has no scale (JSON integers have no size
+        # limit), the decimal's own text otherwise — a float would cut DECIMAL(38,19) to 17 digits, and
+        # 52577.00 shown as 52577 hides that the column is money at two decimals
         if not value.is_finite():
             return str(value)
-        return int(value) if value == value.to_integral_value() else str(value)
+        exponent = value.as_tuple().exponent
+        return int(value) if isinstance(exponent, int) and exponent >= 0 else str(value)
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()
     if isinstance(value, bytes | bytearray | memoryview):

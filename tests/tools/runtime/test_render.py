@@ -26,6 +26,9 @@ def test_cell_text_shows_values_as_they_are() -> None:
     assert cell_text(dt.date(9999, 12, 31)) == "9999-12-31" and cell_text(dt.date.min) == "0001-01-01"
     assert cell_text(dt.datetime.max) == "9999-12-31 23:59:59.999999"
     assert cell_text("infinity") == "infinity"
+    # a stored trailing or leading space is visible, so the model does not filter on 'France'
+    assert cell_text("France ") == "'France '" and cell_text(" Paris") == "' Paris'"
+    assert cell_text("France") == "France"
     import struct
 
     real = struct.unpack("f", struct.pack("f", 0.1))[0]  # what a REAL 0.1 reads back as
@@ -41,6 +44,7 @@ def test_cell_text_shows_values_as_they_are() -> None:
         (D("9007199254740993"), 9007199254740993, "9007199254740993"),
         (D("-0.000000000000000001"), "-1E-18", "-1E-18"),
         (D("12.50"), "12.50", "12.50"),
+        (D("52577.00"), "52577.00", "52577.00"),  # a DECIMAL(12,2) keeps its scale
         (D("100"), 100, "100"),
         (1e-20, 1e-20, "1e-20"),
         (0.1 + 0.2, 0.1 + 0.2, "0.3"),
