@@ -39,6 +39,8 @@ class QueryOutput(ToolResult):
     sql: str | None = None
     hint: str | None = None
     notes: list[str] = []  # what the call changed of its arguments (a timeout lowered to the server's)
+    families: list[str] = []  # what each family reference (EVENTS_*) read: its shards
+    expanded_sql: str | None = None  # the SQL that ran and the guard checked, when it named families
 
     def to_text(self, budget: TextBudget = TextBudget()) -> str:
         max_chars, cell_chars = budget.max_chars, budget.cell_chars
@@ -66,6 +68,7 @@ class QueryOutput(ToolResult):
                 "select a part (substr, length) to read them"
             )
         lines += [f"note: {note}" for note in self.notes]
+        lines += [f"family: {read}" for read in self.families]
         return "\n".join(lines)
 
 
@@ -226,6 +229,8 @@ def run_query(ctx: ToolContext, args: RunQuery) -> QueryOutput:
             "server_store_mb) is taken by queries running now; run it again later to keep more"
         )
     output.notes = notes
+    output.families = [read.summary() for read in result.families]
+    output.expanded_sql = result.expanded_sql
     return output
 
 

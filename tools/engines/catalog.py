@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field, PrivateAttr
 
 from flexsql.errors import NotFoundError
 from flexsql.tools.engines.engine import engine_for
+from flexsql.tools.engines.families import family_table, is_family_name
 
 T = TypeVar("T")
 
@@ -47,6 +48,9 @@ class TableInfo(BaseModel):
     # DuckDB: the catalog (database) name to prefix when the schema's name is also a catalog's name
     # (`sales.duckdb` holding schema `sales`), where "sales"."orders" is ambiguous to the engine
     sql_catalog: str | None = Field(default=None, exclude=True, repr=False)
+    # a sharded family read as one table (tools/engines/families.py): its shards, oldest first; SQL names
+    # it by its family reference, which Source.execute expands into their union
+    shards: list[TableInfo] = Field(default_factory=list, exclude=True, repr=False)
 
     @property
     def qualified(self) -> str:
@@ -111,6 +115,10 @@ class Catalog(BaseModel):
         parts = split_name(name)
         if not parts or not parts[-1][0]:
             raise NotFoundError("empty table name: give a table name such as 'orders' or 'sales.orders'")
+        if is_family_name(parts[-1][0]):
+            family = family_table(self, name)
+            if family is not None:
+                return family
         hits = [t for t in self.tables if _name_matches(t, [p.lower() for p, _ in parts])]
         raw = name.strip()
         for t in self.tables:  # dotted table names given without quotes

@@ -134,6 +134,9 @@ class Engine:
     def quote_table(self, table: TableInfo) -> str:
         """A table's full name, each part quoted exactly as stored."""
         parts = [p for p in (table.database, table.schema_name, table.name) if p]
+        if table.shards:  # a family: its reference, expanded into the union of its shards by Source.execute
+            parts = parts[-1:] if not self.schema_in_names else parts
+            return ".".join(self.quote(p) for p in parts)
         if not self.schema_in_names:  # one database per file: the schema is always main
             parts = [table.name]
         elif table.sql_catalog and not table.database:  # a schema named like a catalog: say which catalog
