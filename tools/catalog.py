@@ -161,7 +161,7 @@ class ListTables(ToolArgs):
 @tool(
     lambda s: (
         f"Tables and views with row estimates and comments, {ListTables.default('limit')} per page; sharded "
-        'families (EVENTS_2024…) are one entry. Example: pattern="order*".'
+        'families are one entry. Example: pattern="order*".'
     )
 )
 def list_tables(ctx: ToolContext, args: ListTables) -> TableList:

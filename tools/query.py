@@ -182,9 +182,10 @@ class RunQuery(ToolArgs):
 
 @tool(
     lambda s: (
-        f"Run one read-only SQL statement: the first max_rows rows (default {s.limits.preview_rows}), the "
-        f"total count and a result_id for the other tools. Text ≤ {s.limits.output_chars:,} characters; "
-        f'cancelled after {s.limits.query_timeout_s:g} s at most. Example: sql="SELECT count(*) FROM orders".'
+        f"Run one read-only SQL statement: first max_rows rows (default {s.limits.preview_rows}), the "
+        f"total count, result_id. Text ≤ {s.limits.output_chars:,} characters; cancelled after "
+        f"{s.limits.query_timeout_s:g} s. FROM events_2024* reads a sharded family as one table "
+        f'(≤ {s.limits.family_shards}). Example: sql="SELECT count(*) FROM orders".'
     )
 )
 def run_query(ctx: ToolContext, args: RunQuery) -> QueryOutput:
