@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from flexsql.errors import InvalidArgument
 from flexsql.tools.engines import Catalog, FetchLimits, TableInfo
 from flexsql.tools.engines.families import family_of, named_families
+from flexsql.tools.engines.paths import NestedPath, infer_paths
 from flexsql.tools.runtime.context import SourceName, ToolContext
 from flexsql.tools.runtime.registry import ToolArgs, ToolResult, tool
 from flexsql.tools.runtime.render import TextBudget, cell_text
@@ -246,6 +247,7 @@ class ColumnDescription(BaseModel):
     inferred_why: str | None = None
     comment: str | None = None
     examples: list[str] = []
+    paths: list[NestedPath] = []  # keys inside a nested column, inferred from the sample rows
 
 
 class TableDescription(ToolResult):
@@ -268,7 +270,7 @@ class TableDescription(ToolResult):
             head += " — " + cell_text(self.comment, 200)
         lines = [head]
         if self.family:
-            lines.append(f"member of family {self.family}")
+            lines.append(f"{'family' if self.kind == 'family' else 'member of family'} {self.family}")
         for c in self.columns:
             flags = []
             if c.primary_key:
@@ -287,6 +289,10 @@ class TableDescription(ToolResult):
             if c.examples:
                 line += " e.g. " + ", ".join(c.examples)
             lines.append(line)
+            lines += [
+                f"  - {p.path} {p.type}" + (" e.g. " + ", ".join(p.examples) if p.examples else "")
+                for p in c.paths
+            ]
         if self.truncated:
             lines.append(
                 f"truncated: true — {len(self.columns)} of {self.total_columns} columns shown; "
@@ -300,16 +306,20 @@ MAX_DESCRIBE_COLUMNS = 300
 
 def example_values(
     ctx: ToolContext, table: TableInfo, source_name: str, per_column: int = 3
-) -> dict[str, list[str]]:
-    """A few distinct non-NULL values per column from the first rows (cached per table)."""
+) -> tuple[dict[str, list[str]], dict[str, list[NestedPath]]]:
+    """A few distinct non-NULL values per column from the first rows, and the paths inside nested
+    columns found in those rows (cached per table)."""
     src = ctx.source(source_name)
     # kept with the catalog object, so a refresh (a new catalog) never serves the old examples
-    cache: dict[str, dict[str, list[str]]] = src.catalog().derived("describe_examples", dict)
+    cache: dict[str, tuple[dict[str, list[str]], dict[str, list[NestedPath]]]] = src.catalog().derived(
+        "describe_examples", dict
+    )
     key = table.qualified
     if key in cache:
         return cache[key]
     columns = table.columns[:MAX_DESCRIBE_COLUMNS]
     examples: dict[str, list[str]] = {c.name: [] for c in columns}
+    paths: dict[str, list[NestedPath]] = {}
     try:
         result = src.execute(
             f"SELECT * FROM {src.engine.quote_table(table)} LIMIT 50",
@@ -317,12 +327,16 @@ def example_values(
             limits=FetchLimits(max_rows=50, count_limit=50),
         )
     except Exception:  # examples are a nicety: a slow or odd table still gets described
-        cache[key] = examples
-        return examples
+        cache[key] = examples, paths
+        return examples, paths
     index = {name: i for i, name in enumerate(result.columns)}
     for col in columns:
         i = index.get(col.name)
         if i is None:
+            continue
+        found = infer_paths(col.name, [row[i] for row in result.rows])
+        if found:  # the paths carry the examples that matter, not a blob's first characters
+            paths[col.name] = found
             continue
         seen: list[str] = []
         for row in result.rows:
@@ -335,8 +349,8 @@ def example_values(
             if len(seen) >= per_column:
                 break
         examples[col.name] = seen
-    cache[key] = examples
-    return examples
+    cache[key] = examples, paths
+    return examples, paths
 
 
 DESCRIBE_MIN_WEIGHT = 0.5  # weaker inferred links (a shared plain name) are left to find_join_path
@@ -378,7 +392,7 @@ def describe_table(ctx: ToolContext, args: DescribeTable) -> TableDescription:
         for col, ref in zip(fk.columns, fk.ref_columns or [""] * len(fk.columns), strict=False):
             fk_by_col[col] = f"{fk.ref_table}.{ref}" if ref else fk.ref_table
     inferred = _inferred_references(catalog, info, set(fk_by_col))
-    examples = example_values(ctx, info, src.name)
+    examples, paths = example_values(ctx, info, src.name)
     family = None
     if info.shards:  # a family read as one table
         family = (
@@ -398,13 +412,14 @@ def describe_table(ctx: ToolContext, args: DescribeTable) -> TableDescription:
             inferred_why=inferred.get(c.name, (None, None))[1],
             comment=c.comment,
             examples=examples.get(c.name, []),
+            paths=paths.get(c.name, []),
         )
         for c in info.columns[:MAX_DESCRIBE_COLUMNS]
     ]
     return TableDescription(
         source=src.name,
         table=info.qualified,
-        kind=info.kind,
+        kind="family" if info.shards else info.kind,
         comment=info.comment,
         row_estimate=info.row_estimate,
         columns=columns,

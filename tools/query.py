@@ -10,6 +10,7 @@ from pydantic import Field
 from flexsql.config import LimitsConfig
 from flexsql.errors import InvalidArgument, QueryTimeout
 from flexsql.tools.engines import RESERVE_REFUSED, FetchLimits
+from flexsql.tools.engines.paths import select_sql
 from flexsql.tools.runtime.context import SourceName, ToolContext
 from flexsql.tools.runtime.registry import ToolArgs, ToolResult, tool
 from flexsql.tools.runtime.render import TextBudget, jsonable, table_text
@@ -159,12 +160,9 @@ def sample_rows(ctx: ToolContext, args: SampleRows) -> QueryOutput:
     where, limit = args.where, args.limit
     src = ctx.source(args.source)
     info = src.catalog().resolve(args.table)
-    engine = src.engine
-    selected = ", ".join(engine.quote(info.column(c).name) for c in args.columns) if args.columns else "*"
-    sql = f"SELECT {selected} FROM {engine.quote_table(info)}"
-    if where:
-        sql += f" WHERE {parse_condition(where, src.dialect)}"
-    sql += f" LIMIT {limit}"
+    # columns and the condition may name paths inside nested columns (trafficSource.source)
+    condition = parse_condition(where, src.dialect) if where else None
+    sql = select_sql(src.engine, info, args.columns, condition) + f" LIMIT {limit}"
     output = run_query(ctx, RunQuery(sql=sql, max_rows=limit, source=src.name))
     if output.total_rows == 0 and where:
         output.hint = f"no rows where {where}: check the literal's spelling with distinct_values"

@@ -51,6 +51,8 @@ class TableInfo(BaseModel):
     # a sharded family read as one table (tools/engines/families.py): its shards, oldest first; SQL names
     # it by its family reference, which Source.execute expands into their union
     shards: list[TableInfo] = Field(default_factory=list, exclude=True, repr=False)
+    # a table seen through a nested column's path (tools/engines/paths.py): the FROM item that reads it
+    from_sql: str | None = Field(default=None, exclude=True, repr=False)
 
     @property
     def qualified(self) -> str:
