@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, PrivateAttr
 from flexsql.errors import NotFoundError
 from flexsql.tools.engines.engine import engine_for
 from flexsql.tools.engines.families import family_table, is_family_name
+from flexsql.tools.engines.names import split_name
 
 T = TypeVar("T")
 
@@ -198,36 +199,3 @@ def _name_matches_exactly(table: TableInfo, wanted: list[tuple[str, bool]], dial
         if have != want:
             return False
     return True
-
-
-def split_name(name: str) -> list[tuple[str, bool]]:
-    """`web."Events.2024"` -> [('web', False), ('Events.2024', True)]: dots split parts except inside
-    double quotes, backticks or brackets; each part says whether it was quoted."""
-    parts: list[tuple[str, bool]] = []
-    current: list[str] = []
-    quoted = False
-    close: str | None = None
-    text = name.strip()
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if close is not None:
-            if ch == close:
-                if close == '"' and text[i + 1 : i + 2] == '"':  # "" inside quotes is one quote
-                    current.append('"')
-                    i += 2
-                    continue
-                close = None
-            else:
-                current.append(ch)
-        elif ch in '"`[':
-            close = {"[": "]"}.get(ch, ch)
-            quoted = True
-        elif ch == ".":
-            parts.append(("".join(current).strip(), quoted))
-            current, quoted = [], False
-        else:
-            current.append(ch)
-        i += 1
-    parts.append(("".join(current).strip(), quoted))
-    return parts

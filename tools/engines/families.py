@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from flexsql.errors import InvalidArgument, NotFoundError
+from flexsql.tools.engines.names import split_name
 from flexsql.tools.sql.families import FamilyRef, family_refs, replace_refs
 
 if TYPE_CHECKING:
@@ -179,8 +180,6 @@ def is_family_name(name: str) -> bool:
 def family_members(catalog: Catalog, name: str) -> list[TableInfo] | None:
     """The shards a family name or glob reads, oldest first; None when the name is no family reference
     (a real table of that name wins). A glob that matches nothing raises NotFoundError."""
-    from flexsql.tools.engines.catalog import split_name
-
     parts = [p for p, _q in split_name(name)]
     if not parts or not is_family_name(parts[-1]):
         return None
