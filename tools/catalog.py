@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from flexsql.errors import InvalidArgument
 from flexsql.tools.engines import Catalog, FetchLimits, TableInfo
 from flexsql.tools.engines.families import family_of, named_families
-from flexsql.tools.engines.paths import NestedPath, infer_paths
+from flexsql.tools.engines.paths import NestedPath, infer_paths, remember_paths
 from flexsql.tools.runtime.context import SourceName, ToolContext
 from flexsql.tools.runtime.registry import ToolArgs, ToolResult, tool
 from flexsql.tools.runtime.render import TextBudget, cell_text
@@ -350,6 +350,7 @@ def example_values(
                 break
         examples[col.name] = seen
     cache[key] = examples, paths
+    remember_paths(src.catalog(), table.qualified, [p.path for found in paths.values() for p in found])
     return examples, paths
 
 

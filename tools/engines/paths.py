@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,7 @@ from pydantic import BaseModel
 from flexsql.errors import InvalidArgument, NotFoundError
 
 if TYPE_CHECKING:
-    from flexsql.tools.engines.catalog import Column, TableInfo
+    from flexsql.tools.engines.catalog import Catalog, Column, TableInfo
     from flexsql.tools.engines.engine import Engine
 
 MAX_DEPTH = 5  # keys below this depth are not listed
@@ -157,6 +158,40 @@ def _example(value: Any) -> str:
     return json.dumps(value)
 
 
+# -- paths seen so far, per catalog -------------------------------------------------------------------
+
+
+class _Known:
+    """Paths found in a catalog's nested columns (by describe_table and the value index), by table."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.by_table: dict[str, list[str]] = {}
+        self.version = 0
+
+
+def _known(catalog: Catalog) -> _Known:
+    return catalog.derived("engines.paths.known", _Known)
+
+
+def remember_paths(catalog: Catalog, table: str, paths: Iterable[str]) -> None:
+    """Record the paths seen in a table's nested columns (qualified name), so search can index them."""
+    known = _known(catalog)
+    with known.lock:
+        have = known.by_table.setdefault(table, [])
+        new = [p for p in paths if p not in have]
+        if new:
+            have.extend(new[: max(0, 4 * MAX_PATHS - len(have))])
+            known.version += 1
+
+
+def known_paths(catalog: Catalog) -> tuple[int, dict[str, list[str]]]:
+    """The version of what was recorded (it grows with each new path) and the paths by table."""
+    known = _known(catalog)
+    with known.lock:
+        return known.version, {k: list(v) for k, v in known.by_table.items()}
+
+
 # -- a path as a column -------------------------------------------------------------------------------
 
 
@@ -281,6 +316,8 @@ __all__ = [
     "as_document",
     "infer_paths",
     "json_path",
+    "known_paths",
+    "remember_paths",
     "nested_type",
     "parse_path",
     "path_column",

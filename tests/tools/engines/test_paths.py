@@ -92,3 +92,13 @@ def test_paths_are_inferred_from_values_bounded():
     assert parse_path("plain") is None
     with pytest.raises(InvalidArgument):
         parse_path("a[].b[].c")
+
+
+def test_find_values_names_the_path_of_a_nested_leaf(ga, engine, tmp_path, monkeypatch):
+    from flexsql.tools.values.find import FindValues, find_values
+
+    monkeypatch.setenv("FLEXSQL_CACHE_DIR", str(tmp_path / "cache"))
+    found = find_values(ga, FindValues(text="(direct)", tables=["ga_sessions_20170101"]))
+    top = found.matches[0]
+    assert top.column.lower() == "traffic.source" and top.value == "(direct)", found.to_text()
+    assert "traffic.source" in found.to_text().lower()
