@@ -94,12 +94,44 @@ def as_document(value: Any) -> Any:
         return value
     if isinstance(value, str):
         text = value.strip()
-        if text[:1] in ("{", "[") and text[-1:] in ("}", "]"):
+        if text[:1] in ("{", "["):
             try:
                 return json.loads(text)
             except ValueError:
-                return None
+                return _cut_document(text)
     return None
+
+
+def _cut_document(text: str) -> Any:
+    """A JSON document whose text was cut (a cell over the fetch's cap): its elements up to the last
+    complete one, brackets closed; None when nothing complete is left."""
+    stack: list[str] = []
+    last: tuple[int, str] | None = None  # (position of a separating comma, the closers needed there)
+    in_string = escaped = False
+    for i, ch in enumerate(text[:200_000]):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]":
+            if not stack:
+                return None
+            stack.pop()
+        elif ch == ",":
+            last = (i, "".join(reversed(stack)))
+    if last is None:
+        return None
+    try:
+        return json.loads(text[: last[0]] + last[1])
+    except ValueError:
+        return None
 
 
 def _type_of(value: Any) -> str:
@@ -118,7 +150,8 @@ def _type_of(value: Any) -> str:
 
 def infer_paths(column: str, values: Iterable[Any]) -> list[NestedPath]:
     """The paths of the keys found in a column's sample values, with their types and a few examples:
-    objects' keys as `col.key`, elements of arrays as `col[]` (`col[].key` when they are objects).
+    objects' keys as `col.key`, elements of arrays as `col[]` (`col[].key` when they are objects; value
+    tools read paths through one array, describe_table lists deeper ones too).
     Leaves only, the most often present first, MAX_PATHS at most."""
     found: dict[str, NestedPath] = {}
 
@@ -129,8 +162,8 @@ def infer_paths(column: str, values: Iterable[Any]) -> list[NestedPath]:
             for key, inner in value.items():
                 visit(f"{path}.{key}", inner, depth + 1, seen)
         elif isinstance(value, list):
-            if depth >= MAX_DEPTH or "[]" in path:
-                return  # one array level: a value tool reads one
+            if depth >= MAX_DEPTH:
+                return
             for inner in value[:20]:
                 visit(f"{path}[]", inner, depth + 1, seen)
         elif value is not None and path != column:

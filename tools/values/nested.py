@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flexsql.errors import QueryError, QueryTimeout
+from flexsql.errors import InvalidArgument, QueryError, QueryTimeout
 from flexsql.tools.engines import Engine, TableInfo
 from flexsql.tools.engines.paths import as_document, infer_paths, nested_type, parse_path, path_sql, text_type
 from flexsql.tools.values.sampling import SAMPLE_ROWS, needs_sample, sample_from
@@ -47,7 +47,10 @@ def nested_entries(
     from_sql = sample_from(table, engine, SAMPLE_ROWS)[0] if sampled else tsql
     out = []
     for col, path in leaves[:MAX_TABLE_PATHS]:
-        spec = parse_path(path)
+        try:
+            spec = parse_path(path)
+        except InvalidArgument:  # through two arrays: listed by describe_table, not read by value tools
+            continue
         if spec is None:
             continue
         inner = path_sql(engine, from_sql, col, spec, "v")

@@ -86,6 +86,8 @@ def test_paths_are_inferred_from_values_bounded():
     found = {p.path: p for p in infer_paths("col", docs)}
     assert found["col.a.b"].type == "DOUBLE" and found["col.a.b"].seen == 2
     assert found["col.list[].x"].examples == ["'u'", "'v'"]
+    cut = '[{"page": {"pagePath": "/a"}}, {"page": {"pagePath": "/b", "title": "cut he'  # a cell over the cap
+    assert [p.path for p in infer_paths("hits", [cut])] == ["hits[].page.pagePath"]
     wide = [{f"k{i}": i for i in range(500)}]
     assert len(infer_paths("w", wide)) == 40
     assert parse_path("hits[].page.pagePath").after == ("page", "pagePath")
