@@ -186,37 +186,38 @@ def family_members(catalog: Catalog, name: str) -> list[TableInfo] | None:
     last = parts[-1].lower()
     wanted_schema = [p.lower() for p in parts[:-1]]
 
-    def in_scope(t: TableInfo) -> bool:
+    def in_schema(t: TableInfo) -> bool:
         have = [p.lower() for p in (t.database, t.schema_name) if p]
-        if not wanted_schema:
-            return not catalog.default_schema or t.schema_name.lower() == catalog.default_schema.lower()
         return len(wanted_schema) <= len(have) and have[-len(wanted_schema) :] == wanted_schema
 
-    scoped = [t for t in catalog.tables if in_scope(t)]
-    if not wanted_schema and not scoped:
-        scoped = list(catalog.tables)
-    if any(t.name.lower() == last for t in scoped):
-        return None  # a table really named so
+    if wanted_schema:
+        scopes = [[t for t in catalog.tables if in_schema(t)]]
+    else:  # unqualified: the default schema first, as the engine resolves names, then every schema
+        default = (catalog.default_schema or "").lower()
+        scopes = [[t for t in catalog.tables if t.schema_name.lower() == default], list(catalog.tables)]
     by_name = _named(catalog)
-    for t in scoped:
-        members = by_name.get((_schema_key(t), last))
-        if members is not None:
-            return [catalog.tables[i] for i in members]
+    for scoped in scopes:
+        if any(t.name.lower() == last for t in scoped):
+            return None  # a table really named so
+        for t in scoped:
+            members = by_name.get((_schema_key(t), last))
+            if members is not None:
+                return [catalog.tables[i] for i in members]
+        hits = [t for t in scoped if "*" in last and fnmatch.fnmatchcase(t.name.lower(), last)]
+        schemas = {_schema_key(t) for t in hits}
+        if len(schemas) > 1:
+            raise InvalidArgument(
+                f"family {name!r} matches tables in {len(schemas)} schemas "
+                f"({', '.join(sorted(schemas)[:5])}); qualify it with its schema"
+            )
+        if hits:
+            return sorted(hits, key=lambda t: (digits_key(t.name), t.name))
     if "*" not in last:
         return None
-    hits = [t for t in scoped if fnmatch.fnmatchcase(t.name.lower(), last)]
-    schemas = {_schema_key(t) for t in hits}
-    if len(schemas) > 1:
-        raise InvalidArgument(
-            f"family {name!r} matches tables in {len(schemas)} schemas ({', '.join(sorted(schemas)[:5])}); "
-            "qualify it with its schema"
-        )
-    if not hits:
-        raise NotFoundError(
-            f"family {name!r} matches no table; {catalog.suggest(last.replace('*', ''))} "
-            "(list_tables names every family)"
-        )
-    return sorted(hits, key=lambda t: (digits_key(t.name), t.name))
+    raise NotFoundError(
+        f"family {name!r} matches no table; {catalog.suggest(last.replace('*', ''))} "
+        "(list_tables names every family)"
+    )
 
 
 def family_table(catalog: Catalog, name: str) -> TableInfo | None:

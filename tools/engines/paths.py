@@ -322,12 +322,12 @@ def _condition_paths(engine: Engine, table: TableInfo, condition: str) -> str:
         except (InvalidArgument, NotFoundError):
             continue
         if is_path:
-            marker = f"flexsql_path_{len(values)}"
+            marker = f"flexsql_path_{len(values)}_"
             values[marker] = value
             node.replace(exp.column(marker))
-    where = tree.args["where"].this.sql(dialect=engine.dialect)
-    for marker, value in values.items():
-        where = re.sub(rf'"?\b{marker}\b"?', lambda _m, v=value: v, where)
+    where: str = tree.args["where"].this.sql(dialect=engine.dialect)
+    for marker, value in values.items():  # the marker as the dialect printed it, quoted or not
+        where = where.replace(f'"{marker}"', value).replace(marker, value)
     return where
 
 

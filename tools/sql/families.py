@@ -118,7 +118,7 @@ def family_refs(sql: str) -> list[FamilyRef]:
             continue  # a comma of a select list or a call: `a, b*c` is arithmetic
         start, end = m.start("name"), m.end("name")
         alias = _ALIAS.match(masked, end)
-        has_alias = bool(alias) and (
+        has_alias = alias is not None and (
             alias.group(1) is not None or alias.group(2).strip('"').lower() not in _NOT_ALIAS
         )
         out.append(
@@ -149,7 +149,7 @@ def _in_from_list(masked: str, pos: int) -> bool:
                 return False
             depth -= 1
         elif depth == 0 and tok.lower() in _CLAUSE:
-            return tok.lower() == "from"
+            return bool(tok.lower() == "from")
     return False
 
 

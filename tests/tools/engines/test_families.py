@@ -112,3 +112,16 @@ def test_validate_sql_checks_the_union(ga, engine):
         assert not validate_sql(ga, ValidateSql(sql="SELECT count(*) FROM ga_sessions_20170101")).valid
         return
     assert validate_sql(ga, ValidateSql(sql="SELECT count(*) FROM ga_sessions_2017*")).valid
+
+
+def test_an_unqualified_family_in_another_schema_and_its_listed_name(warehouse):
+    """The listed name (the pattern of one column set) reads only its shards, though a glob of the same
+    text would also take ga_sessions_summary; a family outside the default schema needs no schema."""
+    source = warehouse.source()
+    read = source.execute("SELECT count(*) FROM ga_sessions_*")
+    assert read.rows[0][0] == 0 and len(read.families[0].shards) == 31
+    assert source.execute("SELECT count(*) FROM analytics.ga_sessions_2024010*").families[0].shards[-1] == (
+        "ga_sessions_20240109"
+    )
+    glob = source.execute("SELECT count(*) FROM analytics.ga_sessions_s*")
+    assert glob.families[0].shards == ["ga_sessions_summary"]
