@@ -142,7 +142,7 @@ def _families(tables: list[TableInfo]) -> list[tuple[str, list[TableInfo], str |
     for fam in named_families(tables):
         first = tables[fam.members[0]]
         prefix = first.qualified[: -len(first.name)]
-        split = f"{prefix}{fam.group} ({fam.group_size} tables)" if fam.name != fam.group else None
+        split = f"{prefix}{fam.group} ({len(fam.group_members)} tables)" if fam.name != fam.group else None
         entries.append((prefix + fam.name, [tables[i] for i in fam.members], split))
         grouped.update(fam.members)
     entries += [(t.qualified, [t], None) for i, t in enumerate(tables) if i not in grouped]

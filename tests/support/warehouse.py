@@ -1,5 +1,5 @@
 """A small web-analytics warehouse on every engine: daily `ga_sessions_YYYYMMDD` shards in two column sets
-(2016's lack `device`), with nested JSON columns (`traffic` objects, `hits` arrays of objects).
+(2016's lack `device`) and a `ga_sessions_notes` table that is no shard, with nested JSON columns (`traffic` objects, `hits` arrays of objects).
 
 Rows: 2 shards x 2 rows in 2016, 3 shards x 3 rows in 2017 (13 in all, 9 in 2017); traffic.source is
 '(direct)' in 7 rows and 'google' in 6.
@@ -54,6 +54,9 @@ def statements(engine: str, prefix: str = "") -> list[str]:
             else:
                 out.append(f"INSERT INTO {prefix}{shard} VALUES ({', '.join(values)})")
         start += n
+    # a table whose name a glob of the family would match, though it is no shard
+    out.append(f"CREATE TABLE {prefix}ga_sessions_notes (note {TEXT_TYPE[engine]})")
+    out.append(f"INSERT INTO {prefix}ga_sessions_notes VALUES ('kept apart')")
     return out
 
 

@@ -117,7 +117,7 @@ class NamedFamily:
     name: str  # as list_tables prints it, without schema: GA_SESSIONS_* or GA_SESSIONS_20160801-20170630
     members: list[int]  # table indexes, oldest first
     group: str  # the pattern of its whole shape group (reads every column set)
-    group_size: int
+    group_members: list[int]  # the whole shape group's table indexes, oldest first
 
 
 def named_families(tables: Sequence[TableInfo]) -> list[NamedFamily]:
@@ -136,7 +136,7 @@ def named_families(tables: Sequence[TableInfo]) -> list[NamedFamily]:
                 name = group
             else:
                 name = range_name(tables[members[0]].name, tables[members[-1]].name)
-            out.append(NamedFamily(name, members, group, len(idxs)))
+            out.append(NamedFamily(name, members, group, idxs))
     return out
 
 
@@ -148,6 +148,8 @@ def _named(catalog: Catalog) -> dict[tuple[str, str], list[int]]:
         for fam in named_families(catalog.tables):
             first = catalog.tables[fam.members[0]]
             out[(_schema_key(first), fam.name.lower())] = fam.members
+            # a split group's pattern reads the whole group, not every table its glob would match
+            out.setdefault((_schema_key(first), fam.group.lower()), fam.group_members)
         return out
 
     return catalog.derived("engines.families.named", build)

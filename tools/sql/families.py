@@ -17,6 +17,7 @@ _REF = re.compile(
     rf"(?P<lead>\b(?:FROM|JOIN)\s+|,\s*)(?P<name>(?:{_PART}\s*\.\s*){{0,2}}{_PART})(?=\s|$|\)|,|;)",
     re.IGNORECASE,
 )
+_MAYBE = re.compile(r'[\w$"]\*|\d-\d')
 _ALIAS = re.compile(r'\s+(?:(AS)\s+)?("(?:[^"]|"")+"|[A-Za-z_][\w$]*)', re.IGNORECASE)
 # words that may follow a table reference without being its alias
 _NOT_ALIAS = {
@@ -102,7 +103,7 @@ def _candidate(last: str, quoted: bool) -> bool:
 
 def family_refs(sql: str) -> list[FamilyRef]:
     """Table references that may name a family, in text order."""
-    if "*" not in sql and "-" not in sql:
+    if not _MAYBE.search(sql):  # most SQL (count(*), t.*) has no name ending in '*' nor a digit range
         return []
     masked = mask(sql)
     out: list[FamilyRef] = []

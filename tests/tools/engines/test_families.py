@@ -36,6 +36,8 @@ def test_a_family_reference_reads_the_union_of_its_shards(ga):
     assert _count(ga, "SELECT count(*) FROM ga_sessions_2017* AS s WHERE s.visit_id >= 0") == ROWS_2017
     # columns are aligned by name: the 2016 shards have no device, which reads NULL there
     assert _count(ga, "SELECT count(device) FROM ga_sessions_*") == ROWS_2017
+    # the group's pattern reads the group, not ga_sessions_notes, which its glob would also match
+    assert _count(ga, "SELECT count(*) FROM ga_sessions_n*") == 1
     out = run_query(ga, RunQuery(sql="SELECT count(*) FROM ga_sessions_*"))
     assert out.sql == "SELECT count(*) FROM ga_sessions_*"  # what the answer shows stays the user's SQL
     assert "UNION ALL" in (out.expanded_sql or "")
