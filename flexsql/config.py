@@ -93,6 +93,12 @@ class LimitsConfig(StrictModel):
         le=3600,
         description="Seconds before a query is cancelled on the engine (a call's timeout_s may only lower it)",
     )
+    family_shards: int = Field(
+        500,
+        ge=1,
+        le=100_000,
+        description="Tables one family reference in SQL (EVENTS_2024*) may read; past it the query is refused",
+    )
     preview_rows: int = Field(
         20, ge=1, le=500, description="Rows a query result shows unless max_rows says otherwise"
     )

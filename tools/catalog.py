@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections import defaultdict
-from typing import Any
 
 from pydantic import BaseModel, Field
 
 from flexsql.errors import InvalidArgument
 from flexsql.tools.engines import Catalog, FetchLimits, TableInfo
+from flexsql.tools.engines.families import family_of, named_families
+from flexsql.tools.engines.paths import NestedPath, infer_paths, remember_paths
 from flexsql.tools.runtime.context import SourceName, ToolContext
 from flexsql.tools.runtime.registry import ToolArgs, ToolResult, tool
 from flexsql.tools.runtime.render import TextBudget, cell_text
@@ -87,7 +87,6 @@ def list_schemas(ctx: ToolContext, args: ListSchemas) -> SchemaList:
 
 
 # -- list_tables ----------------------------------------------------------------------------------
-_SHARD = re.compile(r"^(?P<stem>.*?[A-Za-z_])(?P<suffix>\d{4,8})$")
 
 
 class TableEntry(BaseModel):
@@ -98,6 +97,7 @@ class TableEntry(BaseModel):
     comment: str | None = None
     family_size: int | None = None
     family_range: str | None = None
+    family_of: str | None = None  # a family that is one column set of a bigger shard group: the group's name
 
 
 class TableList(ToolResult):
@@ -113,6 +113,8 @@ class TableList(ToolResult):
             parts = [t.name]
             if t.kind == "family":
                 parts.append(f"[{t.family_size} tables {t.family_range}, same columns]")
+                if t.family_of:
+                    parts.append(f"(one column set of {t.family_of}, which reads them all)")
             elif t.kind == "view":
                 parts.append("[view]")
             parts.append(f"{t.columns} cols")
@@ -131,26 +133,19 @@ class TableList(ToolResult):
         return "\n".join(lines)
 
 
-def _families(tables: list[TableInfo]) -> list[tuple[str, list[TableInfo]]]:
-    """Group tables into entries; shards (same stem + numeric suffix, same columns, 3 or more)
-    collapse into one family entry."""
-    groups: dict[tuple[str | None, str, str, tuple[Any, ...]], list[TableInfo]] = defaultdict(list)
-    singles: list[tuple[str, list[TableInfo]]] = []
-    for table in tables:
-        m = _SHARD.match(table.name)
-        if m and table.kind == "table":
-            signature = tuple((c.name.lower(), c.type) for c in table.columns)
-            groups[(table.database, table.schema_name, m.group("stem"), signature)].append(table)
-        else:
-            singles.append((table.qualified, [table]))
-    entries = list(singles)
-    for (_db, _schema, stem, _sig), members in groups.items():
-        if len(members) >= 3:
-            members.sort(key=lambda t: t.name)
-            prefix = members[0].qualified[: -len(members[0].name)]
-            entries.append((f"{prefix}{stem}*", members))
-        else:
-            entries.extend((t.qualified, [t]) for t in members)
+def _families(tables: list[TableInfo]) -> list[tuple[str, list[TableInfo], str | None]]:
+    """Group tables into entries: each sharded family (tools/engines/families.py) is one entry named as
+    every tool and SQL name it; the other tables are entries of their own. The third item names, for a
+    family that is one column set of a bigger shard group, the group (its pattern reads them all)."""
+    entries: list[tuple[str, list[TableInfo], str | None]] = []
+    grouped: set[int] = set()
+    for fam in named_families(tables):
+        first = tables[fam.members[0]]
+        prefix = first.qualified[: -len(first.name)]
+        split = f"{prefix}{fam.group} ({len(fam.group_members)} tables)" if fam.name != fam.group else None
+        entries.append((prefix + fam.name, [tables[i] for i in fam.members], split))
+        grouped.update(fam.members)
+    entries += [(t.qualified, [t], None) for i, t in enumerate(tables) if i not in grouped]
     entries.sort(key=lambda e: e[0].lower())
     return entries
 
@@ -167,7 +162,7 @@ class ListTables(ToolArgs):
 @tool(
     lambda s: (
         f"Tables and views with row estimates and comments, {ListTables.default('limit')} per page; sharded "
-        'families (EVENTS_2024…) are one entry. Example: pattern="order*".'
+        'families are one entry. Example: pattern="order*".'
     )
 )
 def list_tables(ctx: ToolContext, args: ListTables) -> TableList:
@@ -205,7 +200,7 @@ def list_tables(ctx: ToolContext, args: ListTables) -> TableList:
     entries = _families(tables)
     page = entries[offset : offset + limit]
     items: list[TableEntry] = []
-    for name, members in page:
+    for name, members, group in page:
         first = members[0]
         if len(members) == 1:
             items.append(
@@ -228,6 +223,7 @@ def list_tables(ctx: ToolContext, args: ListTables) -> TableList:
                     comment=first.comment,
                     family_size=len(members),
                     family_range=f"{members[0].name} … {members[-1].name}",
+                    family_of=group,
                 )
             )
     more = offset + limit < len(entries)
@@ -251,6 +247,7 @@ class ColumnDescription(BaseModel):
     inferred_why: str | None = None
     comment: str | None = None
     examples: list[str] = []
+    paths: list[NestedPath] = []  # keys inside a nested column, inferred from the sample rows
 
 
 class TableDescription(ToolResult):
@@ -273,7 +270,7 @@ class TableDescription(ToolResult):
             head += " — " + cell_text(self.comment, 200)
         lines = [head]
         if self.family:
-            lines.append(f"member of family {self.family}")
+            lines.append(f"{'family' if self.kind == 'family' else 'member of family'} {self.family}")
         for c in self.columns:
             flags = []
             if c.primary_key:
@@ -292,6 +289,10 @@ class TableDescription(ToolResult):
             if c.examples:
                 line += " e.g. " + ", ".join(c.examples)
             lines.append(line)
+            lines += [
+                f"  - {p.path} {p.type}" + (" e.g. " + ", ".join(p.examples) if p.examples else "")
+                for p in c.paths
+            ]
         if self.truncated:
             lines.append(
                 f"truncated: true — {len(self.columns)} of {self.total_columns} columns shown; "
@@ -306,16 +307,20 @@ EXAMPLE_CHARS = 1500  # the examples of all columns together, before each is cut
 
 def example_values(
     ctx: ToolContext, table: TableInfo, source_name: str, per_column: int = 3
-) -> dict[str, list[str]]:
-    """A few distinct non-NULL values per column from the first rows (cached per table)."""
+) -> tuple[dict[str, list[str]], dict[str, list[NestedPath]]]:
+    """A few distinct non-NULL values per column from the first rows, and the paths inside nested
+    columns found in those rows (cached per table)."""
     src = ctx.source(source_name)
     # kept with the catalog object, so a refresh (a new catalog) never serves the old examples
-    cache: dict[str, dict[str, list[str]]] = src.catalog().derived("describe_examples", dict)
+    cache: dict[str, tuple[dict[str, list[str]], dict[str, list[NestedPath]]]] = src.catalog().derived(
+        "describe_examples", dict
+    )
     key = table.qualified
     if key in cache:
         return cache[key]
     columns = table.columns[:MAX_DESCRIBE_COLUMNS]
     examples: dict[str, list[str]] = {c.name: [] for c in columns}
+    paths: dict[str, list[NestedPath]] = {}
     try:
         result = src.execute(
             f"SELECT * FROM {src.engine.quote_table(table)} LIMIT 50",
@@ -323,8 +328,8 @@ def example_values(
             limits=FetchLimits(max_rows=50, count_limit=50),
         )
     except Exception:  # examples are a nicety: a slow or odd table still gets described
-        cache[key] = examples
-        return examples
+        cache[key] = examples, paths
+        return examples, paths
     index = {name: i for i, name in enumerate(result.columns)}
     # a narrow table (a code table: code, description) shows its texts whole up to 160 characters; a
     # wide one keeps each example short so the description stays readable
@@ -332,6 +337,10 @@ def example_values(
     for col in columns:
         i = index.get(col.name)
         if i is None:
+            continue
+        found = infer_paths(col.name, [row[i] for row in result.rows])
+        if found:  # the paths carry the examples that matter, not a blob's first characters
+            paths[col.name] = found
             continue
         seen: list[str] = []
         for row in result.rows:
@@ -344,20 +353,9 @@ def example_values(
             if len(seen) >= per_column:
                 break
         examples[col.name] = seen
-    cache[key] = examples
-    return examples
-
-
-def _family_member(catalog: Catalog, name: str) -> tuple[TableInfo, int] | None:
-    """The first shard of the family `name` names as list_tables prints it (`web.events_*`), and
-    the family's size; None when `name` is not a family pattern."""
-    wanted = name.strip().replace('"', "").lower()
-    if not wanted.endswith("*"):
-        return None
-    for entry, members in _families(catalog.tables):
-        if len(members) > 1 and (entry.lower() == wanted or entry.lower().endswith("." + wanted)):
-            return members[0], len(members)
-    return None
+    cache[key] = examples, paths
+    remember_paths(src.catalog(), table.qualified, [p.path for found in paths.values() for p in found])
+    return examples, paths
 
 
 DESCRIBE_MIN_WEIGHT = 0.5  # weaker inferred links (a shared plain name) are left to find_join_path
@@ -393,28 +391,21 @@ def describe_table(ctx: ToolContext, args: DescribeTable) -> TableDescription:
     table = args.table
     src = ctx.source(args.source)
     catalog = src.catalog()
-    member = _family_member(catalog, table) if isinstance(table, str) else None
-    info = member[0] if member else catalog.resolve(table)
+    info = catalog.resolve(table)
     fk_by_col: dict[str, str] = {}
     for fk in info.foreign_keys:
         for col, ref in zip(fk.columns, fk.ref_columns or [""] * len(fk.columns), strict=False):
             fk_by_col[col] = f"{fk.ref_table}.{ref}" if ref else fk.ref_table
     inferred = _inferred_references(catalog, info, set(fk_by_col))
-    examples = example_values(ctx, info, src.name)
+    examples, paths = example_values(ctx, info, src.name)
     family = None
-    m = _SHARD.match(info.name)
-    if m:
-        siblings = [
-            t
-            for t in catalog.tables
-            if t.schema_name == info.schema_name
-            and t.name.startswith(m.group("stem"))
-            and _SHARD.match(t.name)
-        ]
-        if len(siblings) >= 3:
-            family = f"{m.group('stem')}* ({len(siblings)} tables)"
-    if member:  # described through its family: say which shard this is
-        family = f"{table.strip()} ({member[1]} tables, same columns; this is its first shard {info.name})"
+    if info.shards:  # a family read as one table
+        family = (
+            f"{info.name} ({len(info.shards)} tables {info.shards[0].name} … {info.shards[-1].name}; "
+            "columns of every shard, NULL where a shard lacks one; SQL reads it by this name)"
+        )
+    elif (member := family_of(catalog, info)) is not None:
+        family = f"{member[0]} ({member[1]} tables)"
     columns = [
         ColumnDescription(
             name=c.name,
@@ -426,13 +417,14 @@ def describe_table(ctx: ToolContext, args: DescribeTable) -> TableDescription:
             inferred_why=inferred.get(c.name, (None, None))[1],
             comment=c.comment,
             examples=examples.get(c.name, []),
+            paths=paths.get(c.name, []),
         )
         for c in info.columns[:MAX_DESCRIBE_COLUMNS]
     ]
     return TableDescription(
         source=src.name,
         table=info.qualified,
-        kind=info.kind,
+        kind="family" if info.shards else info.kind,
         comment=info.comment,
         row_estimate=info.row_estimate,
         columns=columns,

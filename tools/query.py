@@ -10,6 +10,7 @@ from pydantic import Field
 from flexsql.config import LimitsConfig
 from flexsql.errors import InvalidArgument, QueryTimeout
 from flexsql.tools.engines import RESERVE_REFUSED, FetchLimits
+from flexsql.tools.engines.paths import select_sql
 from flexsql.tools.runtime.context import SourceName, ToolContext
 from flexsql.tools.runtime.registry import ToolArgs, ToolResult, tool
 from flexsql.tools.runtime.render import TextBudget, jsonable, table_text
@@ -39,6 +40,8 @@ class QueryOutput(ToolResult):
     sql: str | None = None
     hint: str | None = None
     notes: list[str] = []  # what the call changed of its arguments (a timeout lowered to the server's)
+    families: list[str] = []  # what each family reference (EVENTS_*) read: its shards
+    expanded_sql: str | None = None  # the SQL that ran and the guard checked, when it named families
 
     def to_text(self, budget: TextBudget = TextBudget()) -> str:
         max_chars, cell_chars = budget.max_chars, budget.cell_chars
@@ -66,6 +69,7 @@ class QueryOutput(ToolResult):
                 "select a part (substr, length) to read them"
             )
         lines += [f"note: {note}" for note in self.notes]
+        lines += [f"family: {read}" for read in self.families]
         return "\n".join(lines)
 
 
@@ -156,12 +160,9 @@ def sample_rows(ctx: ToolContext, args: SampleRows) -> QueryOutput:
     where, limit = args.where, args.limit
     src = ctx.source(args.source)
     info = src.catalog().resolve(args.table)
-    engine = src.engine
-    selected = ", ".join(engine.quote(info.column(c).name) for c in args.columns) if args.columns else "*"
-    sql = f"SELECT {selected} FROM {engine.quote_table(info)}"
-    if where:
-        sql += f" WHERE {parse_condition(where, src.dialect)}"
-    sql += f" LIMIT {limit}"
+    # columns and the condition may name paths inside nested columns (trafficSource.source)
+    condition = parse_condition(where, src.dialect) if where else None
+    sql = select_sql(src.engine, info, args.columns, condition) + f" LIMIT {limit}"
     output = run_query(ctx, RunQuery(sql=sql, max_rows=limit, source=src.name))
     if output.total_rows == 0 and where:
         output.hint = f"no rows where {where}: check the literal's spelling with distinct_values"
@@ -179,9 +180,10 @@ class RunQuery(ToolArgs):
 
 @tool(
     lambda s: (
-        f"Run one read-only SQL statement: the first max_rows rows (default {s.limits.preview_rows}), the "
-        f"total count and a result_id for the other tools. Text ≤ {s.limits.output_chars:,} characters; "
-        f'cancelled after {s.limits.query_timeout_s:g} s at most. Example: sql="SELECT count(*) FROM orders".'
+        f"Run one read-only SQL statement: first max_rows rows (default {s.limits.preview_rows}), the "
+        f"total count, result_id. Text ≤ {s.limits.output_chars:,} characters; cancelled after "
+        f"{s.limits.query_timeout_s:g} s. FROM events_2024* reads a sharded family as one table "
+        f'(≤ {s.limits.family_shards}). Example: sql="SELECT count(*) FROM orders".'
     )
 )
 def run_query(ctx: ToolContext, args: RunQuery) -> QueryOutput:
@@ -226,6 +228,8 @@ def run_query(ctx: ToolContext, args: RunQuery) -> QueryOutput:
             "server_store_mb) is taken by queries running now; run it again later to keep more"
         )
     output.notes = notes
+    output.families = [read.summary() for read in result.families]
+    output.expanded_sql = result.expanded_sql
     return output
 
 

@@ -107,8 +107,8 @@ class ValidateSql(ToolArgs):
     "Check SQL without running it: syntax, the read-only guard, names (did-you-mean), the engine's EXPLAIN."
 )
 def validate_sql(ctx: ToolContext, args: ValidateSql) -> Validation:
-    sql = args.sql
     src = ctx.source(args.source)
+    sql = src.expand(args.sql)[0]  # family references (EVENTS_*) are checked as the union that runs
     result = Validation(
         source=src.name, dialect=src.dialect, valid=True, checked_by=["sqlglot parse", "guard"]
     )

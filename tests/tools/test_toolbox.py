@@ -197,7 +197,7 @@ def test_families_and_dotted_names_are_addressable(hostile: ToolContext, tmp_pat
     listing = list_tables(hostile, ListTables(limit=1000))
     family = next(t for t in listing.tables if t.kind == "family")
     described = describe_table(hostile, DescribeTable(table=family.name))
-    assert described.table.lower().endswith("events_20240101")  # Snowflake folds unquoted names to upper case
+    assert described.table.lower().endswith("events_*") and described.kind == "family"
     assert described.family and "3 tables" in described.family
     dotted = describe_table(hostile, DescribeTable(table='"dotted.name"'))
     assert dotted.table.endswith("dotted.name")

@@ -2,7 +2,7 @@
 and what they share. Code outside this package imports from here."""
 
 from flexsql.tools.engines.cancel import CancelHooks, Deadline, active_cancel_hooks, timeout_error
-from flexsql.tools.engines.catalog import Catalog, Column, ForeignKey, TableInfo, split_name
+from flexsql.tools.engines.catalog import Catalog, Column, ForeignKey, TableInfo
 from flexsql.tools.engines.engine import (
     Engine,
     all_engines,
@@ -12,6 +12,7 @@ from flexsql.tools.engines.engine import (
     engine_for_url,
 )
 from flexsql.tools.engines.fetch import RESERVE_REFUSED, FetchCut, FetchLimits
+from flexsql.tools.engines.names import split_name
 from flexsql.tools.engines.registry import SourceRegistry, open_source
 from flexsql.tools.engines.source import QueryResult, SafetyReport, Source
 from flexsql.tools.engines.urls import redact

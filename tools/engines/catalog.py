@@ -12,6 +12,8 @@ from pydantic import BaseModel, Field, PrivateAttr
 
 from flexsql.errors import NotFoundError
 from flexsql.tools.engines.engine import engine_for
+from flexsql.tools.engines.families import family_table, is_family_name
+from flexsql.tools.engines.names import split_name
 
 T = TypeVar("T")
 
@@ -47,6 +49,11 @@ class TableInfo(BaseModel):
     # DuckDB: the catalog (database) name to prefix when the schema's name is also a catalog's name
     # (`sales.duckdb` holding schema `sales`), where "sales"."orders" is ambiguous to the engine
     sql_catalog: str | None = Field(default=None, exclude=True, repr=False)
+    # a sharded family read as one table (tools/engines/families.py): its shards, oldest first; SQL names
+    # it by its family reference, which Source.execute expands into their union
+    shards: list[TableInfo] = Field(default_factory=list, exclude=True, repr=False)
+    # a table seen through a nested column's path (tools/engines/paths.py): the FROM item that reads it
+    from_sql: str | None = Field(default=None, exclude=True, repr=False)
 
     @property
     def qualified(self) -> str:
@@ -111,6 +118,10 @@ class Catalog(BaseModel):
         parts = split_name(name)
         if not parts or not parts[-1][0]:
             raise NotFoundError("empty table name: give a table name such as 'orders' or 'sales.orders'")
+        if is_family_name(parts[-1][0]):
+            family = family_table(self, name)
+            if family is not None:
+                return family
         hits = [t for t in self.tables if _name_matches(t, [p.lower() for p, _ in parts])]
         raw = name.strip()
         for t in self.tables:  # dotted table names given without quotes
@@ -188,36 +199,3 @@ def _name_matches_exactly(table: TableInfo, wanted: list[tuple[str, bool]], dial
         if have != want:
             return False
     return True
-
-
-def split_name(name: str) -> list[tuple[str, bool]]:
-    """`web."Events.2024"` -> [('web', False), ('Events.2024', True)]: dots split parts except inside
-    double quotes, backticks or brackets; each part says whether it was quoted."""
-    parts: list[tuple[str, bool]] = []
-    current: list[str] = []
-    quoted = False
-    close: str | None = None
-    text = name.strip()
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if close is not None:
-            if ch == close:
-                if close == '"' and text[i + 1 : i + 2] == '"':  # "" inside quotes is one quote
-                    current.append('"')
-                    i += 2
-                    continue
-                close = None
-            else:
-                current.append(ch)
-        elif ch in '"`[':
-            close = {"[": "]"}.get(ch, ch)
-            quoted = True
-        elif ch == ".":
-            parts.append(("".join(current).strip(), quoted))
-            current, quoted = [], False
-        else:
-            current.append(ch)
-        i += 1
-    parts.append(("".join(current).strip(), quoted))
-    return parts

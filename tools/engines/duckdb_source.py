@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from flexsql.tools.engines.cancel import Deadline, timeout_error
 from flexsql.tools.engines.catalog import Catalog, Column, ForeignKey, TableInfo
 from flexsql.tools.engines.engine import CellCap, Engine
 from flexsql.tools.engines.fetch import FetchLimits, collect, fetch_batches, plan_cells
+from flexsql.tools.engines.paths import json_path, text_type
 from flexsql.tools.engines.source import RunOutput, SafetyReport, Source, file_data_versions
 from flexsql.tools.engines.urls import file_path_of
 
@@ -54,6 +55,22 @@ class DuckDB(Engine):
     def infinite_flag(self, expr: str, type_name: str) -> str | None:
         # the driver hands 'infinity' over as date.max / datetime.max: the same as 9999-12-31
         return f"isinf({expr})" if type_name.upper() in _TIME_TYPES else None
+
+    # paths: json_extract_string over the JSON (STRUCT and MAP values turned to JSON first)
+    def path_value(self, column_sql: str, column_type: str, keys: Sequence[str]) -> str:
+        return f"json_extract_string({_json(column_sql, column_type)}, {self.literal(json_path(keys))})"
+
+    def path_elements(
+        self,
+        table_sql: str,
+        column_sql: str,
+        column_type: str,
+        before: Sequence[str],
+        after: Sequence[str],
+        alias: str,
+    ) -> str:
+        path = self.literal(json_path(before, array=True, after=after))
+        return f"SELECT unnest(json_extract_string({_json(column_sql, column_type)}, {path})) AS {alias} FROM {table_sql}"
 
 
 class DuckDBSource(Source):
@@ -379,3 +396,10 @@ def _file_head(path: str) -> bytes:
             return handle.read(16)
     except OSError:
         return b""
+
+
+def _json(column_sql: str, column_type: str) -> str:
+    """A nested column as JSON: JSON and JSON text as they are, STRUCT, MAP and lists through to_json."""
+    if "JSON" in column_type.upper() or text_type(column_type):
+        return column_sql
+    return f"to_json({column_sql})"

@@ -16,14 +16,14 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import TYPE_CHECKING, ClassVar, Literal, Self
 
 from sqlglot import exp
 
-from flexsql.errors import ConfigError
+from flexsql.errors import ConfigError, InvalidArgument
 
 if TYPE_CHECKING:
     from flexsql.tools.engines.catalog import TableInfo
@@ -133,7 +133,12 @@ class Engine:
 
     def quote_table(self, table: TableInfo) -> str:
         """A table's full name, each part quoted exactly as stored."""
+        if table.from_sql:  # a table seen through a path: its own FROM item
+            return table.from_sql
         parts = [p for p in (table.database, table.schema_name, table.name) if p]
+        if table.shards:  # a family: its reference, expanded into the union of its shards by Source.execute
+            parts = parts[-1:] if not self.schema_in_names else parts
+            return ".".join(self.quote(p) for p in parts)
         if not self.schema_in_names:  # one database per file: the schema is always main
             parts = [table.name]
         elif table.sql_catalog and not table.database:  # a schema named like a catalog: say which catalog
@@ -158,6 +163,27 @@ class Engine:
     def binary_text(self, expr: str) -> str:
         """A BLOB as the text `0x<hex>` (what render.cell_text shows for bytes)."""
         return "'0x' || " + self.binary_hex.format(expr=expr)
+
+    # -- nested columns by path (tools/engines/paths.py) ---------------------------------------------
+    def path_value(self, column_sql: str, column_type: str, keys: Sequence[str]) -> str:
+        """The text of the value at `keys` inside a nested column (JSON, VARIANT, STRUCT, MAP, or JSON
+        kept as text); NULL where a row lacks it."""
+        raise InvalidArgument(f"{self.name} reads no paths inside nested columns: select the column whole")
+
+    def path_elements(
+        self,
+        table_sql: str,
+        column_sql: str,
+        column_type: str,
+        before: Sequence[str],
+        after: Sequence[str],
+        alias: str,
+    ) -> str:
+        """A SELECT of one row per element of the array at `before` (in each row of the table), its one
+        column `alias` the text at `after` inside the element."""
+        raise InvalidArgument(
+            f"{self.name} reads no paths through arrays: run_query with the engine's unnest"
+        )
 
     def average(self, expr: str) -> str:
         return f"avg(CAST({expr} AS {self.double_type}))" if self.double_type else f"avg({expr})"

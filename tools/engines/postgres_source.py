@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from flexsql.config import LimitsConfig
@@ -31,6 +32,7 @@ from flexsql.tools.engines.cancel import Deadline, timeout_error
 from flexsql.tools.engines.catalog import Catalog, Column, ForeignKey, TableInfo
 from flexsql.tools.engines.engine import CellCap, Engine
 from flexsql.tools.engines.fetch import FetchLimits, collect, fetch_batches, plan_cells
+from flexsql.tools.engines.paths import json_path
 from flexsql.tools.engines.source import RunOutput, SafetyReport, Source
 
 # Per-schema grants, not pg_read_all_data: that role can also read pg_authid (password hashes),
@@ -185,6 +187,23 @@ class Postgres(Engine):
             f"CASE WHEN {over} THEN NULL ELSE {expr} END",
             text=f"CASE WHEN {over} THEN substr({text}, 1, {chars + 1}) END",
         )
+
+    # paths: #>> over json/jsonb (JSON kept as text cast to jsonb), jsonb_path_query through arrays
+    def path_value(self, column_sql: str, column_type: str, keys: Sequence[str]) -> str:
+        doc = column_sql if "json" in column_type.lower() else f"{column_sql}::jsonb"
+        return f"({doc} #>> ARRAY[{', '.join(self.literal(k) for k in keys)}]::text[])"
+
+    def path_elements(
+        self,
+        table_sql: str,
+        column_sql: str,
+        column_type: str,
+        before: Sequence[str],
+        after: Sequence[str],
+        alias: str,
+    ) -> str:
+        path = self.literal(json_path(before, array=True, after=after))
+        return f"SELECT jsonb_path_query({column_sql}::jsonb, {path}) #>> '{{}}' AS {alias} FROM {table_sql}"
 
 
 class PostgresSource(Source):

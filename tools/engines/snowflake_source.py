@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -20,6 +21,7 @@ from flexsql.tools.engines.cancel import Deadline, timeout_error
 from flexsql.tools.engines.catalog import Catalog, Column, ForeignKey, TableInfo
 from flexsql.tools.engines.engine import CellCap, Engine
 from flexsql.tools.engines.fetch import CellPlan, FetchLimits, collect, fetch_batches, plan_cells
+from flexsql.tools.engines.paths import text_type
 from flexsql.tools.engines.source import RunOutput, SafetyReport, Source
 
 
@@ -165,7 +167,7 @@ class Snowflake(Engine):
     password_env = "SNOWFLAKE_PASSWORD"
     notes = (
         "Snowflake: unquoted identifiers are UPPER case; VARIANT paths col:field::string, "
-        "LATERAL FLATTEN(input => col); ILIKE; DATE_TRUNC; QUALIFY; sharded tables → UNION ALL or wildcards."
+        "LATERAL FLATTEN(input => col); ILIKE; DATE_TRUNC; QUALIFY; sharded tables → FROM t_2024* (flexsql unions the shards)."
     )
     approx_distinct = "approx_count_distinct({expr})"
     # block sampling exists for tables only; views are sampled row by row
@@ -195,6 +197,24 @@ class Snowflake(Engine):
         names = ", ".join(f"c{i}" for i in range(width))
         order = _outer_order(sql, positional_names=True)
         return f"SELECT {', '.join(exprs)} FROM (\n{sql}\n) AS flexsql_cells({names}){order}"
+
+    # paths: col:"key"."key"::VARCHAR over VARIANT/OBJECT (JSON text parsed first), FLATTEN through arrays
+    def path_value(self, column_sql: str, column_type: str, keys: Sequence[str]) -> str:
+        return f"{_variant(column_sql, column_type)}:{_keys(self, keys)}::VARCHAR"
+
+    def path_elements(
+        self,
+        table_sql: str,
+        column_sql: str,
+        column_type: str,
+        before: Sequence[str],
+        after: Sequence[str],
+        alias: str,
+    ) -> str:
+        doc = _variant(column_sql, column_type)
+        array = f"{doc}:{_keys(self, before)}" if before else doc
+        value = f"flexsql_e.value:{_keys(self, after)}::VARCHAR" if after else "flexsql_e.value::VARCHAR"
+        return f"SELECT {value} AS {alias} FROM {table_sql}, LATERAL FLATTEN(input => {array}) flexsql_e"
 
 
 class SnowflakeSource(Source):
@@ -429,3 +449,13 @@ class SnowflakeSource(Source):
                 "USAGE and SELECT grants (GRANT SELECT ON ALL TABLES IN DATABASE … TO ROLE flexsql_reader)"
             ],
         )
+
+
+def _variant(column_sql: str, column_type: str) -> str:
+    """A nested column as VARIANT: JSON kept as text is parsed first."""
+    return f"PARSE_JSON({column_sql})" if text_type(column_type) else column_sql
+
+
+def _keys(engine: Engine, keys: Sequence[str]) -> str:
+    """Keys of a VARIANT path, each quoted: key names are case-sensitive and may hold any character."""
+    return ".".join(engine.quote(k) for k in keys)

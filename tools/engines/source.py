@@ -21,6 +21,7 @@ from flexsql.config import LimitsConfig
 from flexsql.errors import QueryError, QueryTimeout
 from flexsql.tools.engines.catalog import Catalog, TableInfo
 from flexsql.tools.engines.engine import Engine
+from flexsql.tools.engines.families import FamilyRead, expand_families
 from flexsql.tools.engines.fetch import FetchCut, FetchLimits
 from flexsql.tools.engines.urls import redact, scrub_secrets
 from flexsql.tools.sql.guard import check_sql
@@ -43,6 +44,8 @@ class QueryResult(BaseModel):
     truncated_reason: str | None = None  # why rows were dropped and/or cells cut
     cells_cut: int = 0  # text, binary or nested cells over max_cell_bytes, kept cut with a marker
     elapsed_ms: float = 0.0
+    families: list[FamilyRead] = []  # the family references (GA_SESSIONS_*) it read, and their shards
+    expanded_sql: str | None = None  # what ran, when family references were expanded
 
 
 class SafetyReport(BaseModel):
@@ -103,7 +106,10 @@ class Source(ABC):
     ) -> QueryResult:
         """Run one read statement. The guard checks it first unless `guarded=False`, which only
         tests use to prove the engine-level read-only layer holds on its own."""
-        text = check_sql(sql, self.engine) if guarded else sql
+        # family references (EVENTS_2024*) become the union of their shards first: the guard checks,
+        # and the engine runs, the SQL as expanded
+        expanded, reads = self.expand(sql)
+        text = check_sql(expanded, self.engine) if guarded else expanded
         limits = limits or FetchLimits()
         started = time.perf_counter()
         try:
@@ -124,7 +130,14 @@ class Source(ABC):
             truncated_reason=str(cut) if cut is not None else None,
             cells_cut=cut.cells if cut is not None else 0,
             elapsed_ms=round((time.perf_counter() - started) * 1000, 2),
+            families=reads,
+            expanded_sql=expanded if reads else None,
         )
+
+    def expand(self, sql: str) -> tuple[str, list[FamilyRead]]:
+        """`sql` with its family references (`EVENTS_*`, `EVENTS_2024*`) replaced by the union of their
+        shards ([limits] family_shards at most each), and what each read; unchanged when it has none."""
+        return expand_families(sql, self.catalog, self.engine, self.limits.family_shards)
 
     def safety(self) -> SafetyReport:
         return SafetyReport(read_only_engine=True, measures=[])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -15,6 +16,7 @@ from flexsql.tools.engines.cancel import Deadline, timeout_error
 from flexsql.tools.engines.catalog import Catalog, Column, ForeignKey, TableInfo
 from flexsql.tools.engines.engine import CellCap, Engine
 from flexsql.tools.engines.fetch import FetchLimits, collect, fetch_batches, plan_cells
+from flexsql.tools.engines.paths import json_path
 from flexsql.tools.engines.source import RunOutput, SafetyReport, Source, file_data_versions
 from flexsql.tools.engines.urls import file_path_of
 
@@ -102,6 +104,25 @@ class SQLite(Engine):
         # a subquery's columns cannot be renamed here; a common table expression's can
         names = ", ".join(f"c{i}" for i in range(width))
         return f"WITH flexsql_cells({names}) AS (\n{sql}\n) SELECT {', '.join(exprs)} FROM flexsql_cells"
+
+    # paths: JSON is text in SQLite, read by json_extract and json_each
+    def path_value(self, column_sql: str, column_type: str, keys: Sequence[str]) -> str:
+        return f"json_extract({column_sql}, {self.literal(json_path(keys))})"
+
+    def path_elements(
+        self,
+        table_sql: str,
+        column_sql: str,
+        column_type: str,
+        before: Sequence[str],
+        after: Sequence[str],
+        alias: str,
+    ) -> str:
+        inner = self.literal(json_path(after))
+        return (
+            f"SELECT json_extract(flexsql_e.value, {inner}) AS {alias} FROM {table_sql}, "
+            f"json_each({column_sql}, {self.literal(json_path(before))}) AS flexsql_e"
+        )
 
 
 class SQLiteSource(Source):

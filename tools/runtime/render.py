@@ -13,6 +13,7 @@ from typing import Any
 import pydantic_core
 
 from flexsql.config import LimitsConfig
+from flexsql.tools.runtime.compact_json import compact_json, json_text
 
 _LIMITS = LimitsConfig()
 
@@ -49,7 +50,9 @@ def cell_text(value: Any, max_chars: int = _LIMITS.cell_chars) -> str:
     elif isinstance(value, bytes | bytearray | memoryview):  # the Snowflake connector returns bytearray
         text = "0x" + bytes(value[:64]).hex()
     elif isinstance(value, dict | list | tuple):
-        text = json.dumps(value, default=str, ensure_ascii=False)
+        text = compact_json(list(value) if isinstance(value, tuple) else value)
+    elif isinstance(value, str) and value[:1] in ("{", "[") and len(value) > 2:
+        text = json_text(value) or value  # JSON text (JSON, VARIANT columns): compact, keys that matter first
     else:
         text = str(value)
     text = text.replace("\r", "\\r").replace("\n", "\\n").replace("\t", " ").replace("|", "¦")

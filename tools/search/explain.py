@@ -28,14 +28,18 @@ def column_hits(s: SearchState) -> list[ColumnHit]:
     hits = []
     for ci in s.col_ranked:
         ti, name = engine.columns[ci]
-        col = next(c for c in engine.tables[ti].columns if c.name == name)
+        col = next((c for c in engine.tables[ti].columns if c.name == name), None)  # None: a nested path
         table = s.shown.get(ti, engine.tables[ti])
         why = _explain_column(s, ci)
         if ci in s.join_why:
             why = [w for w in why if w != "in a matching table"] + [s.join_why[ci]]
         hits.append(
             ColumnHit(
-                table=table.qualified, column=name, type=col.type, score=round(s.col_scores[ci], 3), why=why
+                table=table.qualified,
+                column=name,
+                type=col.type if col is not None else "VARCHAR",
+                score=round(s.col_scores[ci], 3),
+                why=why,
             )
         )
     return hits

@@ -1,5 +1,8 @@
 """Sharded families and release series, and the dates a question names.
 
+The grouping itself lives with the catalog (tools/engines/families.py), so that search, list_tables and
+SQL name a family the same way; this module adds what search does with it.
+
 Warehouses split one logical table into many: daily or yearly shards (`EVENTS_20210118`, `GSOD2016`),
 releases (`CLINICAL_GDC_R24`, `…_R35`), survey vintages (`STATE_2018_5YR`). For search they are one
 entry: tables of one schema whose names differ only in their digits and whose columns largely agree.
@@ -9,14 +12,12 @@ A question's dates ("January 18, 2023", "2016", "2011 to 2014") pick the member(
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from flexsql.tools.engines import TableInfo
+from flexsql.tools.engines.families import Family, families, shape
 
 _DIGITS = re.compile(r"\d+")
-MIN_COLUMN_OVERLAP = 0.5  # Jaccard of column names for two same-shape tables to be one family
 
 _MONTHS = {
     m: i + 1
@@ -40,64 +41,6 @@ _MONTHS = {
 _MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())})
 _MONTHS["sept"] = 9
 _MONTH = r"(january|february|march|april|may|june|july|august|september|sept|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|oct|nov|dec)"  # noqa: E501
-
-
-def shape(name: str) -> str:
-    """The name with every digit run replaced by '#': members of a family share it."""
-    return _DIGITS.sub("#", name.lower())
-
-
-@dataclass
-class Family:
-    members: list[int]  # table indexes, ordered by their digits (oldest first)
-    pattern: str  # e.g. GSOD* or CLINICAL_GDC_R*
-
-    @property
-    def latest(self) -> int:
-        return self.members[-1]
-
-
-def _digits_key(name: str) -> tuple[int, ...]:
-    return tuple(int(d) for d in _DIGITS.findall(name))
-
-
-def families(tables: Sequence[TableInfo]) -> list[Family]:
-    """Groups of two or more tables of one schema with the same name shape and similar columns."""
-    by_shape: dict[tuple[str | None, str, str], list[int]] = defaultdict(list)
-    for i, t in enumerate(tables):
-        if _DIGITS.search(t.name):
-            by_shape[(t.database, t.schema_name.lower(), shape(t.name))].append(i)
-    out: list[Family] = []
-    for (_db, _schema, shp), idxs in by_shape.items():
-        if len(idxs) < 2:
-            continue
-        clusters: list[tuple[frozenset[str], list[int]]] = []
-        for i in idxs:
-            cols = frozenset(c.name.lower() for c in tables[i].columns)
-            for rep, members in clusters:
-                union = len(rep | cols) or 1
-                if len(rep & cols) / union >= MIN_COLUMN_OVERLAP:
-                    members.append(i)
-                    break
-            else:
-                clusters.append((cols, [i]))
-        for _, members in clusters:
-            if len(members) >= 2:
-                members.sort(key=lambda i: (_digits_key(tables[i].name), tables[i].name))
-                out.append(Family(members, _pattern(shp, [tables[i].name for i in members])))
-    return out
-
-
-def _pattern(shp: str, names: list[str]) -> str:
-    """GSOD2016, GSOD2017 -> GSOD*; keeps the case of the first member."""
-    first = names[0]
-    parts = _DIGITS.split(first)
-    digits = [_DIGITS.findall(n) for n in names]
-    out = parts[0]
-    for k in range(len(parts) - 1):
-        same = all(len(d) > k and d[k] == digits[0][k] for d in digits)
-        out += (digits[0][k] if same else "*") + parts[k + 1]
-    return out
 
 
 def family_units(tables: Sequence[TableInfo]) -> dict[str, str]:

@@ -14,7 +14,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from flexsql.tools.engines import Catalog, Source, TableInfo
+from flexsql.tools.engines import Catalog, Column, Source, TableInfo
+from flexsql.tools.engines.paths import known_paths
 from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.search.families import families
 from flexsql.tools.search.keys import inferred_links
@@ -164,6 +165,8 @@ class SearchIndex:
     def __init__(self, catalog: Catalog, params: Params | None = None) -> None:
         self.params = params or Params()
         self.loaded_at = catalog.loaded_at
+        # paths inside nested columns seen so far (describe_table, the value index): columns to search too
+        self.paths_version, self.known_paths = known_paths(catalog)
         self._column_sketches: dict[int, tuple[int, frozenset[int]]] = {}
         self._twin_pairs: dict[tuple[int, int, float], bool] = {}
         self.semantic: CatalogVectors | None = None  # built in the background (semantic.attach)
@@ -194,6 +197,16 @@ class SearchIndex:
                     self.by_key[m.qualified] = len(self.tables)
                 self.tables.append(members[-1])
                 self.family.append((fam.pattern, members))
+
+    def _paths_of(self, ti: int) -> list[Column]:
+        """The paths seen inside a table's nested columns (any shard's, for a family), as column documents."""
+        fam = self.family[ti]
+        keys = [m.qualified for m in fam[1]] if fam else [self.tables[ti].qualified]
+        seen: dict[str, None] = {}
+        for key in keys:
+            for path in self.known_paths.get(key, ()):
+                seen.setdefault(path, None)
+        return [Column(name=p, type="VARCHAR") for p in seen]
 
     def _index_documents(self) -> None:
         """Table and column documents (BM25F fields), and the catalog word behind each term for explaining
@@ -236,7 +249,7 @@ class SearchIndex:
             comment_terms = list(words.comment(table.comment))
             table_terms = [x.term for x in name_terms]  # shared by the table's columns (read only)
             col_all: list[str] = []
-            for col in table.columns:
+            for col in [*table.columns, *self._paths_of(ti)]:
                 cterms = words.identifier(col.name)
                 ccomment = words.comment(col.comment)
                 self.columns.append((ti, col.name))
@@ -367,7 +380,11 @@ def search_index(ctx: ToolContext, source: Source) -> SearchIndex:
     catalog = source.catalog()
     key = f"search:{source.name}"
     cached = ctx.caches.get(key)
-    if cached is None or cached.loaded_at != catalog.loaded_at:
+    if (
+        cached is None
+        or cached.loaded_at != catalog.loaded_at
+        or cached.paths_version != known_paths(catalog)[0]
+    ):
         if cached is not None:
             cached.retired = True
         cached = SearchIndex(catalog)

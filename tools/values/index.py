@@ -37,6 +37,7 @@ from pydantic import BaseModel
 
 from flexsql.errors import QueryError
 from flexsql.tools.engines import FetchLimits, Source, TableInfo
+from flexsql.tools.engines.paths import remember_paths
 from flexsql.tools.engines.source import DEFAULT_TIMEOUT_S
 from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.values.fuzzy import edit_distance, max_edits
@@ -358,6 +359,12 @@ class ValueIndex:
     def _index_table(self, table: TableInfo, vocab: set[str], timeout_s: float) -> None:
         started = time.perf_counter()
         columns = scan_table(table, self.source.engine, self._run, timeout_s)
+        real = {
+            c.name for c in table.columns
+        }  # the others are paths inside nested columns: search indexes them
+        remember_paths(
+            self.source.catalog(), table.qualified, [c["name"] for c in columns if c["name"] not in real]
+        )
         db = self._db()
         self._forget()
         store_table(db, table, self._signature(table), columns, vocab, time.perf_counter() - started)

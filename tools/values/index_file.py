@@ -16,7 +16,9 @@ from typing import Any
 from flexsql.tools.engines import TableInfo
 from flexsql.tools.values.normalize import compact, normalize, sorted_key, trigrams
 
-INDEX_VERSION = "3"  # 2: emoji and other symbols are tokens; 3: compact keys (spacing-insensitive)
+INDEX_VERSION = (
+    "4"  # 2: emoji and other symbols are tokens; 3: compact keys (spacing-insensitive); 4: nested paths
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);

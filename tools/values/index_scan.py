@@ -14,6 +14,7 @@ from typing import Any
 from flexsql.errors import QueryError, QueryTimeout
 from flexsql.tools.engines import Engine, TableInfo
 from flexsql.tools.values.column_sql import is_text_type
+from flexsql.tools.values.nested import nested_entries
 from flexsql.tools.values.normalize import split_identifier
 from flexsql.tools.values.sampling import SAMPLE_ROWS, needs_sample, sample_from
 
@@ -69,6 +70,11 @@ def scan_table(table: TableInfo, engine: Engine, run: Run, timeout_s: float) -> 
             _scan_small(table, engine, candidates, timeout_s, run)
         else:
             _scan_large(table, engine, candidates, timeout_s, run)
+    # the text leaves inside nested columns, each an entry named by its path (traffic.source)
+    blobs = {e["name"] for e in columns if (e["reason"] or "").startswith("free text")}  # JSON kept as text?
+    for entry, values, sampled in nested_entries(table, engine, run, timeout_s, CAP_PER_COLUMN, blobs):
+        _accept(entry, values, sampled=sampled, unique_ratio=None, over_cap=len(values) > CAP_PER_COLUMN)
+        columns.append(entry)
     return columns
 
 

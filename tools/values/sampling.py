@@ -25,7 +25,9 @@ def sample_from(
     estimate = table.row_estimate or 0
     pct = 100.0 if estimate <= 0 else min(100.0, max(0.001, 100.0 * rows / estimate))
     pct_text = f"{pct:.4f}".rstrip("0").rstrip(".")
-    clause = engine.sample_clause(tsql, table.kind, pct_text) if estimate else None
+    # a family's union or a path's subquery is no table the engine samples: their first rows instead
+    samplable = estimate and not table.shards and not table.from_sql
+    clause = engine.sample_clause(tsql, table.kind, pct_text) if samplable else None
     if clause:
         return clause, f"~{pct_text}% {engine.sample_label}"
     cols = ", ".join(engine.quote(c) for c in columns) if columns else "*"

@@ -9,6 +9,7 @@ import difflib
 
 from flexsql.errors import InvalidArgument, NotFoundError
 from flexsql.tools.engines import Catalog, Source, TableInfo
+from flexsql.tools.engines.paths import path_table
 from flexsql.tools.runtime.context import ToolContext
 
 MAX_TEXT_CHARS = 200
@@ -26,6 +27,9 @@ def resolve_column(
         )
     src = ctx.source(source)
     info = src.catalog().resolve(table)
+    through = path_table(src.engine, info, column)  # a path inside a nested column reads as a column
+    if through is not None:
+        return src, through, through.columns[0].name, through.columns[0].type
     col = info.column(column.strip())
     return src, info, col.name, col.type
 

@@ -562,6 +562,20 @@ ATTACKS: list[Attack] = [
         duckdb="PREPARE pwned AS DELETE FROM orders",
     ),
     attack("deallocate", "sequence/state", r"DEALLOCATE is not allowed", postgres="DEALLOCATE ALL"),
+    # -- hidden behind a family reference: the guard checks the SQL as expanded (tools/engines/families.py)
+    attack("family-multi", "multi", MULTI, **{"*": "SELECT count(*) FROM orders*; DELETE FROM orders"}),
+    attack(
+        "family-cte-dml",
+        "cte-dml",
+        DELETE,
+        postgres="WITH d AS (DELETE FROM orders RETURNING *) SELECT * FROM orders* AS o",
+    ),
+    attack(
+        "family-quoted-name",
+        "comment/quoting",
+        MULTI,
+        **{"*": 'SELECT * FROM "orders*" AS o; DROP TABLE orders'},
+    ),
 ]
 
 
@@ -939,6 +953,8 @@ def test_attack_corpus_is_refused_by_the_guard_and_harmless_on_the_engine(engine
             assert env.written(env.rendered_outs) == [], "the corpus wrote files"
             assert counter.count == 0, "the corpus reached the network"
             assert source.execute("SELECT count(*) FROM orders").rows[0][0] == 7
+            # positive control for the family attacks: the reference alone runs, as the union of its tables
+            assert source.execute("SELECT count(*) FROM orders* AS o").rows[0][0] == 7
             assert source.execute("SELECT count(*) FROM shipped_orders").rows[0][0] == 5
             source.close()
             _print_summary(engine, outcomes, ran)

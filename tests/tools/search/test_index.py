@@ -151,3 +151,35 @@ def test_search_index_is_cached_per_catalog_load(big: ToolContext) -> None:
     big.source().catalog(refresh=True)
     search_schema(big, SearchSchema(query="concert"))
     assert big.caches["search:big"] is not index
+
+
+def test_search_schema_ranks_a_nested_path_for_its_words(tmp_path) -> None:
+    """Paths seen inside nested columns (describe_table, the value index) are searched like columns."""
+    import duckdb
+
+    from flexsql.tools.catalog import DescribeTable, describe_table
+    from flexsql.tools.engines import SourceRegistry, open_source
+    from flexsql.tools.search.ranking import SearchSchema, search_schema
+
+    path = tmp_path / "nested.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE sessions (visit_id INTEGER, totals JSON, trafficSource JSON)")
+    con.execute("CREATE TABLE pageviews (visit_id INTEGER, page VARCHAR)")
+    con.execute(
+        """INSERT INTO sessions VALUES (1, '{"hits": 3}', '{"source": "(direct)", "medium": "(none)"}')"""
+    )
+    con.close()
+    source = open_source(f"duckdb:///{path}", name="nested")
+    ctx = ToolContext(sources=SourceRegistry([source]))
+    try:
+        before = search_schema(ctx, SearchSchema(query="traffic source medium", limit=5))
+        assert not any("." in c.column for c in before.columns)
+        describe_table(ctx, DescribeTable(table="sessions"))
+        after = search_schema(ctx, SearchSchema(query="traffic source medium", limit=5))
+        assert after.tables[0].table.endswith("sessions")
+        top = {(c.table.rsplit(".", 1)[-1], c.column) for c in after.columns[:2]}
+        assert top == {("sessions", "trafficSource.source"), ("sessions", "trafficSource.medium")}, (
+            after.to_text()
+        )
+    finally:
+        source.close()

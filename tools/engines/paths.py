@@ -1,0 +1,360 @@
+"""Nested columns seen by path: the keys inside JSON, VARIANT, STRUCT and MAP columns as paths
+(`trafficSource.source`, `hits[].page.pagePath` for arrays of objects), inferred from sample values,
+and a path read as a column of its own.
+
+Each engine renders a path in its own syntax (`Engine.path_value`, `Engine.path_elements`: DuckDB
+json_extract_string, PostgreSQL #>>, SQLite json_extract, Snowflake `col:key::VARCHAR`); this module
+parses paths, infers them from values, and builds the FROM item that shows a path as a column.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from flexsql.errors import InvalidArgument, NotFoundError
+
+if TYPE_CHECKING:
+    from flexsql.tools.engines.catalog import Catalog, Column, TableInfo
+    from flexsql.tools.engines.engine import Engine
+
+MAX_DEPTH = 5  # keys below this depth are not listed
+MAX_PATHS = 40  # paths listed per column (the most often present first)
+MAX_EXAMPLES = 3
+_NESTED_TYPE = re.compile(r"JSON|VARIANT|OBJECT|STRUCT|MAP|ARRAY|\[\]|SUPER", re.IGNORECASE)
+_TEXT_TYPE = re.compile(r"CHAR|TEXT|STRING|CLOB", re.IGNORECASE)
+
+
+def nested_type(type_name: str) -> bool:
+    """A declared type that holds keys (JSON, VARIANT, OBJECT, STRUCT, MAP) or arrays."""
+    return bool(_NESTED_TYPE.search(type_name))
+
+
+def text_type(type_name: str) -> bool:
+    """A text type: JSON kept as text is parsed before a path reads it."""
+    return bool(_TEXT_TYPE.search(type_name)) or not type_name.strip()
+
+
+@dataclass(frozen=True)
+class PathSpec:
+    """`hits[].page.pagePath` -> column hits, keys before the array [] (none), keys after [page, pagePath]."""
+
+    column: str
+    before: tuple[str, ...]  # keys from the column to the array (all keys when there is no array)
+    after: tuple[str, ...] | None = None  # keys inside each element of the array; None: no array
+
+    @property
+    def text(self) -> str:
+        out = ".".join((self.column, *self.before))
+        if self.after is not None:
+            out += "[]" + "".join("." + k for k in self.after)
+        return out
+
+
+def parse_path(text: str) -> PathSpec | None:
+    """A path as tools take it; None when `text` has no '.' or '[]' (a plain column name)."""
+    text = text.strip()
+    if "." not in text and "[]" not in text:
+        return None
+    head, sep, tail = text.partition("[]")
+    if "[]" in tail:
+        raise InvalidArgument(
+            f"path {text!r} goes through two arrays; a value tool reads one ([] once), run_query the rest"
+        )
+    parts = head.split(".")
+    after = tuple(k for k in tail.split(".") if k) if sep else None
+    if not parts[0] or any(not p for p in parts[1:]):
+        raise InvalidArgument(
+            f"path {text!r} is not column.key[.key…] (e.g. trafficSource.source, hits[].page)"
+        )
+    return PathSpec(parts[0], tuple(parts[1:]), after)
+
+
+# -- inference ----------------------------------------------------------------------------------------
+
+
+class NestedPath(BaseModel):
+    """One key inside a nested column, as describe_table lists it."""
+
+    path: str
+    type: str  # VARCHAR, BIGINT, DOUBLE, BOOLEAN, OBJECT, ARRAY (of what the sample held)
+    seen: int = 0  # sample values holding it
+    examples: list[str] = []
+
+
+def as_document(value: Any) -> Any:
+    """A nested value as Python (dict/list), parsing JSON text; None for anything else."""
+    if isinstance(value, dict | list):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        if text[:1] in ("{", "["):
+            try:
+                return json.loads(text)
+            except ValueError:
+                return _cut_document(text)
+    return None
+
+
+def _cut_document(text: str) -> Any:
+    """A JSON document whose text was cut (a cell over the fetch's cap): its elements up to the last
+    complete one, brackets closed; None when nothing complete is left."""
+    stack: list[str] = []
+    last: tuple[int, str] | None = None  # (position of a separating comma, the closers needed there)
+    in_string = escaped = False
+    for i, ch in enumerate(text[:200_000]):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]":
+            if not stack:
+                return None
+            stack.pop()
+        elif ch == ",":
+            last = (i, "".join(reversed(stack)))
+    if last is None:
+        return None
+    try:
+        return json.loads(text[: last[0]] + last[1])
+    except ValueError:
+        return None
+
+
+def _type_of(value: Any) -> str:
+    if isinstance(value, bool):
+        return "BOOLEAN"
+    if isinstance(value, int):
+        return "BIGINT"
+    if isinstance(value, float):
+        return "DOUBLE"
+    if isinstance(value, dict):
+        return "OBJECT"
+    if isinstance(value, list):
+        return "ARRAY"
+    return "VARCHAR"
+
+
+def infer_paths(column: str, values: Iterable[Any]) -> list[NestedPath]:
+    """The paths of the keys found in a column's sample values, with their types and a few examples:
+    objects' keys as `col.key`, elements of arrays as `col[]` (`col[].key` when they are objects; value
+    tools read paths through one array, describe_table lists deeper ones too).
+    Leaves only, the most often present first, MAX_PATHS at most."""
+    found: dict[str, NestedPath] = {}
+
+    def visit(path: str, value: Any, depth: int, seen: set[str]) -> None:
+        if isinstance(value, dict):
+            if depth >= MAX_DEPTH:
+                return
+            for key, inner in value.items():
+                visit(f"{path}.{key}", inner, depth + 1, seen)
+        elif isinstance(value, list):
+            if depth >= MAX_DEPTH:
+                return
+            for inner in value[:20]:
+                visit(f"{path}[]", inner, depth + 1, seen)
+        elif value is not None and path != column:
+            entry = found.setdefault(path, NestedPath(path=path, type=_type_of(value)))
+            if path not in seen:
+                entry.seen += 1
+                seen.add(path)
+            if entry.type != _type_of(value) and {entry.type, _type_of(value)} == {"BIGINT", "DOUBLE"}:
+                entry.type = "DOUBLE"
+            shown = _example(value)
+            if len(entry.examples) < MAX_EXAMPLES and shown not in entry.examples:
+                entry.examples.append(shown)
+
+    for raw in values:
+        doc = as_document(raw)
+        if doc is not None:
+            visit(column, doc, 0, set())
+    ranked = sorted(found.values(), key=lambda p: (-p.seen, p.path.count("."), p.path))
+    return ranked[:MAX_PATHS]
+
+
+def _example(value: Any) -> str:
+    if isinstance(value, str):
+        return "'" + (value if len(value) <= 40 else value[:39] + "…") + "'"
+    return json.dumps(value)
+
+
+# -- paths seen so far, per catalog -------------------------------------------------------------------
+
+
+class _Known:
+    """Paths found in a catalog's nested columns (by describe_table and the value index), by table."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.by_table: dict[str, list[str]] = {}
+        self.version = 0
+
+
+def _known(catalog: Catalog) -> _Known:
+    return catalog.derived("engines.paths.known", _Known)
+
+
+def remember_paths(catalog: Catalog, table: str, paths: Iterable[str]) -> None:
+    """Record the paths seen in a table's nested columns (qualified name), so search can index them."""
+    known = _known(catalog)
+    with known.lock:
+        have = known.by_table.setdefault(table, [])
+        new = [p for p in paths if p not in have]
+        if new:
+            have.extend(new[: max(0, 4 * MAX_PATHS - len(have))])
+            known.version += 1
+
+
+def known_paths(catalog: Catalog) -> tuple[int, dict[str, list[str]]]:
+    """The version of what was recorded (it grows with each new path) and the paths by table."""
+    known = _known(catalog)
+    with known.lock:
+        return known.version, {k: list(v) for k, v in known.by_table.items()}
+
+
+# -- a path as a column -------------------------------------------------------------------------------
+
+
+def path_column(table: TableInfo, text: str) -> tuple[Column, PathSpec] | None:
+    """The nested column a path starts from, and the parsed path; None when `text` is a real column or
+    no path. A path whose first part names no column raises NotFoundError (as an unknown column)."""
+    lowered = text.strip().lower()
+    if any(c.name.lower() == lowered for c in table.columns):
+        return None
+    spec = parse_path(text)
+    if spec is None:
+        return None
+    col = table.column(spec.column)  # NotFoundError names the columns
+    if not (nested_type(col.type) or text_type(col.type)):
+        raise NotFoundError(
+            f"{spec.column} of {table.qualified} is {col.type}, which has no keys: {text!r} is no path "
+            "(describe_table lists nested columns' paths)"
+        )
+    return col, PathSpec(col.name, spec.before, spec.after)
+
+
+def path_sql(engine: Engine, table_sql: str, col: Column, spec: PathSpec, alias: str) -> str:
+    """A SELECT reading the path as one text column named `alias`: one row per row of the table, or per
+    element of the array the path goes through."""
+    column_sql = engine.quote(col.name)
+    if spec.after is None:
+        return f"SELECT {engine.path_value(column_sql, col.type, spec.before)} AS {alias} FROM {table_sql}"
+    return engine.path_elements(table_sql, column_sql, col.type, spec.before, spec.after, alias)
+
+
+def path_table(engine: Engine, table: TableInfo, text: str) -> TableInfo | None:
+    """The table seen through one path: a FROM item with the path as its one text column (named as the
+    path), so value tools read it like any column; None when `text` is a plain column."""
+    found = path_column(table, text)
+    if found is None:
+        return None
+    col, spec = found
+    alias = engine.quote(spec.text)
+    inner = path_sql(engine, engine.quote_table(table), col, spec, alias)
+    from flexsql.tools.engines.catalog import Column as ColumnModel
+
+    return table.model_copy(
+        update={
+            "columns": [ColumnModel(name=spec.text, type="VARCHAR", nullable=True)],
+            "foreign_keys": [],
+            "from_sql": f"({inner}) AS flexsql_path",
+        }
+    )
+
+
+def _value_sql(engine: Engine, table: TableInfo, text: str) -> tuple[str, bool]:
+    """A column's SQL, or a path's value (and True): for select lists and conditions."""
+    found = path_column(table, text)
+    if found is None:
+        return engine.quote(table.column(text).name), False
+    col, spec = found
+    if spec.after is not None:
+        raise InvalidArgument(
+            f"{text!r} goes through an array, one value per element: distinct_values and profile_column "
+            "read it; here name a path without [] or run_query with the engine's unnest"
+        )
+    return engine.path_value(engine.quote(col.name), col.type, spec.before), True
+
+
+def select_sql(engine: Engine, table: TableInfo, columns: Sequence[str] | None, condition: str | None) -> str:
+    """SELECT of the named columns or paths (all columns when None) FROM the table, WHERE `condition`
+    (already parsed, tools/sql/conditions.py), whose `col.key` references read paths."""
+    if columns:
+        items = []
+        for text in columns:
+            value, is_path = _value_sql(engine, table, text)
+            items.append(f"{value} AS {engine.quote(text.strip())}" if is_path else value)
+        selected = ", ".join(items)
+    else:
+        selected = "*"
+    sql = f"SELECT {selected} FROM {engine.quote_table(table)}"
+    if condition:
+        sql += f" WHERE {_condition_paths(engine, table, condition)}"
+    return sql
+
+
+def _condition_paths(engine: Engine, table: TableInfo, condition: str) -> str:
+    """The condition with each `col.key…` that names a path of a nested column read as that path."""
+    import sqlglot
+    from sqlglot import exp
+
+    tree = sqlglot.parse_one(f"SELECT 1 WHERE {condition}", read=engine.dialect)
+    values: dict[str, str] = {}
+    for node in list(tree.find_all(exp.Column)):
+        parts = [p.name for p in node.parts]
+        if len(parts) < 2 or not any(c.name.lower() == parts[0].lower() for c in table.columns):
+            continue
+        try:
+            value, is_path = _value_sql(engine, table, ".".join(parts))
+        except (InvalidArgument, NotFoundError):
+            continue
+        if is_path:
+            marker = f"flexsql_path_{len(values)}_"
+            values[marker] = value
+            node.replace(exp.column(marker))
+    where: str = tree.args["where"].this.sql(dialect=engine.dialect)
+    for marker, value in values.items():  # the marker as the dialect printed it, quoted or not
+        where = where.replace(f'"{marker}"', value).replace(marker, value)
+    return where
+
+
+def json_path(keys: Sequence[str], array: bool = False, after: Sequence[str] = ()) -> str:
+    """`$."a"."b"` (`$."a"[*]."c"` through an array): keys quoted, so any key spelling reads."""
+
+    def quoted(k: str) -> str:
+        return '."' + k.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    out = "$" + "".join(quoted(k) for k in keys)
+    if array:
+        out += "[*]" + "".join(quoted(k) for k in after)
+    return out
+
+
+__all__ = [
+    "NestedPath",
+    "PathSpec",
+    "as_document",
+    "infer_paths",
+    "json_path",
+    "known_paths",
+    "remember_paths",
+    "nested_type",
+    "parse_path",
+    "path_column",
+    "path_sql",
+    "path_table",
+    "select_sql",
+]

@@ -1,0 +1,168 @@
+"""Family references in SQL text: a table name in FROM/JOIN (or a FROM list) whose last part holds a `*`
+(`GA_SESSIONS_*`, `web."events_2017*"`) or ends in a digit range (`GA_SESSIONS_20160801-20170630`).
+
+Only the text is read here; tools/engines/families.py decides which references name a family and what
+replaces them. Strings, comments and dollar-quoted bodies are masked first, so a `*` inside them is
+never a reference.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# one name part: a quoted identifier, or an unquoted one that may hold '*' and end in a digit range
+_PART = r'(?:"(?:[^"]|"")*"|`[^`]*`|[A-Za-z_*][\w$*]*(?:-\d+)?)'
+_REF = re.compile(
+    rf"(?P<lead>\b(?:FROM|JOIN)\s+|,\s*)(?P<name>(?:{_PART}\s*\.\s*){{0,2}}{_PART})(?=\s|$|\)|,|;)",
+    re.IGNORECASE,
+)
+_MAYBE = re.compile(r'[\w$"]\*|\d-\d')
+_ALIAS = re.compile(r'\s+(?:(AS)\s+)?("(?:[^"]|"")+"|[A-Za-z_][\w$]*)', re.IGNORECASE)
+# words that may follow a table reference without being its alias
+_NOT_ALIAS = {
+    "where", "join", "inner", "left", "right", "full", "outer", "cross", "natural", "on", "using",
+    "group", "order", "limit", "having", "window", "qualify", "union", "except", "intersect", "minus",
+    "offset", "fetch", "tablesample", "sample", "lateral", "asof", "positional", "semi", "anti",
+    "pivot", "unpivot", "for", "into", "with", "start", "connect", "match_recognize", "at", "before",
+    "changes", "values", "select",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class FamilyRef:
+    start: int  # span of the name in the SQL text
+    end: int
+    text: str  # the name as written
+    parts: tuple[tuple[str, bool], ...]  # (part, quoted), quotes removed
+    has_alias: bool  # an alias follows: the replacement must not add one
+    in_from: bool  # after FROM or JOIN (not only after a comma)
+
+
+def mask(sql: str) -> str:
+    """`sql` with string literals, comments and $$ bodies blanked (same length, quotes kept)."""
+    out = list(sql)
+    i, n = 0, len(sql)
+    while i < n:
+        ch = sql[i]
+        if ch == "'":
+            j = i + 1
+            while j < n:
+                if sql[j] == "'" and sql[j + 1 : j + 2] == "'":
+                    j += 2
+                    continue
+                if sql[j] == "'":
+                    break
+                j += 1
+            for k in range(i + 1, min(j, n)):
+                out[k] = " "
+            i = j + 1
+        elif ch == '"':
+            j = sql.find('"', i + 1)
+            while j != -1 and sql[j + 1 : j + 2] == '"':
+                j = sql.find('"', j + 2)
+            i = n if j == -1 else j + 1
+        elif sql.startswith("--", i):
+            j = sql.find("\n", i)
+            j = n if j == -1 else j
+            for k in range(i, j):
+                out[k] = " "
+            i = j
+        elif sql.startswith("/*", i):
+            j = sql.find("*/", i + 2)
+            j = n if j == -1 else j + 2
+            for k in range(i, j):
+                out[k] = " "
+            i = j
+        elif ch == "$" and (m := re.match(r"\$([A-Za-z_]\w*)?\$", sql[i:])):
+            tag = m.group(0)
+            j = sql.find(tag, i + len(tag))
+            j = n if j == -1 else j + len(tag)
+            for k in range(i, j):
+                out[k] = " "
+            i = j
+        else:
+            i += 1
+    return "".join(out)
+
+
+def _parts(name: str) -> tuple[tuple[str, bool], ...]:
+    found = re.findall(r'"((?:[^"]|"")*)"|`([^`]*)`|([^."`\s]+)', name)
+    out = []
+    for dq, bq, bare in found:
+        if dq or bq:
+            out.append(((dq or bq).replace('""', '"'), True))
+        elif bare:
+            out.append((bare, False))
+    return tuple(out)
+
+
+def _candidate(last: str, quoted: bool) -> bool:
+    return "*" in last or bool(re.search(r"\d-\d+$", last))
+
+
+def family_refs(sql: str) -> list[FamilyRef]:
+    """Table references that may name a family, in text order."""
+    if not _MAYBE.search(sql):  # most SQL (count(*), t.*) has no name ending in '*' nor a digit range
+        return []
+    masked = mask(sql)
+    out: list[FamilyRef] = []
+    for m in _REF.finditer(masked):
+        name = m.group("name")
+        parts = _parts(name)
+        if not parts or not _candidate(*parts[-1]):
+            continue
+        if not parts[-1][1] and parts[-1][0].strip("*") == "":
+            continue  # a bare '*' (SELECT a, * …)
+        in_from = not m.group("lead").startswith(",")
+        if not in_from and not _in_from_list(masked, m.start()):
+            continue  # a comma of a select list or a call: `a, b*c` is arithmetic
+        start, end = m.start("name"), m.end("name")
+        alias = _ALIAS.match(masked, end)
+        has_alias = alias is not None and (
+            alias.group(1) is not None or alias.group(2).strip('"').lower() not in _NOT_ALIAS
+        )
+        out.append(
+            FamilyRef(
+                start=start,
+                end=end,
+                text=sql[start:end],
+                parts=parts,
+                has_alias=has_alias,
+                in_from=in_from,
+            )
+        )
+    return out
+
+
+_CLAUSE = {"select", "from", "where", "group", "order", "having", "on", "join", "qualify", "limit", "window"}
+
+
+def _in_from_list(masked: str, pos: int) -> bool:
+    """Whether the comma at `pos` separates items of a FROM list: the nearest clause keyword before it,
+    at its own parenthesis depth, is FROM."""
+    depth = 0
+    for tok in reversed(re.findall(r"[()]|[A-Za-z_]+", masked[:pos])):
+        if tok == ")":
+            depth += 1
+        elif tok == "(":
+            if depth == 0:
+                return False
+            depth -= 1
+        elif depth == 0 and tok.lower() in _CLAUSE:
+            return bool(tok.lower() == "from")
+    return False
+
+
+def replace_refs(sql: str, refs: list[FamilyRef], replacements: list[str]) -> str:
+    """`sql` with each reference's span replaced by its replacement."""
+    out, pos = [], 0
+    for ref, text in sorted(zip(refs, replacements, strict=True), key=lambda x: x[0].start):
+        out.append(sql[pos : ref.start])
+        out.append(text)
+        pos = ref.end
+    out.append(sql[pos:])
+    return "".join(out)
+
+
+__all__ = ["FamilyRef", "family_refs", "mask", "replace_refs"]
