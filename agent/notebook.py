@@ -94,8 +94,9 @@ class Notebook:
             sql = " ".join(str(arguments.get("sql") or "").split())
             first_row = lines[2] if len(lines) > 2 else ""
             summary = f"{lines[0]} — {_cut(sql, 140)}" + (f" → {first_row}" if first_row else "")
-        elif name == "find_values":
-            summary = "; ".join([lines[0], *[line for line in lines[1:] if " = " in line][:4]])
+        elif name == "find_values":  # its head names the tool; a later stage may not offer it
+            head = lines[0].removeprefix("find_values ")
+            summary = "; ".join([head, *[line for line in lines[1:] if " = " in line][:4]])
         else:
             summary = "; ".join(lines[:5])
         self.note(stage, [summary], kind, branch)

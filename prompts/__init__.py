@@ -56,7 +56,9 @@ _IDENT = r"[a-z][a-z0-9_]*"
 _BLOCK = re.compile(r"\{#(" + _IDENT + r")\}\n?(.*?)\{/\1\}\n?", re.DOTALL)
 _TOKEN = re.compile(r"\{\{|\}\}|\{(" + _IDENT + r")\}")
 _STRAY = re.compile(r"[{}]")
-_VOICE = re.compile(r"\{@(agent|client)\}\n?(.*?)\{/@\1\}\n?", re.DOTALL)
+# a voice section on lines of its own takes its tag lines with it; one inside a line, nothing else
+_VOICE_LINES = re.compile(r"^\{@(agent|client)\}\n(.*?)^\{/@\1\}\n?", re.DOTALL | re.MULTILINE)
+_VOICE = re.compile(r"\{@(agent|client)\}(.*?)\{/@\1\}", re.DOTALL)
 _TOOL = re.compile(r"\{([+-])(" + _IDENT + r")\}(.*?)\{/\1\2\}", re.DOTALL)
 
 Voice = Literal["client", "agent"]
@@ -64,7 +66,8 @@ Voice = Literal["client", "agent"]
 
 def _sections(body: str, voice: Voice | None, tools: frozenset[str] | None) -> str:
     """The body with its voice and tool sections resolved (None keeps every one: for checking)."""
-    body = _VOICE.sub(lambda m: m.group(2) if voice in (None, m.group(1)) else "", body)
+    for pattern in (_VOICE_LINES, _VOICE):
+        body = pattern.sub(lambda m: m.group(2) if voice in (None, m.group(1)) else "", body)
 
     def keep(m: re.Match[str]) -> str:
         if tools is None:  # checking: both branches

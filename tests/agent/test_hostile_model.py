@@ -163,7 +163,10 @@ def test_an_answer_after_thousands_of_stray_objects_is_still_found():
 def test_an_answer_after_fifty_thousand_unclosed_fences_is_still_found():
     """``` openings without a line end: the fence reader was quadratic in them (minutes for this)."""
     reply = "```x" * 50_000 + '\n{"tables": ["orders"], "notes": ""}'
-    assert parse_output("link", reply).model_dump(include={"tables", "notes"}) == {"tables": ["orders"], "notes": ""}
+    assert parse_output("link", reply).model_dump(include={"tables", "notes"}) == {
+        "tables": ["orders"],
+        "notes": "",
+    }
 
 
 async def test_a_reply_of_braces_reaches_the_model_as_a_correction_that_names_its_length(shop):
