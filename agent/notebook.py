@@ -26,6 +26,7 @@ NOTEBOOK_CHARS = 4_000  # of notebook text in one request
 DESCRIBED_CHARS = 6_000  # of carried table descriptions (link's request)
 DESCRIPTION_CHARS = 1_500  # of one table's description
 ENTRY_CHARS = 300  # of one entry
+READING_CHARS = 700  # of one reading or intent entry (the plan stage's intent runs to five lines)
 
 Kind = Literal["reading", "finding", "value", "join", "check"]
 _HEADINGS: dict[Kind, str] = {
@@ -41,6 +42,7 @@ _TOOL_KINDS: dict[str, Kind] = {
     "distinct_values": "value",
     "find_join_path": "join",
     "run_query": "check",
+    "sample_rows": "check",
 }
 
 
@@ -69,7 +71,8 @@ class Notebook:
         with self._lock:
             known = {(e.kind, e.text, e.branch) for e in self.entries}
             for text in texts:
-                entry = Entry(stage, kind, _cut(" ".join(str(text).split()), ENTRY_CHARS), branch)
+                limit = READING_CHARS if kind == "reading" else ENTRY_CHARS
+                entry = Entry(stage, kind, _cut(" ".join(str(text).split()), limit), branch)
                 if entry.text and (entry.kind, entry.text, entry.branch) not in known:
                     self.entries.append(entry)
                     known.add((entry.kind, entry.text, entry.branch))
@@ -94,9 +97,14 @@ class Notebook:
             sql = " ".join(str(arguments.get("sql") or "").split())
             first_row = lines[2] if len(lines) > 2 else ""
             summary = f"{lines[0]} — {_cut(sql, 140)}" + (f" → {first_row}" if first_row else "")
+        elif name == "sample_rows":  # a code table's rows, often: keep them
+            table = str(arguments.get("table") or "")
+            summary = f"{table} sample {lines[0]}: " + "; ".join(lines[1:8])
         elif name == "find_values":  # its head names the tool; a later stage may not offer it
             head = lines[0].removeprefix("find_values ")
             summary = "; ".join([head, *[line for line in lines[1:] if " = " in line][:4]])
+        elif name == "distinct_values":  # the head, then the values (not the 'value | count' header)
+            summary = lines[0] + ": " + "; ".join(line for line in lines[2:12])
         else:
             summary = "; ".join(lines[:5])
         self.note(stage, [summary], kind, branch)

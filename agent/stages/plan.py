@@ -12,7 +12,8 @@ from flexsql.prompts import render
 ROLE = (
     "You are the planning step of a text-to-SQL agent. Write diverse plans in words (no SQL) that cover the "
     "question's different valid readings; when there is one reading, give it independent methods so that "
-    "disagreement exposes mistakes. Mark code, enum and ID literals for grounding with the value tools."
+    "disagreement exposes mistakes. Give code, enum and ID literals their stored spelling (look it up with "
+    "the value tools when it is not known yet)."
 )
 TOOLS = ["describe_table", "find_join_path", "distinct_values", "find_values", "sample_rows"]
 REVISE_ROLE = (
