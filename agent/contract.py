@@ -193,14 +193,13 @@ def output_schema(stage: str, plans: int = 4) -> dict[str, Any]:
     raise ValueError(f"unknown stage {stage!r}; the stages are {', '.join(STAGES)}")
 
 
-def format_instruction(stage: str, plans: int = 4) -> str:
-    """What the system message says about the final answer (the schema, in words and as JSON)."""
+def format_instruction(stage: str, plans: int = 4, tools: bool = True) -> str:
+    """What the system message says about the final answer (the schema, in words and as JSON); the
+    plan count K is stated here and nowhere else in a request."""
     schema = json.dumps(output_schema(stage, plans), separators=(",", ":"))
     extra = f" Write exactly {plans} plans." if stage == "plan" else ""
-    return (
-        "When you have what you need, stop calling tools and reply with ONE JSON object and nothing "
-        f"else.{extra} Its JSON schema: {schema}"
-    )
+    lead = "When you have what you need, stop calling tools and reply" if tools else "Reply"
+    return f"{lead} with ONE JSON object and nothing else.{extra} Its JSON schema: {schema}"
 
 
 class StageOutputError(ValueError):

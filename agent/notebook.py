@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 NOTEBOOK_CHARS = 4_000  # of notebook text in one request
 DESCRIBED_CHARS = 6_000  # of carried table descriptions (link's request)
-DESCRIPTION_CHARS = 1_500  # of one table's description
+DESCRIPTION_CHARS = 2_500  # of one table's description (cut at a line end)
 ENTRY_CHARS = 300  # of one entry
 READING_CHARS = 700  # of one reading or intent entry (the plan stage's intent runs to five lines)
 
@@ -49,6 +49,20 @@ _TOOL_KINDS: dict[str, Kind] = {
 def _cut(text: str, limit: int) -> str:
     text = text.strip()
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _cut_lines(text: str, limit: int) -> str:
+    """Whole lines of `text` up to `limit` characters, saying how many were left out."""
+    lines = text.strip().splitlines()
+    kept: list[str] = []
+    used = 0
+    for line in lines:
+        if used + len(line) + 1 > limit and kept:
+            break
+        kept.append(line[:limit])
+        used += len(line) + 1
+    left = len(lines) - len(kept)
+    return "\n".join(kept) + (f"\n(… {left} more lines)" if left else "")
 
 
 @dataclass
@@ -85,7 +99,7 @@ class Notebook:
             table = str(arguments.get("table") or "").strip()
             if table and branch is None:
                 with self._lock:
-                    self.described.setdefault(table, _cut(text, DESCRIPTION_CHARS))
+                    self.described.setdefault(table, _cut_lines(text, DESCRIPTION_CHARS))
             return
         kind = _TOOL_KINDS.get(name)
         if kind is None:

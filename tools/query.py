@@ -52,7 +52,10 @@ class QueryOutput(ToolResult):
         lines = [head, table]
         if self.total_rows == 0:
             check = budget.offered("distinct_values", "find_values")
-            lines.append((self.hint or "no rows matched") + (f" ({' / '.join(check)})" if check else ""))
+            lines.append(
+                (self.hint or "no rows matched")
+                + (f" — look values up with {' / '.join(check)}" if check else "")
+            )
         elif last < self.total_rows or self.total_is_lower_bound:
             kept = self.kept_rows
             if kept is not None and last >= kept:

@@ -98,7 +98,7 @@ def system_message(
         f"The database is the flexsql source `{run.source}` (SQL dialect: {run.dialect}). "
         "Every query is read-only."
         + (f" Tools in this step: {', '.join(offered)}." if offered else " This step has no tools."),
-        format_instruction(stage, plans),
+        format_instruction(stage, plans, tools=bool(offered)),
     ]
     return {"role": "system", "content": "\n\n".join(parts)}
 

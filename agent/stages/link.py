@@ -9,7 +9,8 @@ from flexsql.agent.stages.chat import Run, converse, system_message
 from flexsql.errors import FlexSQLError
 from flexsql.tools import toolbox
 from flexsql.tools.catalog import SchemaList
-from flexsql.tools.runtime.registry import expect, result_text
+from flexsql.tools.runtime.registry import expect
+from flexsql.tools.runtime.render import TextBudget
 
 ROLE = (
     "You are the schema-linking step of a text-to-SQL agent. Find every table the question needs (facts, "
@@ -20,6 +21,7 @@ TOOLS = ["search_schema", "list_schemas", "list_tables", "describe_table", "find
 
 
 SCHEMA_CHARS = 4_000  # of the schema overview in link's request
+HITS_CHARS = 8_000  # of the search hits in link's request (its main input: twice a tool result)
 
 
 def search_hits(run: Run, limit: int = 10) -> tuple[str, list[str]]:
@@ -29,7 +31,15 @@ def search_hits(run: Run, limit: int = 10) -> tuple[str, list[str]]:
             run.tools, "search_schema", {"query": run.question, "limit": limit, "source": run.source}
         )
         tables = [t.table for t in getattr(result, "tables", [])]
-        return result_text(result, run.settings, frozenset(run.offered(TOOLS))), tables
+        budget = TextBudget(
+            max_chars=HITS_CHARS,
+            cell_chars=run.settings.limits.cell_chars,
+            tools=frozenset(run.offered(TOOLS)),
+        )
+        text = result.to_text(budget)
+        if len(text) > HITS_CHARS:
+            text = text[:HITS_CHARS].rsplit("\n", 1)[0] + "\n… (more hits cut)"
+        return text, tables
     except FlexSQLError as exc:
         return f"(search_schema failed: {exc})", []
 

@@ -142,7 +142,7 @@ def test_hints_name_only_the_tools_the_reader_can_call(notes):
     empty = run_query(ctx, RunQuery(sql="SELECT id FROM notes WHERE body = 'nope'"))
     assert "distinct_values / find_values" in empty.to_text()
     only_values = empty.to_text(TextBudget(tools=frozenset({"run_query", "find_values"})))
-    assert "(find_values)" in only_values and "distinct_values" not in only_values
+    assert "look values up with find_values" in only_values and "distinct_values" not in only_values
     bare = empty.to_text(TextBudget(tools=frozenset({"run_query"})))
     assert "no rows matched" in bare and "find_values" not in bare and "distinct_values" not in bare
     many = run_query(ctx, RunQuery(sql="SELECT range AS n FROM range(500)"))
