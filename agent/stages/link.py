@@ -54,7 +54,8 @@ def schema_overview(
     run: Run, ranked_tables: list[str] | None = None, max_chars: int = SCHEMA_CHARS
 ) -> str | None:
     """On a multi-schema warehouse, the schemas with their sizes (FlexSQL links schemas first):
-    those holding search_schema's hits first, in rank order, then the rest; past `max_chars` the
+    those holding `ranked_tables` (the tables earlier stages described, then search_schema's hits)
+    first, in that order, then the rest; past `max_chars` the
     rest are named only, so the relevant schemas are never the ones cut."""
     try:
         listing = expect(toolbox.TOOLS.call(run.tools, "list_schemas", {"source": run.source}), SchemaList)
@@ -75,7 +76,7 @@ def schema_overview(
     rest: list[str] = []
     for i, name in enumerate(ranked):
         entry = by_name[name]
-        mark = " (holds search hits)" if i < len(order) else ""
+        mark = " (holds tables found so far)" if i < len(order) else ""
         line = f"{name}: {entry.tables} tables, {entry.views} views{mark}"
         if rest or (used + len(line) + 1 > max_chars and i >= len(order)):
             rest.append(name)
@@ -105,7 +106,9 @@ def known_tables(run: Run, names: list[str]) -> tuple[list[str], list[str]]:
 
 async def link(run: Run) -> Linking:
     hits, ranked = search_hits(run)
-    schemas = schema_overview(run, ranked)
+    # the tables earlier stages looked at rank first: classify found them for this question
+    described, _ = known_tables(run, list(run.notebook.described))
+    schemas = schema_overview(run, [*described, *ranked])
     offered = run.offered(TOOLS)
     found = run.notebook.render()
     described = run.notebook.described_text()
@@ -120,7 +123,7 @@ async def link(run: Run) -> Linking:
             else ""
         )
         + (
-            "Schemas, the ones holding search hits first (decide which matter first"
+            "Schemas, the ones holding the tables found so far first (decide which matter first"
             + (", then list_tables(schema=…)" if "list_tables" in offered else "")
             + f"):\n{schemas}\n\n"
             if schemas

@@ -9,7 +9,7 @@ import duckdb
 
 from flexsql.agent.budget import Budget
 from flexsql.agent.stages.chat import Run
-from flexsql.agent.stages.link import schema_overview, search_hits
+from flexsql.agent.stages.link import known_tables, schema_overview, search_hits
 from flexsql.agent.trace import Trace
 from flexsql.config import Settings
 from flexsql.tools.engines import SourceRegistry, open_source
@@ -54,5 +54,31 @@ def test_the_schema_holding_the_search_hits_comes_first_and_survives_the_bound(t
         assert "more schemas, less related to the question" in text
         unranked = schema_overview(run, [], max_chars=1_000)
         assert unranked is not None and "zz_enrollment: 1" not in unranked  # what ranking fixes
+    finally:
+        source.close()
+
+
+def test_schemas_of_tables_classify_described_rank_before_the_search_hits(tmp_path: Path) -> None:
+    source = open_source(_warehouse(tmp_path), name="wh")
+    try:
+        run = Run(
+            run_id="t",
+            question="ledger amounts of department 7",
+            tools=ToolContext(sources=SourceRegistry([source])),
+            settings=Settings(),
+            model_for=lambda stage: None,  # type: ignore[arg-type,return-value]
+            trace=Trace("t"),
+            budget=Budget(10, 10_000, 60.0),
+            source="wh",
+            dialect=source.dialect,
+        )
+        run.notebook.tool(
+            "classify", "describe_table", {"table": "zz_enrollment.students"}, "students (table)"
+        )
+        described, _ = known_tables(run, list(run.notebook.described))
+        text = schema_overview(run, [*described, "archive_department_007.ledger_7"], max_chars=1_000)
+        assert text is not None
+        first, second = text.splitlines()[:2]
+        assert first.startswith("zz_enrollment: 1 tables") and second.startswith("archive_department_007:")
     finally:
         source.close()
