@@ -31,6 +31,9 @@ from flexsql.agent.budget import Budget
 from flexsql.agent.contract import Plan, Program
 from flexsql.agent.models.base import ChatModel
 from flexsql.agent.secrets import question_secrets
+from flexsql.agent.stages import evaluate as evaluate_stage
+from flexsql.agent.stages import implement as implement_stage
+from flexsql.agent.stages import plan as plan_stage
 from flexsql.agent.stages.chat import Run
 from flexsql.agent.stages.classify import classify
 from flexsql.agent.stages.evaluate import evaluate
@@ -62,6 +65,11 @@ class Question(BaseModel):
     run_id: str | None = None
 
 
+# a candidate's result preview goes to evaluate, repair and revise_plan: its hints name only the
+# tools all three offer ("fetch_rows for more" would send an evaluator after a tool it lacks)
+PREVIEW_TOOLS = (
+    frozenset(evaluate_stage.TOOLS) & frozenset(implement_stage.TOOLS) & frozenset(plan_stage.TOOLS)
+)
 SIBLING_CHARS = 2_500  # of the sibling candidates shown to one evaluator
 SIBLING_ROWS = 3
 
@@ -130,7 +138,7 @@ async def _run_program(run: Run, program: Program) -> tuple[str | None, int | No
                 await TOOLS.acall(run.tools, "run_query", {"sql": program.code, "source": run.source}, env),
                 QueryOutput,
             )
-            return query.result_id, query.total_rows, None, result_text(query, run.settings)
+            return query.result_id, query.total_rows, None, result_text(query, run.settings, PREVIEW_TOOLS)
         known = [rid for rid in dict.fromkeys(_RESULT_REF.findall(program.code))]
         out = expect(
             await TOOLS.acall(
@@ -138,7 +146,7 @@ async def _run_program(run: Run, program: Program) -> tuple[str | None, int | No
             ),
             PythonResult,
         )
-        text = result_text(out, run.settings)
+        text = result_text(out, run.settings, PREVIEW_TOOLS)
         if out.error:
             return None, None, f"the Python program failed:\n{text}", text
         if not out.result_id:

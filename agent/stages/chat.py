@@ -72,8 +72,12 @@ class Run:
         parts = [self.schema_notes, self.notebook.render(branch)]
         return "\n\n".join(p for p in parts if p) or None
 
-    def offered(self, tools: list[str] | None) -> list[str]:
-        """Those of a stage's `tools` this run offers (run_python only with the sandbox), in order."""
+    def offered(self, tools: list[str] | None, stage: str) -> list[str]:
+        """Those of a stage's `tools` this run offers (run_python only with the sandbox), in order;
+        none when the stage's model takes no tools (MCP sampling without `sampling.tools`), so its
+        prompts name none either."""
+        if not getattr(self.model_for(stage), "tools_enabled", True):
+            return []
         wanted = tools or []
         return [t.name for t in TOOLS.available(self.python, agent=True) if t.name in wanted]
 
@@ -92,7 +96,7 @@ class Run:
 def system_message(
     stage: str, role: str, run: Run, plans: int = 4, tools: list[str] | None = None
 ) -> dict[str, Any]:
-    offered = run.offered(tools)
+    offered = run.offered(tools, stage)
     parts = [
         role,
         f"The database is the flexsql source `{run.source}` (SQL dialect: {run.dialect}). "
@@ -188,7 +192,7 @@ async def converse(
     the run's notebook (plan `branch` for the per-plan stages)."""
     cfg = run.settings.agent
     model = run.model_for(stage)
-    allowed = run.offered(tools)
+    allowed = run.offered(tools, stage)
     offered = TOOLS.openai_tools(run.settings, allowed, python=run.python) if allowed else None
     messages: list[dict[str, Any]] = [system, {"role": "user", "content": _with_conversation(run, user)}]
     schema = output_schema(stage, plans)

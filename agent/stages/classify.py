@@ -21,7 +21,7 @@ async def classify(run: Run) -> Classification:
     user = render(
         "clarify",
         voice="agent",
-        tools=frozenset(run.offered(TOOLS)),
+        tools=frozenset(run.offered(TOOLS, "classify")),
         question=run.question,
         conversation=run.conversation,
         source=run.source,

@@ -37,7 +37,7 @@ async def evaluate(
     user = render(
         "verify",
         voice="agent",
-        tools=frozenset(run.offered(TOOLS)),
+        tools=frozenset(run.offered(TOOLS, "evaluate")),
         question=run.question,
         result=result,
         program=program.code,

@@ -46,7 +46,7 @@ async def implement(run: Run, plan: Plan, branch: int | None = None) -> Program:
     user = render(
         "implement",
         voice="agent",
-        tools=frozenset(run.offered(TOOLS)),
+        tools=frozenset(run.offered(TOOLS, "implement")),
         question=run.question,
         plan=plan_text(plan),
         source=run.source,
@@ -72,7 +72,7 @@ async def repair(
     user = render(
         "repair",
         voice="agent",
-        tools=frozenset(run.offered(TOOLS)),
+        tools=frozenset(run.offered(TOOLS, "repair")),
         question=run.question,
         program=program.code,
         error=error,

@@ -34,7 +34,7 @@ def search_hits(run: Run, limit: int = 10) -> tuple[str, list[str]]:
         budget = TextBudget(
             max_chars=HITS_CHARS,
             cell_chars=run.settings.limits.cell_chars,
-            tools=frozenset(run.offered(TOOLS)),
+            tools=frozenset(run.offered(TOOLS, "link")),
         )
         text = result.to_text(budget)
         if len(text) > HITS_CHARS:
@@ -107,9 +107,9 @@ def known_tables(run: Run, names: list[str]) -> tuple[list[str], list[str]]:
 async def link(run: Run) -> Linking:
     hits, ranked = search_hits(run)
     # the tables earlier stages looked at rank first: classify found them for this question
-    described, _ = known_tables(run, list(run.notebook.described))
-    schemas = schema_overview(run, [*described, *ranked])
-    offered = run.offered(TOOLS)
+    looked_at, _ = known_tables(run, list(run.notebook.described))
+    schemas = schema_overview(run, [*looked_at, *ranked])
+    offered = run.offered(TOOLS, "link")
     found = run.notebook.render()
     described = run.notebook.described_text()
     check = [t for t in ("describe_table", "find_join_path") if t in offered]

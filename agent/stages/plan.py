@@ -34,7 +34,7 @@ async def make_plans(run: Run, k: int) -> Plans:
     user = render(
         "plan",
         voice="agent",
-        tools=frozenset(run.offered(TOOLS)),
+        tools=frozenset(run.offered(TOOLS, "plan")),
         question=run.question,
         source=run.source,
         external_knowledge=run.knowledge,
@@ -76,7 +76,7 @@ async def revise_plan(
     user = render(
         "revise_plan",
         voice="agent",
-        tools=frozenset(run.offered(TOOLS)),
+        tools=frozenset(run.offered(TOOLS, "revise_plan")),
         question=run.question,
         plan=plan_text(plan),
         feedback=feedback or "(no detail given)",

@@ -210,3 +210,16 @@ async def test_the_answer_lists_the_readings_and_the_candidates_of_each(shop: Sh
     assert answer.readings == [main.reading, other.reading]
     revised = next(p for p in answer.plans if p.revised_from is not None)
     assert revised.rank == 2  # a revision keeps its plan's reading rank
+
+
+async def test_a_long_result_preview_names_no_tool_the_evaluator_lacks(shop: Shop) -> None:
+    """300 orders: the preview is cut, and the 'more rows' pointer must not send the evaluator to
+    fetch_rows, which evaluate does not offer."""
+    script = StageScript(plans={"list every order": "SELECT order_id, status FROM orders ORDER BY order_id"})
+    with OpenAIStub(script) as stub:
+        answer = await ask(shop, stub, "List all orders", agent={"plans": 1})
+    assert answer.status == "answered"
+    req = requests_for(stub, "evaluate")[0]
+    text = _rendered(req)
+    assert "truncated: true" in text
+    assert set(TOOL_NAME.findall(text)) <= set(req.tools), set(TOOL_NAME.findall(text)) - set(req.tools)
