@@ -21,7 +21,18 @@ class PlanOut(BaseModel):
     reading: str
     text: str
     tables: list[str] = []
+    rank: int | None = None  # its reading's rank: 1 = the most likely reading
     revised_from: int | None = None  # the plan this one revises (evaluator said "plan")
+
+
+class ReadingOut(BaseModel):
+    """One reading of the question and the candidates (and results) that answer it."""
+
+    reading: str
+    rank: int | None = None  # 1 = the most likely
+    candidates: list[str] = []  # candidate ids that ran
+    result_ids: list[str] = []  # their groups' results
+    chosen: bool = False  # the chosen candidate answers this reading
 
 
 class CandidateOut(BaseModel):
@@ -52,6 +63,7 @@ class Answer(ToolResult):
     reason: str | None = None  # why unanswerable / failed / how the choice was made
     reply: str | None = None
     plans: list[PlanOut] = []
+    by_reading: list[ReadingOut] = []  # each reading (most likely first) with its candidates
     candidates: list[CandidateOut] = []
     groups: list[GroupScore] = []
     budget_exhausted: str | None = None  # what ran out ("80 model calls"); the answer is the best so far
@@ -91,6 +103,16 @@ class Answer(ToolResult):
                 + (f" (first {shown} shown)" if shown < (self.total_rows or 0) else "")
             )
             lines.append(table)
+        if self.status == "answered" and len(self.by_reading) > 1:
+            lines.append("readings:")
+            for r in self.by_reading:
+                which = (
+                    f"candidates {', '.join(r.candidates)} (results {', '.join(r.result_ids)})"
+                    if r.candidates
+                    else "no candidate ran"
+                )
+                lead = "answered above" if r.chosen else "if you meant this"
+                lines.append(f"  {r.rank or '?'}. {r.reading} — {lead}: {which}")
         if self.candidates:
             ran = sum(1 for c in self.candidates if c.result_id)
             lines.append(

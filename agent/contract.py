@@ -10,12 +10,29 @@ from __future__ import annotations
 import json
 import re
 from collections import deque
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, BeforeValidator, ValidationError
 
 from flexsql.config import STAGES
 from flexsql.tools.sql.fences import fenced_blocks
+
+
+def _lenient_strings(value: Any) -> Any:
+    """An optional list of short texts as a model may send it: one string, a list of anything."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if isinstance(value, list):
+        return [v if isinstance(v, str) else json.dumps(v, default=str) for v in value if v is not None]
+    return [json.dumps(value, default=str)]
+
+
+# Optional extension (issue 18): what a stage learnt that later stages should not look up again —
+# stored spellings of values, verified join keys, checks with their result ids and numbers. Parsed
+# leniently (a string, or a list of anything); the run notebook carries them to every later stage.
+Findings = Annotated[list[str], BeforeValidator(_lenient_strings)]
 
 
 class Classification(BaseModel):
@@ -23,36 +40,62 @@ class Classification(BaseModel):
     clarifying_question: str | None = None
     reason: str | None = None
     reply: str | None = None
-    readings: list[str] = []  # optional extension: the readings an ambiguous question allows
+    readings: Annotated[list[str], BeforeValidator(_lenient_strings)] = []  # the readings the question allows
+    findings: Findings = []
 
 
 class Linking(BaseModel):
     tables: list[str]
     notes: str = ""
+    findings: Findings = []
 
 
 class Knowledge(BaseModel):
     summary: str
 
 
+def _lenient_rank(value: Any) -> Any:
+    """A rank as a model may send it ("1", 1.0, "first"…); anything unreadable is no rank."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return int(value) if value >= 1 else None
+    if isinstance(value, str):
+        digits = re.search(r"\d+", value)
+        return int(digits.group(0)) if digits and int(digits.group(0)) >= 1 else None
+    return None
+
+
 class Plan(BaseModel):
     reading: str
     text: str
     tables: list[str] = []
+    # 1 = the most likely reading of the question, 2 the next…; plans of one reading share its rank
+    rank: Annotated[int | None, BeforeValidator(_lenient_rank)] = None
 
 
 class Plans(BaseModel):
     plans: list[Plan]
+    intent: str = ""  # the question restated: what, who, where, when, how measured
+    readings: Annotated[list[str], BeforeValidator(_lenient_strings)] = []  # most likely first
+    findings: Findings = []
 
 
 class Program(BaseModel):
     language: Literal["sql", "python"]
     code: str
+    findings: Findings = []
+
+
+# `alternative`: the program is right for its plan's reading, but the question more likely means
+# another reading (the candidate stays, answering "if you meant …"; selection prefers the likelier).
+VerdictWord = Literal["ok", "alternative", "plan", "implementation"]
 
 
 class Verdict(BaseModel):
-    verdict: Literal["ok", "plan", "implementation"]
+    verdict: VerdictWord
     feedback: str = ""
+    findings: Findings = []
 
 
 OUTPUTS: dict[str, type[BaseModel]] = {
@@ -72,7 +115,12 @@ _PLAN = {
     "type": "object",
     "additionalProperties": False,
     "required": ["reading", "text", "tables"],
-    "properties": {"reading": {"type": "string"}, "text": {"type": "string"}, "tables": _STR_LIST},
+    "properties": {
+        "reading": {"type": "string"},
+        "text": {"type": "string"},
+        "tables": _STR_LIST,
+        "rank": {"type": ["integer", "null"], "minimum": 1},
+    },
 }
 
 
@@ -89,6 +137,7 @@ def output_schema(stage: str, plans: int = 4) -> dict[str, Any]:
                 "reason": _NULLABLE_STR,
                 "reply": _NULLABLE_STR,
                 "readings": _STR_LIST,
+                "findings": _STR_LIST,
             },
         }
     if stage == "link":
@@ -96,7 +145,7 @@ def output_schema(stage: str, plans: int = 4) -> dict[str, Any]:
             "type": "object",
             "additionalProperties": False,
             "required": ["tables", "notes"],
-            "properties": {"tables": _STR_LIST, "notes": {"type": "string"}},
+            "properties": {"tables": _STR_LIST, "notes": {"type": "string"}, "findings": _STR_LIST},
         }
     if stage == "knowledge":
         return {
@@ -110,14 +159,23 @@ def output_schema(stage: str, plans: int = 4) -> dict[str, Any]:
             "type": "object",
             "additionalProperties": False,
             "required": ["plans"],
-            "properties": {"plans": {"type": "array", "items": _PLAN, "minItems": plans, "maxItems": plans}},
+            "properties": {
+                "intent": {"type": "string"},
+                "readings": _STR_LIST,
+                "plans": {"type": "array", "items": _PLAN, "minItems": plans, "maxItems": plans},
+                "findings": _STR_LIST,
+            },
         }
     if stage in ("implement", "repair"):
         return {
             "type": "object",
             "additionalProperties": False,
             "required": ["language", "code"],
-            "properties": {"language": {"enum": ["sql", "python"]}, "code": {"type": "string"}},
+            "properties": {
+                "language": {"enum": ["sql", "python"]},
+                "code": {"type": "string"},
+                "findings": _STR_LIST,
+            },
         }
     if stage == "evaluate":
         return {
@@ -125,8 +183,9 @@ def output_schema(stage: str, plans: int = 4) -> dict[str, Any]:
             "additionalProperties": False,
             "required": ["verdict", "feedback"],
             "properties": {
-                "verdict": {"enum": ["ok", "plan", "implementation"]},
+                "verdict": {"enum": ["ok", "alternative", "plan", "implementation"]},
                 "feedback": {"type": "string"},
+                "findings": _STR_LIST,
             },
         }
     if stage == "revise_plan":
@@ -134,14 +193,13 @@ def output_schema(stage: str, plans: int = 4) -> dict[str, Any]:
     raise ValueError(f"unknown stage {stage!r}; the stages are {', '.join(STAGES)}")
 
 
-def format_instruction(stage: str, plans: int = 4) -> str:
-    """What the system message says about the final answer (the schema, in words and as JSON)."""
+def format_instruction(stage: str, plans: int = 4, tools: bool = True) -> str:
+    """What the system message says about the final answer (the schema, in words and as JSON); the
+    plan count K is stated here and nowhere else in a request."""
     schema = json.dumps(output_schema(stage, plans), separators=(",", ":"))
     extra = f" Write exactly {plans} plans." if stage == "plan" else ""
-    return (
-        "When you have what you need, stop calling tools and reply with ONE JSON object and nothing else "
-        f"(it replaces any other answer format mentioned below).{extra} Its JSON schema: {schema}"
-    )
+    lead = "When you have what you need, stop calling tools and reply" if tools else "Reply"
+    return f"{lead} with ONE JSON object and nothing else.{extra} Its JSON schema: {schema}"
 
 
 class StageOutputError(ValueError):

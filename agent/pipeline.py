@@ -1,6 +1,6 @@
 """One question through the FlexSQL pipeline:
 
-    classify → link → knowledge? → plan ×K → per plan, concurrently (bounded):
+    knowledge? → classify → link → plan ×K → per plan, concurrently (bounded):
         implement → run → repair ≤ code_repairs (execution errors)
                   → evaluate → revise_plan (verdict "plan") or repair (verdict "implementation"),
                     ≤ plan_revisions rounds
@@ -10,6 +10,10 @@ Every program that ran, or failed, is a candidate — a repair adds one and keep
 repaired (an evaluator can be wrong). The budget (model calls, tokens, seconds) is checked before
 every model call; when it runs out no new work starts and the best candidate so far is answered,
 marked `budget_exhausted`. Cancelling the caller cancels model calls and engine queries.
+
+What each stage learns goes into the run's notebook (flexsql.agent.notebook) and reaches every
+later stage; evaluators also see the sibling candidates that ran (result ids, readings, first rows),
+while implementers stay independent. The answer lists the readings and which candidates answer each.
 """
 
 from __future__ import annotations
@@ -22,11 +26,14 @@ from typing import Any
 import anyio
 from pydantic import BaseModel
 
-from flexsql.agent.answer import Answer, CandidateOut, PlanOut, Status
+from flexsql.agent.answer import Answer, CandidateOut, PlanOut, ReadingOut, Status
 from flexsql.agent.budget import Budget
 from flexsql.agent.contract import Plan, Program
 from flexsql.agent.models.base import ChatModel
 from flexsql.agent.secrets import question_secrets
+from flexsql.agent.stages import evaluate as evaluate_stage
+from flexsql.agent.stages import implement as implement_stage
+from flexsql.agent.stages import plan as plan_stage
 from flexsql.agent.stages.chat import Run
 from flexsql.agent.stages.classify import classify
 from flexsql.agent.stages.evaluate import evaluate
@@ -42,6 +49,7 @@ from flexsql.tools.python_tool import PythonResult
 from flexsql.tools.query import QueryOutput
 from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.runtime.registry import ToolEnv, expect, result_text
+from flexsql.tools.runtime.render import cell_text
 from flexsql.tools.select import CandidateIn, select_candidates
 from flexsql.tools.toolbox import TOOLS
 
@@ -57,11 +65,55 @@ class Question(BaseModel):
     run_id: str | None = None
 
 
+# a candidate's result preview goes to evaluate, repair and revise_plan: its hints name only the
+# tools all three offer ("fetch_rows for more" would send an evaluator after a tool it lacks)
+PREVIEW_TOOLS = (
+    frozenset(evaluate_stage.TOOLS) & frozenset(implement_stage.TOOLS) & frozenset(plan_stage.TOOLS)
+)
+SIBLING_CHARS = 2_500  # of the sibling candidates shown to one evaluator
+SIBLING_ROWS = 3
+
+
 class _State:
     def __init__(self) -> None:
         self.plans: list[PlanOut] = []
         self.candidates: list[CandidateOut] = []
         self.errors: list[str] = []
+        self.readings: list[str] = []  # the plan stage's readings, most likely first
+
+    def plan(self, index: int) -> PlanOut | None:
+        return next((p for p in self.plans if p.index == index), None)
+
+
+def _siblings(run: Run, state: _State, current: str) -> str | None:
+    """The other candidates that ran, for an evaluator: result id, plan and reading, shape, first
+    rows — what compare_results needs, bounded."""
+    lines: list[str] = []
+    used = 0
+    for cand in state.candidates:
+        if cand.candidate_id == current or cand.result_id is None:
+            continue
+        plan = state.plan(cand.plan_index)
+        reading = ""
+        if plan is not None:
+            reading = f", reading: {plan.reading}" + (f" (rank {plan.rank})" if plan.rank else "")
+        try:
+            stored = run.tools.results.get(cand.result_id)
+        except FlexSQLError:
+            continue
+        shape = f"{stored.total_rows} rows × {len(stored.columns)} cols ({', '.join(stored.columns)})"
+        rows = " / ".join(", ".join(cell_text(v, 40) for v in row) for row in stored.rows[:SIBLING_ROWS])
+        verdicts = f"; verdicts: {', '.join(cand.verdicts)}" if cand.verdicts else ""
+        line = (
+            f"- {cand.candidate_id} (plan {cand.plan_index + 1}{reading}): result_id {cand.result_id}, "
+            f"{shape}{verdicts}; first rows: {rows or '(none)'}"
+        )
+        if used + len(line) > SIBLING_CHARS:
+            lines.append("- … (more candidates left out)")
+            break
+        lines.append(line)
+        used += len(line) + 1
+    return "\n".join(lines) or None
 
 
 async def _execute(run: Run, program: Program) -> tuple[str | None, int | None, str | None, str]:
@@ -86,7 +138,7 @@ async def _run_program(run: Run, program: Program) -> tuple[str | None, int | No
                 await TOOLS.acall(run.tools, "run_query", {"sql": program.code, "source": run.source}, env),
                 QueryOutput,
             )
-            return query.result_id, query.total_rows, None, result_text(query, run.settings)
+            return query.result_id, query.total_rows, None, result_text(query, run.settings, PREVIEW_TOOLS)
         known = [rid for rid in dict.fromkeys(_RESULT_REF.findall(program.code))]
         out = expect(
             await TOOLS.acall(
@@ -94,7 +146,7 @@ async def _run_program(run: Run, program: Program) -> tuple[str | None, int | No
             ),
             PythonResult,
         )
-        text = result_text(out, run.settings)
+        text = result_text(out, run.settings, PREVIEW_TOOLS)
         if out.error:
             return None, None, f"the Python program failed:\n{text}", text
         if not out.result_id:
@@ -114,7 +166,8 @@ async def _run_program(run: Run, program: Program) -> tuple[str | None, int | No
 
 async def _work_plan(run: Run, index: int, plan: Plan, state: _State) -> None:
     cfg = run.settings.agent
-    program = await implement(run, plan)
+    branch = index  # the notebook branch of this plan and its revisions: implementers stay independent
+    program = await implement(run, plan, branch)
     repaired_from: str | None = None
     repairs = revisions = 0
     plan_index = index
@@ -145,26 +198,28 @@ async def _work_plan(run: Run, index: int, plan: Plan, state: _State) -> None:
                 "repair",
                 f"plan {plan_index + 1}: repairing {cand.candidate_id} ({repairs}/{cfg.code_repairs})",
             )
-            program = await repair(run, plan, program, error)
+            program = await repair(run, plan, program, error, branch=branch)
             repaired_from = cand.candidate_id
             continue
         if not cfg.evaluate:
             return
         await run.progress("evaluate", f"plan {plan_index + 1}: evaluating {cand.candidate_id}")
-        verdict = await evaluate(run, plan, program, preview)
+        siblings = _siblings(run, state, cand.candidate_id)
+        verdict = await evaluate(run, plan, program, preview, branch, siblings)
         cand.verdicts.append(verdict.verdict)
         cand.feedback.append(verdict.feedback)
         run.trace.event(
             "verdict", candidate=cand.candidate_id, verdict=verdict.verdict, feedback=verdict.feedback
         )
-        if verdict.verdict == "ok" or revisions >= cfg.plan_revisions:
+        # "alternative": right for its reading; it stays a candidate for "if you meant …"
+        if verdict.verdict in ("ok", "alternative") or revisions >= cfg.plan_revisions:
             return
         revisions += 1
         if verdict.verdict == "plan":
             await run.progress(
                 "revise_plan", f"plan {plan_index + 1}: revising after the evaluator's feedback"
             )
-            revised = await revise_plan(run, plan, verdict.feedback, program.code, preview)
+            revised = await revise_plan(run, plan, verdict.feedback, program.code, preview, branch)
             new_index = len(state.plans)
             state.plans.append(
                 PlanOut(
@@ -172,18 +227,24 @@ async def _work_plan(run: Run, index: int, plan: Plan, state: _State) -> None:
                     reading=revised.reading,
                     text=revised.text,
                     tables=revised.tables,
+                    rank=revised.rank,
                     revised_from=plan_index,
                 )
             )
             plan, plan_index, repaired_from = revised, new_index, None
-            program = await implement(run, plan)
+            program = await implement(run, plan, branch)
         else:
             await run.progress(
                 "repair",
                 f"plan {plan_index + 1}: repairing {cand.candidate_id} after the evaluator's feedback",
             )
             program = await repair(
-                run, plan, program, f"the evaluator judged the result wrong: {verdict.feedback}", preview
+                run,
+                plan,
+                program,
+                f"the evaluator judged the result wrong: {verdict.feedback}",
+                preview,
+                branch,
             )
             repaired_from = cand.candidate_id
 
@@ -226,16 +287,20 @@ def _selected(run: Run, state: _State) -> Answer:
             verdicts=c.verdicts,
             plan_index=c.plan_index,
             repaired_from=c.repaired_from,
+            reading_rank=(state.plan(c.plan_index) or PlanOut(index=-1, reading="", text="")).rank,
         )
         for c in state.candidates
     ]
-    common = {"plans": state.plans, "candidates": state.candidates}
+    common: dict[str, Any] = {"plans": state.plans, "candidates": state.candidates}
     if not inputs:
         reason = "; ".join(state.errors) or "no plan produced a program"
         return _answer_for(run, "failed", reason=reason, **common)
     selection = select_candidates(run.tools, inputs, run.question)
     run.trace.event("selection", **selection.model_dump())
     chosen = next((c for c in state.candidates if c.candidate_id == selection.chosen), None)
+    by_reading = _by_reading(state, selection.groups, selection.chosen)
+    common["by_reading"] = by_reading
+    common["readings"] = [r.reading for r in by_reading]
     if chosen is None or chosen.result_id is None:
         errors = [c.error for c in state.candidates if c.error] + state.errors
         return _answer_for(
@@ -268,6 +333,21 @@ def _selected(run: Run, state: _State) -> Answer:
         groups=selection.groups,
         **common,
     )
+
+
+KNOWLEDGE_FALLBACK_CHARS = 8_000  # of the raw document, when the knowledge stage fails
+
+
+async def _condensed(run: Run, document: str) -> str:
+    """The knowledge stage's summary; when it fails, the document's start (the question goes on)."""
+    try:
+        return (await knowledge(run, document)).summary
+    except BudgetExceeded:
+        raise
+    except FlexSQLError as exc:
+        run.trace.event("knowledge_failed", error=error_text(exc))
+        cut = len(document) > KNOWLEDGE_FALLBACK_CHARS
+        return document[:KNOWLEDGE_FALLBACK_CHARS] + ("\n… (document cut)" if cut else "")
 
 
 async def answer(
@@ -311,6 +391,9 @@ async def answer(
     k = q.plans or cfg.plans
     try:
         with anyio.move_on_after(max(0.0, run.budget.seconds_left)) as scope:
+            if q.external_knowledge:  # first: classify and every later stage read the summary
+                await run.progress("knowledge", "condensing the external knowledge")
+                run.knowledge = await _condensed(run, q.external_knowledge)
             await run.progress("classify", "reading the question")
             try:
                 kind = await classify(run)
@@ -321,9 +404,6 @@ async def answer(
                 kind = None
             if kind is not None and kind.type != "answerable":
                 return _classified(run, kind)
-            if q.external_knowledge:
-                await run.progress("knowledge", "condensing the external knowledge")
-                run.knowledge = (await knowledge(run, q.external_knowledge)).summary
             await run.progress("link", "finding the tables")
             linking = await link(run)
             run.schema_notes = (
@@ -332,9 +412,12 @@ async def answer(
                 else linking.notes or None
             )
             await run.progress("plan", f"writing {k} plans")
-            plans = await make_plans(run, k)
+            planned = await make_plans(run, k)
+            plans = planned.plans
+            state.readings = list(planned.readings)
             state.plans = [
-                PlanOut(index=i, reading=p.reading, text=p.text, tables=p.tables) for i, p in enumerate(plans)
+                PlanOut(index=i, reading=p.reading, text=p.text, tables=p.tables, rank=p.rank)
+                for i, p in enumerate(plans)
             ]
             limiter = anyio.CapacityLimiter(cfg.plan_concurrency)
             async with anyio.create_task_group() as group:
@@ -360,6 +443,30 @@ async def answer(
         budget_exhausted=result.budget_exhausted,
     )
     return result
+
+
+def _by_reading(state: _State, groups: list[Any], chosen: str | None) -> list[ReadingOut]:
+    """Each reading of the question (most likely first) and the candidates that answer it: the
+    ones that ran, with the result of the best group each is in."""
+    rank_of = {" ".join(r.lower().split()): i for i, r in enumerate(state.readings, 1)}
+    result_of = {m: g.result_id for g in groups for m in g.members if g.result_id}
+    out: dict[str, ReadingOut] = {}
+    for reading in state.readings:
+        key = " ".join(reading.lower().split())
+        out[key] = ReadingOut(reading=reading, rank=rank_of[key])
+    for plan in state.plans:
+        key = " ".join(plan.reading.lower().split())
+        item = out.setdefault(key, ReadingOut(reading=plan.reading, rank=plan.rank))
+        if item.rank is None:
+            item.rank = plan.rank
+        for cand in state.candidates:
+            if cand.plan_index == plan.index and cand.result_id and cand.candidate_id not in item.candidates:
+                item.candidates.append(cand.candidate_id)
+                rid = result_of.get(cand.candidate_id)
+                if rid and rid not in item.result_ids:
+                    item.result_ids.append(rid)
+                item.chosen = item.chosen or cand.candidate_id == chosen
+    return sorted(out.values(), key=lambda r: (r.rank is None, r.rank or 0))
 
 
 def _classified(run: Run, kind: Any) -> Answer:

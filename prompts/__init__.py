@@ -10,6 +10,13 @@ Template syntax (kept tiny on purpose: no dependency, nothing a prompt author ca
 - `{#name}…{/name}` keeps its content only when the optional argument `name` is given (non-blank),
   so a missing argument drops its whole section instead of printing "None".
 - `{{` and `}}` are literal braces.
+- `{@client}…{/@client}` is kept only for MCP clients (the text formats they answer in), and
+  `{@agent}…{/@agent}` only for the built-in agent, whose stages answer with the JSON object of the
+  model-facing contract (docs/contract.md) that the system message asks for: one answer format per
+  request.
+- `{+tool}…{/+tool}` is kept only when the reader can call `tool` (an agent stage offers a few of
+  the tools; MCP clients have them all), and `{-tool}…{/-tool}` only when it cannot, so a prompt
+  never names a tool its reader lacks.
 
 Front matter::
 
@@ -28,17 +35,51 @@ import difflib
 import re
 from functools import cache
 from importlib import resources
+from typing import Literal
 
 from pydantic import BaseModel
 
 from flexsql.errors import InvalidArgument, NotFoundError
 
-__all__ = ["PromptArgument", "PromptTemplate", "get_prompt", "list_prompts", "prompt_names", "render"]
+__all__ = [
+    "PromptArgument",
+    "PromptTemplate",
+    "Voice",
+    "get_prompt",
+    "list_prompts",
+    "prompt_names",
+    "render",
+    "tool_sections",
+]
 
 _IDENT = r"[a-z][a-z0-9_]*"
 _BLOCK = re.compile(r"\{#(" + _IDENT + r")\}\n?(.*?)\{/\1\}\n?", re.DOTALL)
 _TOKEN = re.compile(r"\{\{|\}\}|\{(" + _IDENT + r")\}")
 _STRAY = re.compile(r"[{}]")
+# a voice section on lines of its own takes its tag lines with it; one inside a line, nothing else
+_VOICE_LINES = re.compile(r"^\{@(agent|client)\}\n(.*?)^\{/@\1\}\n?", re.DOTALL | re.MULTILINE)
+_VOICE = re.compile(r"\{@(agent|client)\}(.*?)\{/@\1\}", re.DOTALL)
+_TOOL = re.compile(r"\{([+-])(" + _IDENT + r")\}(.*?)\{/\1\2\}", re.DOTALL)
+
+Voice = Literal["client", "agent"]
+
+
+def _sections(body: str, voice: Voice | None, tools: frozenset[str] | None) -> str:
+    """The body with its voice and tool sections resolved (None keeps every one: for checking)."""
+    for pattern in (_VOICE_LINES, _VOICE):
+        body = pattern.sub(lambda m: m.group(2) if voice in (None, m.group(1)) else "", body)
+
+    def keep(m: re.Match[str]) -> str:
+        if tools is None:  # checking: both branches
+            return m.group(3)
+        return m.group(3) if (m.group(2) in tools) == (m.group(1) == "+") else ""
+
+    return _TOOL.sub(keep, body)
+
+
+def tool_sections(body: str) -> list[str]:
+    """The tools a template's `{+tool}` sections name."""
+    return sorted({m.group(2) for m in _TOOL.finditer(body)})
 
 
 class PromptArgument(BaseModel):
@@ -62,7 +103,11 @@ class PromptTemplate(BaseModel):
         """`question, plan, source?` — how the arguments read in an error message."""
         return ", ".join(a.name if a.required else f"{a.name}?" for a in self.arguments)
 
-    def render(self, **params: object) -> str:
+    def render(
+        self, *, voice: Voice = "client", tools: frozenset[str] | None = None, **params: object
+    ) -> str:
+        """The text for a reader: `voice` picks the answer format's sections, `tools` the tools it
+        can call (None: every tool)."""
         given = {k: _text(v) for k, v in params.items() if v is not None}
         known = {a.name for a in self.arguments}
         for key in given:
@@ -83,7 +128,8 @@ class PromptTemplate(BaseModel):
                 f"Its arguments (? = optional): {self.signature()}"
             )
         present = {k for k, v in given.items() if v.strip()}
-        text = _BLOCK.sub(lambda m: m.group(2) if m.group(1) in present else "", self.body)
+        body = _sections(self.body, voice, tools)
+        text = _BLOCK.sub(lambda m: m.group(2) if m.group(1) in present else "", body)
         text = re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
 
         def fill(match: re.Match[str]) -> str:
@@ -144,7 +190,8 @@ def _parse(name: str, raw: str) -> PromptTemplate:
 def _check(t: PromptTemplate, where: str) -> None:
     args = {a.name: a for a in t.arguments}
     used: set[str] = set()
-    for match in _BLOCK.finditer(t.body):
+    body = _sections(t.body, None, None)
+    for match in _BLOCK.finditer(body):
         block = match.group(1)
         if block not in args:
             raise ValueError(f"{where}: block {{#{block}}} names no declared argument")
@@ -158,7 +205,7 @@ def _check(t: PromptTemplate, where: str) -> None:
                     f"{where}: optional {{{name}}} sits inside the block of '{block}'; "
                     f"put it in its own {{#{name}}} block"
                 )
-    outside = _BLOCK.sub("", t.body)
+    outside = _BLOCK.sub("", body)
     for match in _TOKEN.finditer(outside):
         name = match.group(1)
         if name is None:
@@ -169,10 +216,10 @@ def _check(t: PromptTemplate, where: str) -> None:
             )
         if not args[name].required:
             raise ValueError(f"{where}: optional {{{name}}} must sit inside a {{#{name}}}…{{/{name}}} block")
-    for match in _TOKEN.finditer(t.body):
+    for match in _TOKEN.finditer(body):
         if match.group(1):
             used.add(match.group(1))
-    leftover = _STRAY.search(_TOKEN.sub("", _BLOCK.sub(lambda m: m.group(2), t.body)))
+    leftover = _STRAY.search(_TOKEN.sub("", _BLOCK.sub(lambda m: m.group(2), body)))
     if leftover:
         raise ValueError(
             f"{where}: unmatched brace near {t.body[max(0, leftover.start() - 30) :][:60]!r}; "
@@ -203,6 +250,9 @@ def list_prompts() -> list[PromptTemplate]:
     return [get_prompt(n) for n in prompt_names()]
 
 
-def render(name: str, **params: object) -> str:
-    """The text of prompt `name`; raises InvalidArgument naming a missing or unknown argument."""
-    return get_prompt(name).render(**params)
+def render(
+    name: str, *, voice: Voice = "client", tools: frozenset[str] | None = None, **params: object
+) -> str:
+    """The text of prompt `name` (for `voice`, naming only `tools`); raises InvalidArgument naming a
+    missing or unknown argument."""
+    return get_prompt(name).render(voice=voice, tools=tools, **params)

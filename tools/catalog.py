@@ -295,8 +295,8 @@ class TableDescription(ToolResult):
             ]
         if self.truncated:
             lines.append(
-                f"truncated: true — {len(self.columns)} of {self.total_columns} columns shown; "
-                "search_schema finds the others"
+                f"truncated: true — {len(self.columns)} of {self.total_columns} columns shown"
+                + ("; search_schema finds the others" if budget.offers("search_schema") else "")
             )
         return "\n".join(lines)
 

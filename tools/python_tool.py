@@ -91,9 +91,10 @@ class PythonResult(ToolResult):
                 )
         if self.result_id:
             total = self.total_rows or 0
+            usable = budget.offered("compare_results", "fetch_rows")
             lines.append(
                 f"{self.result_id}: {total} rows, {len(self.columns)} cols ({self.value_type} from "
-                "run_python; usable in compare_results and fetch_rows)"
+                "run_python" + (f"; usable in {' and '.join(usable)})" if usable else ")")
             )
             used = sum(len(line) + 1 for line in lines)
             table, shown = table_text(
@@ -101,10 +102,12 @@ class PythonResult(ToolResult):
             )
             lines.append(table)
             if shown < total:
-                lines.append(
-                    f"truncated: true — {shown} of {total} rows shown; "
+                more = (
                     f"fetch_rows(result_id={self.result_id!r}, offset={shown}) for more"
+                    if budget.offers("fetch_rows")
+                    else "return fewer rows to see them all"
                 )
+                lines.append(f"truncated: true — {shown} of {total} rows shown; {more}")
         elif self.value_repr is not None:
             lines.append(f"value ({self.value_type}): {self.value_repr}")
         for note in self.notes:

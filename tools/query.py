@@ -54,11 +54,17 @@ class QueryOutput(ToolResult):
         head = f"{self.result_id}: {total} rows, {len(self.columns)} cols, {self.elapsed_ms:g} ms"
         lines = [head, table]
         if self.total_rows == 0:
-            lines.append(self.hint or "no rows matched")
+            check = budget.offered("distinct_values", "find_values")
+            lines.append(
+                (self.hint or "no rows matched")
+                + (f" — look values up with {' / '.join(check)}" if check else "")
+            )
         elif last < self.total_rows or self.total_is_lower_bound:
             kept = self.kept_rows
             if kept is not None and last >= kept:
                 more = f"rows past {kept} were not kept: narrow the query (or drop max_rows) to see them"
+            elif not budget.offers("fetch_rows"):
+                more = "narrow the query (filters, aggregates, LIMIT) to see the others"
             else:
                 more = f"fetch_rows(result_id={self.result_id!r}, offset={last}) for more"
                 more += f" (rows 1-{kept} kept)" if kept is not None else ""
@@ -103,7 +109,7 @@ def has_top_level_order(sql: str, dialect: str) -> bool:
 
 
 def _empty_hint(sql: str) -> str:
-    hint = "no rows matched: check filter literals against real values (distinct_values / find_values)"
+    hint = "no rows matched: check filter literals against real values"
     if "'" in sql:
         hint += "; string comparisons are case- and spelling-sensitive"
     return hint
@@ -165,7 +171,7 @@ def sample_rows(ctx: ToolContext, args: SampleRows) -> QueryOutput:
     sql = select_sql(src.engine, info, args.columns, condition) + f" LIMIT {limit}"
     output = run_query(ctx, RunQuery(sql=sql, max_rows=limit, source=src.name))
     if output.total_rows == 0 and where:
-        output.hint = f"no rows where {where}: check the literal's spelling with distinct_values"
+        output.hint = f"no rows where {where}: check the literal's spelling against real values"
     return output
 
 

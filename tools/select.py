@@ -18,6 +18,15 @@ The score of a group is a sum of weighted signals (the weights are the constants
                                  many" is one row, "top 5" five, "each"/"per" several), -1 when
                                  it is not, 0 when the question says nothing about it
   + W_MIXED   if SQL and Python members agree (two languages rarely make the same mistake)
+  - W_ALTERNATIVE * alternative  verdicts "right for its reading, but the question more likely
+                                 means another" (neither for nor against the result)
+  + W_READING * reading          +1 when a member's plan reads the question the most likely way
+                                 (rank 1), -1 when every ranked member reads it a less likely way,
+                                 0 when the plans carry no rank
+
+Results agree when compare_results finds them equivalent, or when one has every column of the
+other with the same rows and adds columns (Spider 2.0's scorer accepts extra predicted columns, so
+"5 columns vs 3" is agreement on what was asked). The group's answer is then its widest member.
 
 Why these weights — `benchmarks/selection.py`: 400 Spider train questions, each a pool of the
 gold SQL, rewrites returning the same result and sqlglot mutants returning a different one; a
@@ -43,6 +52,8 @@ repair (r=0.3) 0.890 / 0.971 against an oracle best-of-K of 0.983 / 1.000.
   since the question regexes misread some questions.
 - W_MIXED = 0.5 is not measured (the pools are SQL only): half a vote, after DPC's finding that
   an independent pandas solution is a good cross-check of SQL.
+- W_ALTERNATIVE, W_READING = 0.5 are not measured (the pools carry no readings): half a vote, so a
+  likelier reading breaks a tie between equally supported groups but does not outvote agreement.
 """
 
 from __future__ import annotations
@@ -69,10 +80,12 @@ W_NULL = 1.5
 W_ZERO = 0.5
 W_SHAPE = 0.5
 W_MIXED = 0.5
+W_ALTERNATIVE = 0.5
+W_READING = 0.5
 
 MAX_RESULT_IDS = 20
 
-Verdict = Literal["ok", "plan", "implementation"]
+Verdict = Literal["ok", "alternative", "plan", "implementation"]
 
 
 class CandidateIn(BaseModel):
@@ -86,6 +99,7 @@ class CandidateIn(BaseModel):
     verdicts: list[Verdict] = []  # the evaluator's verdicts on this candidate
     plan_index: int | None = None
     repaired_from: str | None = None
+    reading_rank: int | None = None  # its plan's reading: 1 = the most likely one
 
 
 class GroupScore(BaseModel):
@@ -222,6 +236,30 @@ def results_equivalent(a: StoredResult, b: StoredResult) -> bool:
     return verdict.equivalent
 
 
+def results_agree(a: StoredResult, b: StoredResult) -> bool:
+    """Equivalent, or the wider result holds every column of the narrower one with the same rows
+    (extra columns are not disagreement: Spider 2.0 accepts extra predicted columns)."""
+    if results_equivalent(a, b):
+        return True
+    if len(a.columns) == len(b.columns):
+        return False
+    narrow, wide = (a, b) if len(a.columns) < len(b.columns) else (b, a)
+    if narrow.truncated or wide.truncated:
+        if not (narrow.truncated and wide.truncated and narrow.total_rows == wide.total_rows):
+            return False
+        if len(narrow.rows) != len(wide.rows):
+            return False
+    verdict = compare_tables(
+        narrow.columns,
+        narrow.rows,
+        wide.columns,
+        wide.rows,
+        ordered=narrow.ordered and wide.ordered,
+        allow_extra_columns=True,
+    )
+    return verdict.equivalent
+
+
 class _UnionFind:
     def __init__(self, n: int) -> None:
         self.parent = list(range(n))
@@ -265,6 +303,8 @@ class GroupFeatures(BaseModel):
     zero_column: bool
     shape: int  # +1 fits the question, -1 does not, 0 unknown
     mixed: bool
+    alternative: int = 0  # "right for a less likely reading" verdicts
+    reading: int = 0  # +1 a member reads the question the likeliest way, -1 none does, 0 unranked
 
 
 def score_features(f: GroupFeatures, weights: dict[str, float] | None = None) -> float:
@@ -278,6 +318,8 @@ def score_features(f: GroupFeatures, weights: dict[str, float] | None = None) ->
         - w["zero"] * f.zero_column
         + w["shape"] * f.shape
         + w["mixed"] * f.mixed
+        - w["alternative"] * f.alternative
+        + w["reading"] * f.reading
     )
 
 
@@ -290,6 +332,8 @@ _WEIGHTS = {
     "zero": W_ZERO,
     "shape": W_SHAPE,
     "mixed": W_MIXED,
+    "alternative": W_ALTERNATIVE,
+    "reading": W_READING,
 }
 
 
@@ -313,17 +357,20 @@ def group_features(
     ids = {c.candidate_id for c in members}
     rows = result.total_rows if not result.total_is_lower_bound else max(result.total_rows, len(result.rows))
     null_col, zero_col = _column_flags(result)
+    ranks = [c.reading_rank for c in members if c.reading_rank is not None]
     return GroupFeatures(
         size=len(members),
         support=sum(1 for c in members if c.repaired_from not in ids),
         ok=sum(c.verdicts.count("ok") for c in members),
-        bad=sum(len(c.verdicts) - c.verdicts.count("ok") for c in members),
+        bad=sum(c.verdicts.count("plan") + c.verdicts.count("implementation") for c in members),
         rows=rows,
         empty=rows == 0,
         null_column=null_col,
         zero_column=zero_col,
         shape=0 if shape is None or rows == 0 else shape.check(rows),
         mixed=len({c.language for c in members}) > 1,
+        alternative=sum(c.verdicts.count("alternative") for c in members),
+        reading=0 if not ranks else (1 if min(ranks) == 1 else -1),
     )
 
 
@@ -345,6 +392,10 @@ def _reasons(f: GroupFeatures, shape: Shape | None) -> list[str]:
         out.append(f"{f.rows} row(s) {'fit' if f.shape > 0 else 'do not fit'}: {shape.why}")
     if f.mixed:
         out.append("SQL and Python agree")
+    if f.alternative:
+        out.append(f"evaluator: {f.alternative} right only for a less likely reading")
+    if f.reading:
+        out.append("the most likely reading" if f.reading > 0 else "a less likely reading")
     return out
 
 
@@ -386,7 +437,7 @@ def select_candidates(
     uf = _UnionFind(len(ran))
     for i in range(len(ran)):
         for j in range(i):
-            if uf.find(i) != uf.find(j) and results_equivalent(ran[j][2], ran[i][2]):
+            if uf.find(i) != uf.find(j) and results_agree(ran[j][2], ran[i][2]):
                 uf.union(i, j)
     by_root: dict[int, list[int]] = {}
     for i in range(len(ran)):
@@ -395,7 +446,8 @@ def select_candidates(
     shape = expected_shape(question)
     scored: list[tuple[tuple[float, int, int], GroupScore]] = []
     for members_idx in by_root.values():
-        members_idx.sort(key=lambda i: _simplicity_key(ran[i][1], ran[i][0]))
+        # the widest member answers for the group (extra columns cost nothing, a missing one does)
+        members_idx.sort(key=lambda i: (-len(ran[i][2].columns), *_simplicity_key(ran[i][1], ran[i][0])))
         head = ran[members_idx[0]]
         members = [ran[i][1] for i in members_idx]
         f = group_features(members, head[2], shape)

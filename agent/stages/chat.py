@@ -29,6 +29,7 @@ from flexsql.agent.contract import (
     parse_output,
 )
 from flexsql.agent.models.base import ChatModel, ChatRequest, ToolCall, assistant_message
+from flexsql.agent.notebook import Notebook
 from flexsql.agent.trace import Trace
 from flexsql.config import Settings
 from flexsql.errors import FlexSQLError, ModelError, error_text
@@ -64,6 +65,21 @@ class Run:
     on_stage: Callable[[str, str], Awaitable[None] | None] | None = None
     tool_timeout_s: float | None = None
     counters: dict[str, int] = field(default_factory=dict)
+    notebook: Notebook = field(default_factory=Notebook)  # what the stages learnt, for later ones
+
+    def notes(self, branch: int | None = None) -> str | None:
+        """What a stage of `branch` is told was found so far: the linked tables and the notebook."""
+        parts = [self.schema_notes, self.notebook.render(branch)]
+        return "\n\n".join(p for p in parts if p) or None
+
+    def offered(self, tools: list[str] | None, stage: str) -> list[str]:
+        """Those of a stage's `tools` this run offers (run_python only with the sandbox), in order;
+        none when the stage's model takes no tools (MCP sampling without `sampling.tools`), so its
+        prompts name none either."""
+        if not getattr(self.model_for(stage), "tools_enabled", True):
+            return []
+        wanted = tools or []
+        return [t.name for t in TOOLS.available(self.python, agent=True) if t.name in wanted]
 
     async def progress(self, stage: str, message: str) -> None:
         self.trace.event("stage", stage=stage, message=message)
@@ -77,12 +93,16 @@ class Run:
         return f"{prefix}{self.counters[prefix]}"
 
 
-def system_message(stage: str, role: str, run: Run, plans: int = 4) -> dict[str, Any]:
+def system_message(
+    stage: str, role: str, run: Run, plans: int = 4, tools: list[str] | None = None
+) -> dict[str, Any]:
+    offered = run.offered(tools, stage)
     parts = [
         role,
         f"The database is the flexsql source `{run.source}` (SQL dialect: {run.dialect}). "
-        "Every query is read-only.",
-        format_instruction(stage, plans),
+        "Every query is read-only."
+        + (f" Tools in this step: {', '.join(offered)}." if offered else " This step has no tools."),
+        format_instruction(stage, plans, tools=bool(offered)),
     ]
     return {"role": "system", "content": "\n\n".join(parts)}
 
@@ -93,8 +113,11 @@ def _with_conversation(run: Run, text: str) -> str:
     return text
 
 
-async def call_tool(run: Run, call: ToolCall, allowed: list[str]) -> str:
-    """Run one tool call for the model; every failure becomes text the model can act on."""
+async def call_tool(
+    run: Run, call: ToolCall, allowed: list[str], stage: str = "", branch: int | None = None
+) -> str:
+    """Run one tool call for the model; every failure becomes text the model can act on. What a
+    call establishes goes into the run's notebook (stage `stage`, plan `branch`)."""
     run.budget.tool_call()
     name = call.name.strip()
     if name not in allowed:
@@ -125,7 +148,7 @@ async def call_tool(run: Run, call: ToolCall, allowed: list[str]) -> str:
     token = active_cancel_hooks.set(hooks)
     try:
         model = await TOOLS.acall(run.tools, name, arguments, env)
-        text = result_text(model, run.settings)
+        text = result_text(model, run.settings, frozenset(allowed))
         error = False
     except FlexSQLError as exc:
         text, error = error_text(exc), True
@@ -138,6 +161,8 @@ async def call_tool(run: Run, call: ToolCall, allowed: list[str]) -> str:
     if len(text) > cap:
         text = text[:cap] + f"\n… cut at {cap:,} characters"
     run.trace.event("tool_result", tool=name, call_id=call.id, error=error, text=text)
+    if not error:
+        run.notebook.tool(stage, name, arguments, text, branch)
     return text
 
 
@@ -155,12 +180,19 @@ def _parsed(stage: str, reply: Any, plans: int) -> BaseModel:
 
 
 async def converse(
-    run: Run, stage: str, system: dict[str, Any], user: str, tools: list[str] | None = None, plans: int = 4
+    run: Run,
+    stage: str,
+    system: dict[str, Any],
+    user: str,
+    tools: list[str] | None = None,
+    plans: int = 4,
+    branch: int | None = None,
 ) -> BaseModel:
-    """Talk to the stage's model until it answers with the stage's object."""
+    """Talk to the stage's model until it answers with the stage's object; its `findings` go into
+    the run's notebook (plan `branch` for the per-plan stages)."""
     cfg = run.settings.agent
     model = run.model_for(stage)
-    allowed = [t.name for t in TOOLS.available(run.python, agent=True) if t.name in (tools or [])]
+    allowed = run.offered(tools, stage)
     offered = TOOLS.openai_tools(run.settings, allowed, python=run.python) if allowed else None
     messages: list[dict[str, Any]] = [system, {"role": "user", "content": _with_conversation(run, user)}]
     schema = output_schema(stage, plans)
@@ -244,7 +276,7 @@ async def converse(
                     if key in seen:
                         text = "(the same call as before; its result is above — use it or try something else)"
                     else:
-                        text = seen[key] = await call_tool(run, call, allowed)
+                        text = seen[key] = await call_tool(run, call, allowed, stage, branch)
                     tool_chars += len(text)
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
             if skipped:
@@ -259,7 +291,11 @@ async def converse(
             rounds += 1
             continue
         try:
-            return await anyio.to_thread.run_sync(_parsed, stage, reply, plans)
+            out = await anyio.to_thread.run_sync(_parsed, stage, reply, plans)
+            findings = getattr(out, "findings", None)
+            if findings:
+                run.notebook.note(stage, list(findings), branch=branch)
+            return out
         except StageOutputError as exc:
             fixes += 1
             run.trace.event("unusable_reply", call=call_id, stage=stage, problem=str(exc), attempt=fixes)

@@ -20,12 +20,17 @@ TOOLS = ["search_schema", "list_tables", "describe_table", "find_values"]
 async def classify(run: Run) -> Classification:
     user = render(
         "clarify",
+        voice="agent",
+        tools=frozenset(run.offered(TOOLS, "classify")),
         question=run.question,
         conversation=run.conversation,
         source=run.source,
-        external_knowledge=run.knowledge or run.external_knowledge,
-        schema_notes=run.schema_notes,
+        external_knowledge=run.knowledge,  # the knowledge stage ran first: its summary, not the document
+        schema_notes=run.notes(),
     )
-    out = await converse(run, "classify", system_message("classify", ROLE, run), user, TOOLS)
+    system = system_message("classify", ROLE, run, tools=TOOLS)
+    out = await converse(run, "classify", system, user, TOOLS)
     assert isinstance(out, Classification)
+    if out.readings:
+        run.notebook.note("classify", [f"(most likely first) {' | '.join(out.readings)}"], "reading")
     return out

@@ -4,8 +4,6 @@ decides); an execution error or an evaluator's "implementation" verdict goes bac
 
 from __future__ import annotations
 
-import re
-
 from flexsql.agent.contract import Plan, Program
 from flexsql.agent.stages.chat import Run, converse, system_message
 from flexsql.prompts import render
@@ -35,57 +33,56 @@ REPAIR_ROLE = (
     "You repair a program that failed or was judged wrong, keeping the plan. Find the cause with the "
     "tools, change the smallest thing that explains it, and test the fix."
 )
-_SQL_ONLY_RULE = (
-    "1. Write SQL: this server runs no Python programs, so the program is one query in the source's "
-    "dialect (CTEs and window functions for the procedural parts)."
-)
-_PYTHON_RERUN = re.compile(r" or `run_python\([^`]*\)`")
 
 
-def sql_only(prompt: str) -> str:
-    """A prompt for a run without run_python ([sandbox] enabled = false, or the transport's default):
-    its Python advice replaced, so the model is never told of a tool it cannot call."""
-    lines = []
-    for line in prompt.splitlines():
-        line = _PYTHON_RERUN.sub("", line).replace("(```sql or ```python)", "(```sql)")
-        if line.startswith("1. Choose the language."):
-            line = _SQL_ONLY_RULE
-        if "run_python" not in line:
-            lines.append(line)
-    return "\n".join(lines) + ("\n" if prompt.endswith("\n") else "")
+def plan_text(plan: Plan) -> str:
+    """The plan as its implementer reads it: its reading (and the reading's rank), then its text."""
+    rank = f" (rank {plan.rank} of the readings)" if plan.rank else ""
+    return f"reading: {plan.reading}{rank}\n{plan.text}"
 
 
-async def implement(run: Run, plan: Plan) -> Program:
+async def implement(run: Run, plan: Plan, branch: int | None = None) -> Program:
+    """One program for `plan`; `branch` (the plan's index) keeps its findings its own."""
     user = render(
         "implement",
+        voice="agent",
+        tools=frozenset(run.offered(TOOLS, "implement")),
         question=run.question,
-        plan=plan.text,
+        plan=plan_text(plan),
         source=run.source,
         dialect=run.dialect,
         external_knowledge=run.knowledge,
-        schema_notes=run.schema_notes,
+        schema_notes=run.notes(branch),
     )
     role = ROLE if run.python else SQL_ROLE
-    if not run.python:
-        user = sql_only(user)
-    out = await converse(run, "implement", system_message("implement", role, run), user, TOOLS)
+    system = system_message("implement", role, run, tools=TOOLS)
+    out = await converse(run, "implement", system, user, TOOLS, branch=branch)
     assert isinstance(out, Program)
     return out
 
 
-async def repair(run: Run, plan: Plan, program: Program, error: str, result: str | None = None) -> Program:
+async def repair(
+    run: Run,
+    plan: Plan,
+    program: Program,
+    error: str,
+    result: str | None = None,
+    branch: int | None = None,
+) -> Program:
     user = render(
         "repair",
+        voice="agent",
+        tools=frozenset(run.offered(TOOLS, "repair")),
         question=run.question,
         program=program.code,
         error=error,
-        plan=plan.text,
+        plan=plan_text(plan),
         result=result,
         source=run.source,
         dialect=run.dialect,
+        schema_notes=run.notes(branch),
     )
-    if not run.python:
-        user = sql_only(user)
-    out = await converse(run, "repair", system_message("repair", REPAIR_ROLE, run), user, TOOLS)
+    system = system_message("repair", REPAIR_ROLE, run, tools=TOOLS)
+    out = await converse(run, "repair", system, user, TOOLS, branch=branch)
     assert isinstance(out, Program)
     return out

@@ -16,6 +16,6 @@ MAX_DOC_CHARS = 60_000
 async def knowledge(run: Run, document: str) -> Knowledge:
     doc = document if len(document) <= MAX_DOC_CHARS else document[:MAX_DOC_CHARS] + "\n… (document cut)"
     user = f"Question: {run.question}\n\nDocument:\n{doc}\n\nSummarise what the question needs."
-    out = await converse(run, "knowledge", system_message("knowledge", ROLE, run), user)
+    out = await converse(run, "knowledge", system_message("knowledge", ROLE, run, tools=[]), user)
     assert isinstance(out, Knowledge)
     return out

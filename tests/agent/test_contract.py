@@ -71,7 +71,7 @@ REFUSED = [
 
 @pytest.mark.parametrize(("stage", "reply", "expected"), PARSED)
 def test_replies_are_parsed_leniently(stage: str, reply: str, expected: dict) -> None:
-    parsed = parse_output(stage, reply).model_dump()
+    parsed = parse_output(stage, reply).model_dump(exclude_none=True)  # optional fields left out stay out
     for key, value in expected.items():
         assert parsed[key] == value, (stage, reply, parsed)
 

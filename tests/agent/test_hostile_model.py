@@ -157,13 +157,16 @@ def test_a_two_megabyte_reply_of_braces_is_refused_by_its_length():
 def test_an_answer_after_thousands_of_stray_objects_is_still_found():
     stray = "{} " * 5_000 + '{"note": "not it"}\n'
     parsed = parse_output("link", stray + '{"tables": ["orders"], "notes": "n"}')
-    assert parsed.model_dump() == {"tables": ["orders"], "notes": "n"}
+    assert parsed.model_dump(include={"tables", "notes"}) == {"tables": ["orders"], "notes": "n"}
 
 
 def test_an_answer_after_fifty_thousand_unclosed_fences_is_still_found():
     """``` openings without a line end: the fence reader was quadratic in them (minutes for this)."""
     reply = "```x" * 50_000 + '\n{"tables": ["orders"], "notes": ""}'
-    assert parse_output("link", reply).model_dump() == {"tables": ["orders"], "notes": ""}
+    assert parse_output("link", reply).model_dump(include={"tables", "notes"}) == {
+        "tables": ["orders"],
+        "notes": "",
+    }
 
 
 async def test_a_reply_of_braces_reaches_the_model_as_a_correction_that_names_its_length(shop):

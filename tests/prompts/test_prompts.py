@@ -90,3 +90,55 @@ def test_template_mistakes_are_caught_when_loading(body: str, args: str, problem
     raw = f"---\ndescription: d\narguments:\n{args}\n---\n{body}\n"
     with pytest.raises(ValueError, match=re.escape(problem)):
         _parse("broken", raw)
+
+
+ALL_TOOLS = frozenset(
+    {
+        "search_schema",
+        "describe_table",
+        "distinct_values",
+        "find_values",
+        "find_join_path",
+        "list_tables",
+        "run_query",
+        "run_python",
+        "validate_sql",
+        "sample_rows",
+        "profile_column",
+        "compare_results",
+    }
+)
+CLIENT_FORMATS = ["STATUS:", "VERDICT:", "result_id: <", "PLAN_PROBLEM", "cause: <", "wrong: <", "Write 2–8"]
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_clients_read_the_text_format_and_the_agent_reads_its_json_fields(name: str) -> None:
+    """One template, two voices: the MCP prompt asks for its text format, the agent's request for
+    the JSON object's fields — never both."""
+    t = prompts.get_prompt(name)
+    client = prompts.render(name, **required_only(t))
+    agent = prompts.render(name, voice="agent", **required_only(t))
+    assert any(marker in client for marker in CLIENT_FORMATS + ["Plan N —"]), name
+    assert not any(marker in agent for marker in CLIENT_FORMATS + ["Plan N —"]), name
+    assert "In the JSON object" in agent and "In the JSON object" not in client
+    assert not LEFTOVER.search(agent) and "\n\n\n" not in agent
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_a_tool_the_reader_lacks_is_never_named(name: str) -> None:
+    t = prompts.get_prompt(name)
+    for tool in prompts.tool_sections(t.body):
+        text = prompts.render(name, voice="agent", tools=ALL_TOOLS - {tool}, **required_only(t))
+        assert f"{tool}(" not in text, (name, tool)
+    every = prompts.render(name, voice="agent", tools=ALL_TOOLS, **required_only(t))
+    assert all(f"{tool}(" in every for tool in prompts.tool_sections(t.body) if tool != "run_python"), name
+
+
+def test_without_run_python_implement_asks_for_sql_only() -> None:
+    t = prompts.get_prompt("implement")
+    text = prompts.render("implement", voice="agent", tools=ALL_TOOLS - {"run_python"}, **required_only(t))
+    assert "run_python" not in text and '"python"' not in text
+    assert "1. Write SQL: this server runs no Python programs" in text
+    assert "1. Choose the language." in prompts.render(
+        "implement", voice="agent", tools=ALL_TOOLS, **required_only(t)
+    )

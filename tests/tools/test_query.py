@@ -133,3 +133,19 @@ def test_a_lowered_timeout_is_noted_in_the_result(duck_ctx):
     note = "timeout_s=60 was lowered to the server's limit of 3 s"
     assert note in out.notes and note in out.to_text()
     assert not run_query(ctx, RunQuery(sql="SELECT 1 AS one", timeout_s=2)).notes
+
+
+def test_hints_name_only_the_tools_the_reader_can_call(notes):
+    """An agent stage offers a few tools: an empty result's hint and the 'more rows' pointer name
+    only those (a model sent after a tool it lacks wastes a round); MCP clients see them all."""
+    ctx = _ctx(notes)
+    empty = run_query(ctx, RunQuery(sql="SELECT id FROM notes WHERE body = 'nope'"))
+    assert "distinct_values / find_values" in empty.to_text()
+    only_values = empty.to_text(TextBudget(tools=frozenset({"run_query", "find_values"})))
+    assert "look values up with find_values" in only_values and "distinct_values" not in only_values
+    bare = empty.to_text(TextBudget(tools=frozenset({"run_query"})))
+    assert "no rows matched" in bare and "find_values" not in bare and "distinct_values" not in bare
+    many = run_query(ctx, RunQuery(sql="SELECT range AS n FROM range(500)"))
+    assert "fetch_rows(" in many.to_text(TextBudget(max_chars=600))
+    narrowed = many.to_text(TextBudget(max_chars=600, tools=frozenset({"run_query"})))
+    assert "truncated: true" in narrowed and "fetch_rows" not in narrowed

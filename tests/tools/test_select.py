@@ -311,3 +311,34 @@ def test_expected_shape(question, kind, rows):
         assert shape is None
     else:
         assert shape is not None and shape.kind == kind and shape.rows == rows
+
+
+def test_results_that_differ_only_by_extra_columns_group_together(ctx: ToolContext) -> None:
+    """Spider 2.0 accepts extra predicted columns: 3 columns vs 2 with the same values on the asked
+    two is agreement, so the two candidates form one group of support 2 that answers with the wider
+    result, and a third that disagrees on a value stays apart."""
+    narrow = sql(ctx, "c1", "SELECT region, SUM(amount) AS total FROM sales GROUP BY region")
+    wide = sql(
+        ctx,
+        "c2",
+        "SELECT region, SUM(amount) AS total, COUNT(*) AS n FROM sales GROUP BY region",
+    )
+    other = sql(ctx, "c3", "SELECT region, MAX(amount) AS total FROM sales GROUP BY region")
+    picked = select_candidates(ctx, [narrow, other, wide], "total amount per region")
+    first = picked.groups[0]
+    assert sorted(first.members) == ["c1", "c2"] and first.signals["support"] == 2
+    assert picked.chosen == "c2" and first.result_id == wide.result_id  # the wider answers for the group
+    assert ["c3"] in [g.members for g in picked.groups]
+
+
+def test_the_most_likely_reading_breaks_a_tie_and_alternative_verdicts_count_less(ctx: ToolContext) -> None:
+    main = sql(ctx, "c1", "SELECT SUM(amount) AS total FROM sales", reading_rank=1)
+    alt = sql(ctx, "c2", "SELECT SUM(amount) AS total FROM sales WHERE product = 'apple'", reading_rank=2)
+    assert select_candidates(ctx, [alt, main]).chosen == "c1"
+    judged = [
+        alt.model_copy(update={"verdicts": ["ok"]}),
+        main.model_copy(update={"reading_rank": None, "verdicts": ["alternative"]}),
+    ]
+    picked = select_candidates(ctx, judged)
+    assert picked.chosen == "c2"
+    assert any("less likely reading" in r for g in picked.groups for r in g.reasons)

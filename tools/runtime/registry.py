@@ -347,9 +347,10 @@ def python_enabled(settings: Settings, transport_default: bool = True) -> bool:
     return transport_default if settings.sandbox.enabled is None else bool(settings.sandbox.enabled)
 
 
-def result_text(model: ToolResult, settings: Settings) -> str:
-    """The compact text a model reads, at most `limits.output_chars` characters (cut with a note)."""
-    text = model.to_text(TextBudget.of(settings.limits))
+def result_text(model: ToolResult, settings: Settings, tools: frozenset[str] | None = None) -> str:
+    """The compact text a model reads, at most `limits.output_chars` characters (cut with a note);
+    its hints name only `tools` (None: every tool)."""
+    text = model.to_text(TextBudget.of(settings.limits, tools))
     cap = settings.limits.output_chars
     if len(text) > cap:
         note = f"\n… truncated: true — text cut at {cap:,} of {len(text):,} characters; ask for less (limit, columns)"

@@ -24,10 +24,20 @@ class TextBudget:
 
     max_chars: int = _LIMITS.output_chars
     cell_chars: int = _LIMITS.cell_chars
+    # the tools the reader can call (an agent stage offers a few); None: every tool. A hint names
+    # only these, so a model is never sent after a tool it does not have.
+    tools: frozenset[str] | None = None
 
     @classmethod
-    def of(cls, limits: LimitsConfig) -> TextBudget:
-        return cls(max_chars=limits.output_chars, cell_chars=limits.cell_chars)
+    def of(cls, limits: LimitsConfig, tools: frozenset[str] | None = None) -> TextBudget:
+        return cls(max_chars=limits.output_chars, cell_chars=limits.cell_chars, tools=tools)
+
+    def offers(self, name: str) -> bool:
+        return self.tools is None or name in self.tools
+
+    def offered(self, *names: str) -> list[str]:
+        """Those of `names` the reader can call, in order."""
+        return [n for n in names if self.offers(n)]
 
 
 def cell_text(value: Any, max_chars: int = _LIMITS.cell_chars) -> str:

@@ -100,7 +100,8 @@ class FindValuesResult(ToolResult):
             )
         if not self.matches:
             lines.append(
-                "no column holds a value like it; try another spelling, fewer words, or distinct_values"
+                "no column holds a value like it; try another spelling, fewer words"
+                + (", or distinct_values" if budget.offers("distinct_values") else "")
             )
         info = [f"searched {self.tables_searched} tables"]
         if self.index_tables_built:
