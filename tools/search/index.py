@@ -65,13 +65,11 @@ class Params:
     # tables of one schema with (almost) the same columns (posts_questions, posts_answers, posts_tag_wiki;
     # acs county_5yr, place_5yr) match a question through the same columns: each one after the first
     # counts this much less, so one slot of the result does not become five copies of one table
-    # (with twin_unasked: Spider 2.0-Snow all-gold@10 0.912 -> 0.930, @20 0.970 -> 0.979; Spider 1.0 unchanged)
+    # (a share per table-name word the question lacks, 'results' before 'sprint_results', was dropped:
+    # by database folds of Spider 2.0-Snow it gained nothing on the half it was not tuned on)
     twin_decay: float = 0.7
     twin_overlap: float = 0.9  # Jaccard of the column names, over tables of at least twin_min_columns
     twin_min_columns: int = 8
-    # among twins, each table-name word the question lacks costs this share: 'results' before
-    # 'sprint_results', 'posts_questions' before 'posts_questions_archive', unless the question says so
-    twin_unasked: float = 0.9
     prefix_weight: float = 0.6  # a question word the catalog lacks matches catalog words it begins
     inferred_share: float = 0.25  # like fk_share, for links inferred from `<entity>_id` column names
     inferred_sources: int = 5  # how many top tables pass it on
