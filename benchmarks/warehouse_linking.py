@@ -197,7 +197,7 @@ def evaluate(
         vectors_s = None
         if embeddings:
             started = time.perf_counter()
-            vectors = semantic.attach(engine, wait=True)
+            vectors = semantic.attach(engine, wait=True, columns=True)
             vectors_s = round(time.perf_counter() - started, 2) if vectors is not None else None
         catalog = source.catalog()
         unit_of = family_units(catalog.tables)  # qualified (lower) -> unit key
