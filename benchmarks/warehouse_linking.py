@@ -535,8 +535,9 @@ def main(argv: list[str] | None = None) -> int:
         for k in (10, 20):
             rep["folds"][f"all@{k}"] = fold_report(result["rows"], names, groups, _fold_hit(k))
         print_folds(rep["folds"]["all@10"], "all-gold@10", ["bm25", "current code"], groups)
-        rep["decisions"] = decide(rep["folds"], groups)
-        print_decisions(rep["decisions"])
+        if groups:
+            rep["decisions"] = decide(rep["folds"], groups)
+            print_decisions(rep["decisions"])
         rep["rows"] = [
             {k: r[k] for k in ("id", "db", "ranks", "bm25_ranks", "configs")} for r in result["rows"]
         ]
