@@ -294,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     def ranker(params: Params | None = None) -> Any:
         index = SearchIndex(catalog, params)
         if args.embeddings == "on":
-            semantic.attach(index, wait=True)
+            semantic.attach(index, wait=True, columns=True)
 
         def run(question: str, k: int, db: str = "") -> tuple[list[str], list[tuple[str, str]]]:
             ctx.caches[f"search:{source.name}"] = index

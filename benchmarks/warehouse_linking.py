@@ -10,10 +10,17 @@ warm latency median/p95, the cold first call per database (fresh process state: 
 index, or cache load), a BM25 baseline in the same run (names and comments, one document per
 table), broken down by database size and by the number of gold units.
 
-Tuning note: weights were set looking at the tasks with an even position in the file (`--part tune`);
-the report covers all tasks and shows the held-out odd half separately.
+Generalization is measured by database (`--folds`, benchmarks/folds.py): a hash of its name puts each
+database in half 0 or 1, so a question's vocabulary is never on both sides. `--folds rules` runs every
+rule of tools/search/rules.py switched off and at alternative settings (RULE_GRID); each fold's tune half
+picks a setting per rule (all-gold@10, then @20; ties go to the rule off, then today's default), and a
+setting replaces the default only when both folds pick it (`decide`), i.e. it held on the databases it
+was not tuned on. `--folds semantic` does the same for the embedding fusion's weights. BM25 and the
+weights before issue 19 ("current code") are measured in the same run. The even/odd task split
+(`part`) is kept for comparison with older figures; it shares databases between its halves.
 
     .venv/bin/python benchmarks/warehouse_linking.py [--data ../shared/data/spider2-snow] [--workdir DIR]
+        [--folds rules|semantic|all] [--embeddings on|off]
 
 Prints a table and writes benchmarks/results/warehouse_linking.json.
 """
@@ -72,7 +79,6 @@ RULE_GRID: dict[str, dict[str, dict[str, float]]] = {
     },
     "cover_concepts": {"0.7": {"coverage_decay": 0.7}, "0.5": {"coverage_decay": 0.5}},
     "spread_twins": {"off": {"twin_decay": 1.0}, "0.5": {"twin_decay": 0.5}, "0.85": {"twin_decay": 0.85}},
-    "twin_unasked": {"off": {"twin_unasked": 1.0}, "0.8": {"twin_unasked": 0.8}},
     "twin gates": {
         "overlap0.8": {"twin_overlap": 0.8},
         "overlap0.95": {"twin_overlap": 0.95},
@@ -191,7 +197,7 @@ def evaluate(
         vectors_s = None
         if embeddings:
             started = time.perf_counter()
-            vectors = semantic.attach(engine, wait=True)
+            vectors = semantic.attach(engine, wait=True, columns=True)
             vectors_s = round(time.perf_counter() - started, 2) if vectors is not None else None
         catalog = source.catalog()
         unit_of = family_units(catalog.tables)  # qualified (lower) -> unit key
@@ -425,6 +431,62 @@ def _fold_hit(k: int) -> Any:
     return hit
 
 
+def _preference(group: list[str]) -> list[str]:
+    """A group's settings in the order ties are broken: the rule switched off first (a rule stays only
+    where it measurably helps), then today's defaults, then the alternatives."""
+    off = [n for n in group if n.endswith(": off")]
+    return (
+        off
+        + [n for n in group if n == "search_schema"]
+        + [n for n in group if n not in off and n != "search_schema"]
+    )
+
+
+def decide(folds: dict[str, Any], groups: dict[str, list[str]]) -> dict[str, Any]:
+    """Per group, each fold's tune half picks a setting by all-gold@10 (then @20, then the preference
+    order); the setting is adopted only when both folds pick it, so it held on the half it was not
+    tuned on; otherwise today's default stays. Returns per group both picks, their check figures beside
+    the default's, and the verdict."""
+    f10, f20 = folds["all@10"]["folds"], folds["all@20"]["folds"]
+    out: dict[str, Any] = {}
+    for group, options in groups.items():
+        order = _preference(list(options))
+        picks = []
+        for fi in (0, 1):
+
+            def key(name: str, fi: int = fi, order: list[str] = order) -> tuple[float, float, int]:
+                return (
+                    f10[fi]["configs"][name]["tune"] or 0.0,
+                    f20[fi]["configs"][name]["tune"] or 0.0,
+                    -order.index(name),
+                )
+
+            best = max(order, key=key)
+            picks.append(
+                {
+                    "pick": best,
+                    "tune": f10[fi]["configs"][best]["tune"],
+                    "check": f10[fi]["configs"][best]["check"],
+                    "default_check": f10[fi]["configs"]["search_schema"]["check"],
+                }
+            )
+        same = picks[0]["pick"] == picks[1]["pick"]
+        verdict = picks[0]["pick"] if same else "search_schema"
+        out[group] = {"folds": picks, "verdict": verdict, "held": same}
+    return out
+
+
+def print_decisions(decisions: dict[str, Any]) -> None:
+    print(f"{'rule':<40} {'fold 1 pick: check (default)':>36} {'fold 2 pick: check (default)':>36}  verdict")
+    for group, d in decisions.items():
+        cells = [
+            f"{f['pick'].split(': ')[-1][:14]:>14}: {f['check']:.3f} ({f['default_check']:.3f})"
+            for f in d["folds"]
+        ]
+        verdict = d["verdict"].split(": ")[-1] if d["verdict"] != "search_schema" else "default"
+        print(f"{group:<40} {cells[0]:>36} {cells[1]:>36}  {verdict}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -473,6 +535,9 @@ def main(argv: list[str] | None = None) -> int:
         for k in (10, 20):
             rep["folds"][f"all@{k}"] = fold_report(result["rows"], names, groups, _fold_hit(k))
         print_folds(rep["folds"]["all@10"], "all-gold@10", ["bm25", "current code"], groups)
+        if groups:
+            rep["decisions"] = decide(rep["folds"], groups)
+            print_decisions(rep["decisions"])
         rep["rows"] = [
             {k: r[k] for k in ("id", "db", "ranks", "bm25_ranks", "configs")} for r in result["rows"]
         ]

@@ -238,9 +238,6 @@ def spread_twins(s: SearchState) -> None:
     twins = _twins(s, pool)
     if not twins:
         return
-    for i in twins:
-        unasked = sum(1 for term in s.engine.name_words[pool[i]] if term not in s.weights)
-        scores[pool[i]] *= p.twin_unasked**unasked
     seen = [0] * len(pool)  # picked twins of each pool entry so far
     first_twin: dict[int, int] = {}
     chosen: list[int] = []

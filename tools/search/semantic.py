@@ -165,22 +165,32 @@ class CatalogVectors:
 
     def similarities(
         self, question: npt.NDArray[np.float32]
-    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32], npt.NDArray[np.float32]]:
-        """(cosine per table, best column cosine per table, cosine per column of the index)."""
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32], npt.NDArray[np.float32] | None]:
+        """(cosine per table, best column cosine per table, cosine per column of the index or None when
+        the columns were not encoded: their best cosines are then 0)."""
         table_cos = self.tables @ question
+        best = np.zeros(len(self.tables), dtype=np.float32)
+        if not len(self.columns):
+            return table_cos.astype(np.float32), best, None
         col_cos = (
             (self.columns @ question)[self.column_row] if len(self.column_row) else np.zeros(0, np.float32)
         )
-        best = np.zeros(len(self.tables), dtype=np.float32)
         if len(self.with_columns):
             best[self.with_columns] = np.maximum.reduceat(col_cos, self.first_column)
         return table_cos.astype(np.float32), best, col_cos.astype(np.float32)
 
 
 def build_vectors(
-    index: SearchIndex, model: embeddings.MiniLM, stop: Callable[[], bool] | None = None
+    index: SearchIndex,
+    model: embeddings.MiniLM,
+    stop: Callable[[], bool] | None = None,
+    columns: bool | None = None,
 ) -> CatalogVectors | None:
+    """The index's table vectors, and its column vectors when `columns` (default: when the index's
+    params weigh columns; a 70k-column warehouse has tens of thousands of column texts to encode)."""
     started = time.perf_counter()
+    if columns is None:
+        columns = bool(index.params.semantic_column_weight)
     names = [f[0] if f else None for f in index.family]
     ttexts = [table_text(t, n) for t, n in zip(index.tables, names, strict=True)]
     comments = {(ti, c.name): c.comment for ti, t in enumerate(index.tables) for c in t.columns}
@@ -191,7 +201,11 @@ def build_vectors(
     if tvecs is None:
         return None
     trow = {t: i for i, t in enumerate(dict.fromkeys(ttexts))}
-    cvecs = encode_cached(model, list(distinct), COLUMN_TOKENS, stop)
+    cvecs = (
+        encode_cached(model, list(distinct), COLUMN_TOKENS, stop)
+        if columns
+        else np.zeros((0, model.dim), np.float32)
+    )
     if cvecs is None:
         return None
     starts = [cols[0] for cols in index.table_columns if cols]
@@ -212,12 +226,12 @@ _BUILDS: dict[int, threading.Thread] = {}
 _BUILD_LOCK = threading.Lock()
 
 
-def _build_into(index: SearchIndex) -> None:
+def _build_into(index: SearchIndex, columns: bool | None) -> None:
     try:
         model = embeddings.model(wait=True)
         if model is None:
             return
-        index.semantic = build_vectors(index, model, stop=lambda: index.retired)
+        index.semantic = build_vectors(index, model, stop=lambda: index.retired, columns=columns)
     except (OSError, sqlite3.Error, ValueError, MemoryError) as exc:
         log.warning("search_schema: table embeddings could not be built (%s); searching without them", exc)
     finally:
@@ -225,9 +239,10 @@ def _build_into(index: SearchIndex) -> None:
             _BUILDS.pop(id(index), None)
 
 
-def attach(index: SearchIndex, wait: bool = False) -> CatalogVectors | None:
+def attach(index: SearchIndex, wait: bool = False, columns: bool | None = None) -> CatalogVectors | None:
     """The index's vectors when ready; otherwise start building them in a background thread (once per
-    index) and answer None, or with `wait` block until they are built. None without a model."""
+    index) and answer None, or with `wait` block until they are built. None without a model. `columns`:
+    see build_vectors (benchmarks that try column weights on one index ask for them)."""
     if index.semantic is not None or not embeddings.available():
         return index.semantic
     with _BUILD_LOCK:
@@ -235,7 +250,7 @@ def attach(index: SearchIndex, wait: bool = False) -> CatalogVectors | None:
         if thread is None and index.semantic is None and not index.semantic_started:
             index.semantic_started = True
             thread = _BUILDS[id(index)] = threading.Thread(
-                target=_build_into, args=(index,), daemon=True, name="flexsql-table-embeddings"
+                target=_build_into, args=(index, columns), daemon=True, name="flexsql-table-embeddings"
             )
             thread.start()
     if wait and thread is not None:

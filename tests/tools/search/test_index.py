@@ -83,46 +83,6 @@ def test_copies_of_one_column_list_do_not_crowd_out_the_table_the_question_names
     assert "main.tags" not in crowded[:10]
 
 
-RESULT_COLS = [
-    "result_id",
-    "race_id",
-    "driver_id",
-    "constructor_id",
-    "number",
-    "grid",
-    "position",
-    "position_text",
-    "position_order",
-    "points",
-    "laps",
-    "time",
-    "milliseconds",
-    "fastest_lap",
-    "fastest_lap_time",
-    "fastest_lap_speed",
-    "status_id",
-    "rank",
-]
-
-
-def test_of_two_twins_the_one_whose_name_adds_no_unasked_word_comes_first(tmp_path) -> None:
-    """sprint_results has one column fewer, so plain BM25 puts it first; the question never says sprint."""
-    import duckdb
-
-    path = tmp_path / "racing.duckdb"
-    conn = duckdb.connect(str(path))
-    conn.execute("CREATE TABLE results (" + ", ".join(f"{c} VARCHAR" for c in RESULT_COLS) + ")")
-    conn.execute("CREATE TABLE sprint_results (" + ", ".join(f"{c} VARCHAR" for c in RESULT_COLS[:-1]) + ")")
-    conn.execute("CREATE TABLE constructors (constructor_id VARCHAR, name VARCHAR, nationality VARCHAR)")
-    conn.close()
-    url = f"duckdb:///{path}"
-    question = "which constructors scored the most points with their fastest lap"
-    names = _names(_forum_search(url, question))
-    assert names.index("main.results") < names.index("main.sprint_results")
-    plain = _names(_forum_search(url, question, twin_unasked=1.0))  # positive control: the shorter one wins
-    assert plain.index("main.sprint_results") < plain.index("main.results")
-
-
 def test_twins_of_wide_tables_are_told_from_a_sketch_of_their_columns() -> None:
     """Tables of thousands of columns are compared through 128 hashes each, close to the exact Jaccard."""
     import heapq

@@ -69,7 +69,7 @@ def test_vectors_are_built_once_kept_on_disk_and_reused(
     school: ToolContext, tiny_model: emb.MiniLM, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     index = search_index(school, school.source(None))
-    vectors = semantic.attach(index, wait=True)
+    vectors = semantic.attach(index, wait=True, columns=True)
     assert vectors is not None and index.semantic is vectors
     assert vectors.tables.shape == (len(index.tables), 8)
     assert len(vectors.column_row) == len(index.columns)
@@ -86,9 +86,33 @@ def test_vectors_are_built_once_kept_on_disk_and_reused(
         return real(self, texts, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(emb.MiniLM, "encode", counting)
-    again = semantic.build_vectors(index, tiny_model)
+    again = semantic.build_vectors(index, tiny_model, columns=True)
     assert calls == [] and again is not None  # every text came from the store
     assert np.allclose(again.tables, vectors.tables, atol=1e-3)  # float16 on disk
+
+
+def test_by_default_only_tables_are_encoded(school: ToolContext, tiny_model: emb.MiniLM) -> None:
+    """The default fusion weighs the table cosine only: a wide warehouse's columns are not encoded."""
+    index = search_index(school, school.source(None))
+    assert index.params.semantic_weight > 0 and index.params.semantic_column_weight == 0
+    vectors = semantic.attach(index, wait=True)
+    assert vectors is not None and vectors.tables.shape == (len(index.tables), 8)
+    assert vectors.columns.shape[0] == 0
+    table_cos, best_column, column_cos = vectors.similarities(vectors.tables[0])
+    assert column_cos is None and not best_column.any() and table_cos.shape == (len(index.tables),)
+    result = search_schema(school, SearchSchema(query="teacher subject", limit=3))
+    assert result.tables[0].table.endswith(".teacher")
+
+
+@pytest.mark.parametrize("meant", ["teacher", "student"])
+def test_by_default_meaning_orders_tables_the_words_tie(
+    school: ToolContext, monkeypatch: pytest.MonkeyPatch, meant: str
+) -> None:
+    """'full name' is a column of student and teacher alike; the default weights let meaning decide."""
+    search_index(school, school.source(None))
+    _meaning_points_at(school, meant, monkeypatch)
+    result = search_schema(school, SearchSchema(query="full name", limit=3))
+    assert result.tables[0].table.endswith(f".{meant}")
 
 
 def test_only_new_texts_are_encoded_for_another_catalog(
@@ -96,7 +120,7 @@ def test_only_new_texts_are_encoded_for_another_catalog(
 ) -> None:
     import duckdb
 
-    semantic.attach(search_index(school, school.source(None)), wait=True)
+    semantic.attach(search_index(school, school.source(None)), wait=True, columns=True)
     path = tmp_path / "campus2.duckdb"
     conn = duckdb.connect(str(path))
     conn.execute(SCHOOL + "CREATE TABLE school.grades (student_id INTEGER, mark DOUBLE);")
@@ -110,7 +134,7 @@ def test_only_new_texts_are_encoded_for_another_catalog(
         return real(self, texts, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(emb.MiniLM, "encode", counting)
-    assert semantic.attach(search_index(other, other.source(None)), wait=True) is not None
+    assert semantic.attach(search_index(other, other.source(None)), wait=True, columns=True) is not None
     assert sorted(encoded) == ["grades (school): student id, mark", "mark"]
 
 
