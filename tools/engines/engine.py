@@ -181,9 +181,7 @@ class Engine:
     ) -> str:
         """A SELECT of one row per element of the array at `before` (in each row of the table), its one
         column `alias` the text at `after` inside the element."""
-        raise InvalidArgument(
-            f"{self.name} reads no paths through arrays: run_query with the engine's unnest"
-        )
+        raise InvalidArgument(f"{self.name} reads no paths through arrays here: unnest the array in SQL")
 
     def average(self, expr: str) -> str:
         return f"avg(CAST({expr} AS {self.double_type}))" if self.double_type else f"avg({expr})"

@@ -65,7 +65,7 @@ def parse_path(text: str) -> PathSpec | None:
     head, sep, tail = text.partition("[]")
     if "[]" in tail:
         raise InvalidArgument(
-            f"path {text!r} goes through two arrays; a value tool reads one ([] once), run_query the rest"
+            f"path {text!r} goes through two arrays; distinct_values reads one ([] once): unnest the rest in SQL"
         )
     parts = head.split(".")
     after = tuple(k for k in tail.split(".") if k) if sep else None
@@ -283,8 +283,8 @@ def _value_sql(engine: Engine, table: TableInfo, text: str) -> tuple[str, bool]:
     col, spec = found
     if spec.after is not None:
         raise InvalidArgument(
-            f"{text!r} goes through an array, one value per element: distinct_values and profile_column "
-            "read it; here name a path without [] or run_query with the engine's unnest"
+            f"{text!r} goes through an array, one value per element: distinct_values(column={text!r}) reads "
+            "it; here name a path without [], or unnest the array in SQL"
         )
     return engine.path_value(engine.quote(col.name), col.type, spec.before), True
 

@@ -4,14 +4,18 @@ profile_column take a path as a column (`traffic.source`, `hits[].page.pagePath`
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from flexsql.agent.stages.plan import TOOLS as PLAN_TOOLS
 from flexsql.errors import InvalidArgument, NotFoundError
 from flexsql.tools.catalog import DescribeTable, describe_table
 from flexsql.tools.engines import SourceRegistry, open_source
 from flexsql.tools.engines.paths import infer_paths, parse_path
 from flexsql.tools.query import SampleRows, sample_rows
 from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.toolbox import TOOLS
 from flexsql.tools.values.distinct import DistinctValues, distinct_values
 from flexsql.tools.values.profile import ProfileColumn, profile_column
 from tests.support.warehouse import DIRECT_ROWS, TOTAL_ROWS, warehouse_url
@@ -74,6 +78,21 @@ def test_a_bad_path_says_what_to_do(ga, engine):
         distinct_values(ga, DistinctValues(table="ga_sessions_20170101", column="visit_id.x"))
     with pytest.raises(InvalidArgument, match="through an array"):
         sample_rows(ga, SampleRows(table="ga_sessions_20170101", columns=[f"{_col('hits', engine)}[].page"]))
+
+
+def test_an_array_path_in_sample_rows_points_to_a_tool_the_planner_has(ga, engine):
+    """The plan stage offers sample_rows and distinct_values but not run_query: the refusal of a path
+    through an array must send the planner to distinct_values, and to no tool it lacks."""
+    path = f"{_col('hits', engine)}[].page.pagePath"
+    with pytest.raises(InvalidArgument) as refused:
+        sample_rows(ga, SampleRows(table="ga_sessions_*", columns=[path]))
+    message = str(refused.value)
+    assert f"distinct_values(column={path!r})" in message
+    named = {name for name in TOOLS if re.search(rf"\b{name}\b", message)}
+    assert named <= set(PLAN_TOOLS), sorted(named - set(PLAN_TOOLS))
+    # and what it points to works: the planner gets the values of that path
+    pages = distinct_values(ga, DistinctValues(table="ga_sessions_*", column=path))
+    assert pages.values[0].value == "/home"
 
 
 def test_paths_are_inferred_from_values_bounded():
