@@ -40,7 +40,7 @@ QUESTIONS = [
 ]
 
 _tool_seconds = {"total": 0.0}
-_real_acall = registry.acall
+_real_acall = registry.Tools.acall
 
 
 async def _timed_acall(*args, **kwargs):  # type: ignore[no-untyped-def]
@@ -95,12 +95,7 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=12, help="K=4 single-question runs")
     args = parser.parse_args()
-    registry.acall = _timed_acall  # type: ignore[assignment]
-    import flexsql.agent.pipeline as pipeline_module
-    import flexsql.agent.stages.chat as chat_module
-
-    pipeline_module.registry.acall = _timed_acall  # type: ignore[attr-defined]
-    chat_module.registry.acall = _timed_acall  # type: ignore[attr-defined]
+    registry.Tools.acall = _timed_acall  # type: ignore[method-assign]  # every tool call, agent and pipeline
     sources = SourceRegistry()
     sources.add(open_source(demo_url(), name="demo"))
     settings = Settings()
