@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from collections.abc import Awaitable, Callable
-
 import anyio
 
+from flexsql.agent.answer import Answer
 from flexsql.agent.conversation import ConversationStore
 from flexsql.agent.models.base import ModelUnavailable
-from flexsql.agent.answer import Answer
 from flexsql.agent.models.factory import configured
 from flexsql.agent.service import ask_question
 from flexsql.config import Settings

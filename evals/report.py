@@ -19,7 +19,6 @@ from flexsql.evals.scoring import CATEGORY_TEXT, SCORER_NOTES, SCORERS
 from flexsql.evals.tasks import Task
 from flexsql.paths import write_private
 
-
 # Failures of the setup, not of the answer (database not found, gold SQL failed, runner crashed): a
 # resumed run does these tasks again instead of keeping their 0.
 INFRASTRUCTURE = {"no_database", "runner_error"}
