@@ -327,10 +327,15 @@ _STATEMENT_WORDS = frozenset(
 )  # fmt: skip
 
 
-def syntax_refusal(keyword: str, dialect: str) -> SqlSyntaxRefusal | None:
-    """A syntax refusal when `keyword` (a statement's first word) is no SQL word at all, else None."""
+def syntax_refusal(keyword: str, dialect: str, sql: str) -> SqlSyntaxRefusal | None:
+    """A syntax refusal when `keyword` (a statement's first word) is no SQL word at all, else None.
+    A first word with other letters in it (a homoglyph: Cyrillic Е in DЕLETE) keeps the refusal
+    that names it."""
     word = keyword.split(" ")[0].upper()
     if not word or word in _READ_STARTS or word in _STATEMENT_WORDS:
+        return None
+    whole = re.match(r"\w+", _LEADING_NOISE.sub("", sql, count=1))
+    if whole is None or whole.group(0).upper() != word:
         return None
     try:
         known = sqlglot.Dialect.get_or_raise(dialect).tokenizer_class.KEYWORDS
@@ -629,7 +634,7 @@ def _check(sql: str, rules: GuardRules) -> str:
                 f"SHOW {body.strip()[:60]}".strip(), f"{why}; {rules.show_hint}" if rules.show_hint else why
             )
         else:
-            raise syntax_refusal(keyword, rules.dialect) or refuse(
+            raise syntax_refusal(keyword, rules.dialect, sql) or refuse(
                 _statement_label(tree, sql), f"{READ_ONLY_HINT}; {_ONLY_READS}"
             )
     elif isinstance(tree, _ALLOWED_ROOTS + rules.read_roots):
@@ -641,7 +646,7 @@ def _check(sql: str, rules: GuardRules) -> str:
         if extra:
             hint += f"; {extra}"
         if type(tree).__name__ not in _DENIED_NODES:  # prose parsed as an expression ("HELLO world")
-            syntax = syntax_refusal(_first_word(sql), rules.dialect)
+            syntax = syntax_refusal(_first_word(sql), rules.dialect, sql)
             if syntax is not None:
                 raise syntax
         raise refuse(_statement_label(tree, sql), hint)
@@ -672,7 +677,7 @@ def check_sql(sql: str, rules: GuardRules) -> str:
     except (SqlglotError, RecursionError, ValueError, IndexError) as exc:
         keyword = _first_word(sql)
         if keyword and keyword not in _READ_STARTS:
-            raise syntax_refusal(keyword, rules.dialect) or refuse(
+            raise syntax_refusal(keyword, rules.dialect, sql) or refuse(
                 keyword, f"{READ_ONLY_HINT}; {_ONLY_READS}"
             ) from None
         message = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
