@@ -78,36 +78,35 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 
 def setup_logging(verbose: int, quiet: bool, level: str | None, log_file: str | None) -> None:
     """One plain handler on stderr (and one on --log-file): a line per record, never wrapped. Set up
-    before the MCP SDK would install its rich handler (logging.basicConfig keeps the first one)."""
-    if level:
-        chosen = getattr(logging, level.upper())
-    elif quiet:
-        chosen = logging.ERROR
+    before the MCP SDK would install its rich handler (logging.basicConfig keeps the first one).
+
+    stderr shows warnings by default, errors only with -q, more with -v / -vv; --log-level sets both
+    streams' level unless -q/-v say otherwise for stderr; the file records info and up by default."""
+    named = getattr(logging, level.upper()) if level else None
+    if quiet:
+        on_stderr = logging.ERROR
+    elif verbose:
+        on_stderr = logging.INFO if verbose == 1 else logging.DEBUG
     else:
-        chosen = {0: logging.WARNING, 1: logging.INFO}.get(verbose, logging.DEBUG)
+        on_stderr = named or logging.WARNING
+    in_file = named or logging.INFO
     root = logging.getLogger()
     for handler in list(root.handlers):
         if getattr(handler, "_flexsql", False):
             root.removeHandler(handler)
-    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    handlers: list[tuple[logging.Handler, int]] = [(logging.StreamHandler(sys.stderr), on_stderr)]
     if log_file:
         try:
-            handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
+            handlers.append((logging.FileHandler(log_file, encoding="utf-8"), in_file))
         except OSError as exc:
             fail(ConfigError(f"--log-file {log_file}: {exc.strerror or exc}; give a file you can write"))
     stamp = "%(asctime)s " if log_file or not sys.stderr.isatty() else ""
-    for handler in handlers:
+    for handler, handler_level in handlers:
         handler.setFormatter(logging.Formatter(f"{stamp}%(levelname)s %(name)s: %(message)s"))
+        handler.setLevel(handler_level)
         handler._flexsql = True  # type: ignore[attr-defined]
         root.addHandler(handler)
-    if log_file:  # the file gets every record at the chosen level; stderr keeps to warnings unless -v
-        handlers[1].setLevel(chosen)
-    root.setLevel(chosen)
-
-
-def log_level_name() -> str:
-    """The root level as uvicorn's name for it."""
-    return logging.getLevelName(logging.getLogger().level).lower()
+    root.setLevel(min(level for _, level in handlers))
 
 
 # -- checks before any work ------------------------------------------------------------------------
