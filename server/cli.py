@@ -11,17 +11,17 @@ import click
 
 from flexsql import __version__
 from flexsql.agent.flags import model_options
-from flexsql.config import Settings, SourceConfig, load_settings
-from flexsql.errors import ConfigError, FlexSQLError, NotFoundError
+from flexsql.config import Settings, load_settings
+from flexsql.errors import FlexSQLError, NotFoundError
 from flexsql.server.cli_support import (
     LOG_LEVELS,
     FlexGroup,
     check_files,
     check_model_endpoint,
     console,
-    db_hint,
     exit_code,
     fail,
+    parse_db_option,
     read_text,
     setup_logging,
     stderr_is_terminal,
@@ -37,20 +37,6 @@ DB_HELP = (
     "postgresql://user@host:port/db, snowflake://user@account/DB/SCHEMA?warehouse=…&role=…. "
     "Default: the bundled demo database"
 )
-
-
-def parse_db_option(value: str) -> SourceConfig:
-    head, sep, rest = value.partition("=")
-    if sep and "://" not in head and "://" in rest:
-        return SourceConfig(name=head.strip(), url=rest.strip())
-    if "://" not in value:  # a bare path, `duckdb:/x`, `NAME=path`: say which URL to write, no traceback
-        if not value.strip():
-            raise ConfigError("--db is empty: give a source URL such as duckdb:///abs/path/shop.duckdb")
-        raise ConfigError(
-            f"--db {value.strip()!r} is not a source URL: write {db_hint(value)} "
-            "(or postgresql://user@host/db, snowflake://…)"
-        )
-    return SourceConfig(url=value.strip())
 
 
 def make_sources(settings: Settings, db: tuple[str, ...] = (), demo_fallback: bool = True) -> SourceRegistry:

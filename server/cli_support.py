@@ -135,6 +135,20 @@ def db_hint(value: str) -> str:
     return f"{scheme}://{Path(path).resolve()}"
 
 
+def parse_db_option(value: str) -> SourceConfig:
+    head, sep, rest = value.partition("=")
+    if sep and "://" not in head and "://" in rest:
+        return SourceConfig(name=head.strip(), url=rest.strip())
+    if "://" not in value:  # a bare path, `duckdb:/x`, `NAME=path`: say which URL to write, no traceback
+        if not value.strip():
+            raise ConfigError("--db is empty: give a source URL such as duckdb:///abs/path/shop.duckdb")
+        raise ConfigError(
+            f"--db {value.strip()!r} is not a source URL: write {db_hint(value)} "
+            "(or postgresql://user@host/db, snowflake://…)"
+        )
+    return SourceConfig(url=value.strip())
+
+
 def check_files(configs: list[SourceConfig]) -> None:
     """A file source must exist and be a file when the command starts, not at the first tool call
     (a server that starts on a missing file looks connected and fails every call)."""

@@ -190,8 +190,7 @@ def mcp_config_command(
 ) -> None:
     """Print the `claude mcp add` line and JSON for Cursor, VS Code and Claude Desktop."""
     from flexsql.errors import FlexSQLError
-    from flexsql.server.cli import parse_db_option
-    from flexsql.server.cli_support import check_files, fail
+    from flexsql.server.cli_support import check_files, fail, parse_db_option
 
     try:  # a config for a file that does not exist would show "connected" and fail every call
         check_files([parse_db_option(db) for db in dbs])

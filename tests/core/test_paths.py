@@ -4,7 +4,6 @@ to do, never a PermissionError traceback or "internal error … flexsql bug"."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
