@@ -298,6 +298,8 @@ def eval_command(
         )
     if s.get("tasks_per_s"):
         console.print(f"{outcome.ran} tasks in {outcome.wall_s:.2f} s ({s['tasks_per_s']} tasks/s)")
+    if s.get("model"):
+        console.print(f"model: {s['model']}", markup=False)
     console.print(f"report: {outcome.out / 'report.html'}  results: {outcome.out / 'results.jsonl'}")
     if outcome.interrupted:
         console.print(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -377,12 +378,14 @@ def ask(
         sources.get(source_name)  # --source naming no --db
     except FlexSQLError as exc:
         fail(exc, 2)
-    progress = None
+    progress: Callable[[str, str], None] | None = None
     if progress_flag if progress_flag is not None else (stderr_is_terminal() and not as_json):
         err = console(stderr=True)
 
-        def progress(stage: str, message: str) -> None:
-            err.print(f"[dim]{stage}[/]: {message}", highlight=False)
+        def print_stage(stage: str, message: str) -> None:
+            err.print(f"{stage}: {message}", style="dim", highlight=False, markup=False)
+
+        progress = print_stage
 
     try:
         context = SessionState(sources, settings).new_context()

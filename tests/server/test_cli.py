@@ -285,13 +285,14 @@ def test_piped_output_is_plain_and_unwrapped(tmp_path: Path) -> None:
 
 def test_verbosity_and_log_file(tmp_path: Path) -> None:
     """-q keeps warnings off stderr, --log-file keeps them in a file, and the default shows them."""
+    from flexsql import config
+
     url = make_duckdb(tmp_path)
+    config._warned.clear()  # each variable is warned about once per process
     env = {"FLEXSQL_LIMITS_QUERY_TIMEOUT_S": "5"}  # a misspelled variable: one warning
     runner = CliRunner(env=env)
     default = runner.invoke(main, ["sources", "--db", url])
     assert "did you mean FLEXSQL_LIMITS__QUERY_TIMEOUT_S?" in default.stderr
-    from flexsql import config
-
     config._warned.clear()
     log = tmp_path / "flexsql.log"
     quiet = runner.invoke(main, ["-q", "--log-file", str(log), "sources", "--db", url])

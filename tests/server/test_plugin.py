@@ -188,6 +188,7 @@ def config_output(*args: str) -> str:
 
 def test_mcp_config_claude_line_puts_the_name_before_the_command(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "shop.duckdb").write_bytes(b"")  # mcp-config refuses a file that does not exist
     line = config_output(
         "--client", "claude", "--db", "duckdb:///./shop.duckdb", "--launcher", "flexsql"
     ).strip()
