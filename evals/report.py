@@ -367,7 +367,9 @@ def _task_table(records: list[dict[str, Any]]) -> str:
         if verdict != "passed":
             verdict += f" ({failure_kind(r)})"
         latency = (r.get("timings") or {}).get("total_s")
-        trace = f' <a href="{e(Path(str(r["trace"])).resolve().as_uri())}">trace</a>' if r.get("trace") else ""
+        trace = (
+            f' <a href="{e(Path(str(r["trace"])).resolve().as_uri())}">trace</a>' if r.get("trace") else ""
+        )
         out.append(
             f"<tr><td>{e(str(r['instance_id']))}{trace}</td><td>{e(verdict)}</td>"
             f"<td class=n>{'' if latency is None else f'{latency:.2f} s'}</td><td>{e(str(r.get('model') or ''))}</td>"
