@@ -303,6 +303,33 @@ def call(
         click.echo(result_text(model, settings))
 
 
+@main.command("tools")
+@click.argument("name", required=False)
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="flexsql.toml to read")
+def tools_command(name: str | None, config_file: str | None) -> None:
+    """List the tools (`flexsql call` runs one), or show one tool's description and arguments."""
+    from flexsql.server.app import SERVED
+
+    try:
+        settings = load_settings(config_file)
+        specs = [_tool(name)] if name else [SERVED.get_tool(n) for n in SERVED]
+    except NotFoundError as exc:
+        fail(exc, 2)
+    except FlexSQLError as exc:
+        fail(exc)
+    for spec in specs:
+        text = spec.describe(settings)
+        if name:
+            click.echo(f"{spec.name}: {text}\narguments: {spec.signature()}")
+            click.echo(f"example: flexsql call {spec.name} " + " ".join(f"{k}=…" for k in _required(spec)))
+        else:
+            click.echo(f"{spec.name:<17} {text.splitlines()[0][:100]}")
+
+
+def _required(spec: Any) -> list[str]:
+    return [info.alias or key for key, info in spec.args.model_fields.items() if info.is_required()]
+
+
 @main.command()
 @click.argument("question")
 @click.option("--db", "db", multiple=True, help=DB_HELP)

@@ -31,7 +31,7 @@ def test_version_and_help():
     runner = CliRunner()
     assert "0.1.0" in runner.invoke(main, ["--version"]).output
     out = runner.invoke(main, ["--help"]).output
-    for command in ("serve", "demo", "sources", "call", "eval", "install-skills", "mcp-config"):
+    for command in ("serve", "demo", "sources", "call", "tools", "eval", "install-skills", "mcp-config"):
         assert command in out
 
 
@@ -312,3 +312,14 @@ def test_ask_shows_its_stages_only_when_asked_or_on_a_terminal(tmp_path: Path) -
     assert piped.exit_code == 0 and shown.exit_code == 0, piped.output + shown.output
     assert "classify" not in piped.stderr and "classify" in shown.stderr
     assert "│" in piped.stdout or "|" in piped.stdout or "7" in piped.stdout
+
+
+def test_tools_lists_the_tools_and_shows_one() -> None:
+    runner = CliRunner()
+    listing = runner.invoke(main, ["tools"])
+    assert listing.exit_code == 0 and "describe_table " in listing.output and "run_query " in listing.output
+    one = runner.invoke(main, ["tools", "describe_table"])
+    assert one.exit_code == 0 and "arguments: table (str, required)" in one.output
+    assert "flexsql call describe_table table=…" in one.output
+    near = runner.invoke(main, ["tools", "descibe_table"])
+    assert near.exit_code == 2 and "did you mean describe_table?" in near.output
