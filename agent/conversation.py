@@ -262,6 +262,7 @@ class ConversationStore:
     # -- writing -----------------------------------------------------------------------------------
     def append(self, conversation_id: str, turn: Turn) -> Conversation:
         """Add a turn (kept bounded), persist it, and return the conversation (a copy)."""
+        self.path(conversation_id)  # an id that could leave the folder is refused before any lock file
         with self._lock, self._between_processes():
             conv = self._load(conversation_id).model_copy(deep=True)
             conv.turns.append(Turn.model_validate(turn.model_dump()))  # a copy, with the field caps applied

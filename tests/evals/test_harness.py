@@ -317,3 +317,16 @@ def test_a_resume_with_other_model_settings_is_refused_and_records_name_their_mo
     (kept,) = (out / "previous").iterdir()
     assert len((kept / "results.jsonl").read_text().splitlines()) == 3
     assert json.loads((kept / "run.json").read_text())["started_at"] == first["started_at"]
+
+
+def test_eval_json_prints_the_summary_on_stdout(spider_tasks, tmp_path) -> None:
+    from click.testing import CliRunner
+
+    from flexsql.evals.cli import eval_command
+
+    tasks, dbs = spider_tasks
+    args = [str(tasks), "--runner", "gold", "--dbs", str(dbs), "--out", str(tmp_path / "out"), "-q", "--json"]
+    result = CliRunner().invoke(eval_command, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["passed"] == 5 and summary["model"] == "gold SQL"
