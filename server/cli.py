@@ -449,7 +449,7 @@ def demo(scale: float) -> None:
     from flexsql.server.demo import run_demo
 
     try:
-        run_demo(scale=scale, console=console())
+        run_demo(scale=scale)  # a walkthrough of panels and rules: laid out at the default width
     except FlexSQLError as exc:
         fail(exc)
 
