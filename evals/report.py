@@ -40,6 +40,17 @@ def failure_kind(record: dict[str, Any]) -> str:
     return "model"
 
 
+def wilson_interval(passed: int, n: int, z: float = 1.96) -> tuple[float, float] | None:
+    """The 95% Wilson score interval of an accuracy, in percent (it stays inside 0-100 and behaves at
+    small n and at 0 or 100%, where the normal approximation does not)."""
+    if n <= 0:
+        return None
+    p = passed / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n)
+    return round(100 * max(0.0, centre - half), 2), round(100 * min(1.0, centre + half), 2)
+
+
 def _pct(n: int, d: int) -> float | None:
     return round(100.0 * n / d, 2) if d else None
 
@@ -152,6 +163,7 @@ def summarize(
         "passed": primary["passed"],
         "accuracy_evaluated": primary["accuracy_evaluated"],
         "accuracy_all": primary["accuracy_all"],
+        "ci95_evaluated": wilson_interval(primary["passed"], len(evaluated)),
         "scorers": scorers,
         "by_db": dict(sorted(by_db.items())),
         "failure_reasons": dict(reasons.most_common()),
@@ -249,6 +261,9 @@ def markdown(s: dict[str, Any]) -> str:
         f"({s['passed']}/{s['evaluated']}), **{_fmt(s['accuracy_all'])}** of all tasks "
         f"({s['passed']}/{s['scored_tasks']})",
     ]
+    if s.get("ci95_evaluated"):
+        low, high = s["ci95_evaluated"]
+        lines.append(f"- 95% interval of the accuracy of evaluated (Wilson): {low:.2f}% to {high:.2f}%")
     if s.get("tasks_per_s"):
         lines.append(
             f"- this session: {s['ran_this_session']} tasks in {s['wall_s']:.2f} s "
@@ -438,7 +453,13 @@ def html_report(s: dict[str, Any], records: list[dict[str, Any]] | None = None) 
     out.append("<div class=cards>")
     out.append(
         f"<div class=card><div class=muted>accuracy, evaluated</div><div class=big>{_fmt(s['accuracy_evaluated'])}</div>"
-        f"<div class=muted>{s['passed']} / {s['evaluated']} evaluated</div></div>"
+        f"<div class=muted>{s['passed']} / {s['evaluated']} evaluated"
+        + (
+            f"; 95% interval {s['ci95_evaluated'][0]:.1f}–{s['ci95_evaluated'][1]:.1f}%"
+            if s.get("ci95_evaluated")
+            else ""
+        )
+        + "</div></div>"
     )
     if s["recorded"]:  # with nothing recorded yet, "0.00% of all" would read as a result
         out.append(

@@ -45,3 +45,16 @@ def test_the_html_report_shows_each_task_and_tells_setup_failures_from_wrong_ans
     for text in ("How many orders in week 0?", "SELECT count(*) FROM orders", "model-a", "1.25 s", "plans 2"):
         assert text in page, text
     assert "Wrong answers (the model's): <b>1</b>" in page and "endpoint): <b>2</b>" in page
+
+
+def test_the_accuracy_comes_with_a_95_percent_interval() -> None:
+    from flexsql.evals.report import wilson_interval
+
+    assert wilson_interval(0, 0) is None
+    low, high = wilson_interval(40, 50)  # 80%: about 67% to 89%
+    assert 66.0 < low < 68.0 and 88.0 < high < 90.0
+    assert wilson_interval(5, 5)[1] == 100.0 and wilson_interval(5, 5)[0] > 50.0
+    records = [_record(i, evaluated=True, score=1, scores={"ex": 1}) for i in range(4)]
+    summary = summarize(records, TASKS, "ex")
+    assert summary["ci95_evaluated"][1] == 100.0
+    assert "95% interval" in markdown(summary) and "95% interval" in html_report(summary, records)
