@@ -457,9 +457,11 @@ def demo(scale: float) -> None:
 def _register_optional_commands() -> None:
     """Subcommands that live beside their feature's code."""
     from flexsql.evals.cli import eval_command
+    from flexsql.server.config_cli import config_command
     from flexsql.server.plugin_cli import install_skills_command, mcp_config_command
 
     main.add_command(eval_command, "eval")
+    main.add_command(config_command, "config")
     main.add_command(install_skills_command, "install-skills")
     main.add_command(mcp_config_command, "mcp-config")
 
