@@ -40,6 +40,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
+from filelock import FileLock
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from flexsql.agent.roles import RoleState, role_state
@@ -261,7 +262,8 @@ class ConversationStore:
     # -- writing -----------------------------------------------------------------------------------
     def append(self, conversation_id: str, turn: Turn) -> Conversation:
         """Add a turn (kept bounded), persist it, and return the conversation (a copy)."""
-        with self._lock:
+        self.path(conversation_id)  # an id that could leave the folder is refused before any lock file
+        with self._lock, self._between_processes():
             conv = self._load(conversation_id).model_copy(deep=True)
             conv.turns.append(Turn.model_validate(turn.model_dump()))  # a copy, with the field caps applied
             self._bound(conv)
@@ -269,6 +271,13 @@ class ConversationStore:
             mtime = self._write(conv)
             self._remember(conversation_id, conv, mtime)
             return conv.model_copy(deep=True)
+
+    def _between_processes(self) -> contextlib.AbstractContextManager[object]:
+        """A lock on the folder, so a stdio server and `flexsql ask --conversation` appending to one
+        conversation each add their turn (without it, the last writer's file would drop the other's)."""
+        if self.directory is None:
+            return contextlib.nullcontext()
+        return FileLock(self.directory / ".lock", mode=0o600)
 
     def delete(self, conversation_id: str) -> None:
         with self._lock:

@@ -7,21 +7,24 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from flexsql.agent.answer import Answer
 from flexsql.agent.conversation import ConversationStore
 from flexsql.agent.models.base import ModelUnavailable
 from flexsql.agent.models.factory import configured
 from flexsql.agent.service import ask_question
 from flexsql.config import Settings
 from flexsql.errors import ConfigError, FlexSQLError, error_code, error_text
-from flexsql.evals.runners import Prediction, Runner, safe_name
+from flexsql.evals.runners import Prediction, Runner, RunnerStopped, safe_name
 from flexsql.evals.tasks import DatabaseLocator, Task, find_external_knowledge
 from flexsql.paths import private_file
 from flexsql.tools.engines import SourceRegistry, open_source
+from flexsql.tools.engines.urls import redact
 from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.runtime.results import ResultStore
 
@@ -57,6 +60,7 @@ class BuiltinRunner(Runner):
         self._sources: dict[str, SourceRegistry] = {}
         self._caches: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
+        self._stopped = threading.Event()  # Ctrl-C / SIGTERM: cancel the model requests in flight
 
     def _context(self, url: str) -> ToolContext:
         with self._lock:
@@ -89,8 +93,11 @@ class BuiltinRunner(Runner):
         trace = task_dir / "trace.jsonl"
         conversation = f"dialogue-{task.dialogue_index}" if task.dialogue_index is not None else None
         try:
+            if self._stopped.is_set():
+                raise RunnerStopped()
             tools = self._context(self.locator.url_for(task.db))
             result = anyio.run(
+                self._until_stopped,
                 lambda: ask_question(
                     tools,
                     self.settings,
@@ -101,7 +108,14 @@ class BuiltinRunner(Runner):
                     trace_path=trace,
                     run_id=safe_name(task.instance_id),
                     conversations=self.conversations,
-                )
+                ),
+            )
+        except RunnerStopped as exc:  # a runner_error: a resumed run does this task again
+            return Prediction(
+                error=str(exc),
+                error_category="runner_error",
+                runner_s=time.perf_counter() - started,
+                trace=str(trace),
             )
         except FlexSQLError as exc:
             return Prediction(
@@ -139,6 +153,36 @@ class BuiltinRunner(Runner):
             prediction.error = result.reason
             prediction.error_category = "agent_failed"
         return prediction
+
+    async def _until_stopped(self, work: Callable[[], Awaitable[Answer]]) -> Answer:
+        """Run `work`, cancelled (its open model requests closed) as soon as stop() is called."""
+        outcome: list[Answer] = []
+        async with anyio.create_task_group() as group:
+
+            async def watch() -> None:
+                while not self._stopped.is_set():
+                    await anyio.sleep(0.05)
+                group.cancel_scope.cancel()
+
+            group.start_soon(watch)
+            outcome.append(await work())
+            group.cancel_scope.cancel()
+        if not outcome:
+            raise RunnerStopped()
+        return outcome[0]
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def provenance(self) -> dict[str, Any]:
+        model = self.settings.model
+        return {
+            "model": model.model,
+            "base_url": redact(model.base_url) if model.base_url else None,
+            "plans": self.plans,
+            "temperature": model.temperature,
+            "reasoning_effort": model.reasoning_effort,
+        }
 
     def close(self) -> None:
         for registry in self._sources.values():

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -10,7 +16,7 @@ import click
 
 from flexsql.agent.flags import apply_model_flags, model_options
 from flexsql.config import load_settings
-from flexsql.errors import FlexSQLError, NotFoundError
+from flexsql.errors import ConfigError, FlexSQLError, NotFoundError
 from flexsql.evals.scoring import SCORERS, Flavor
 
 if TYPE_CHECKING:  # imported where used: `--help` and the other commands do not load them
@@ -56,7 +62,10 @@ is read for token usage and, when no file was written, a fenced ```sql block in 
 \b
 Outputs in --out: results.jsonl (one line per task), report.md, report.html, summary.json,
 submission/ (the official submission folder). Re-running the same command resumes: finished tasks
-are skipped. The command exits 0 when the evaluation ran, whatever the accuracy (130 on Ctrl-C).
+are skipped; a resume with other model settings (--model, --base-url, --plans, the runner's
+command) is refused (exit 2): use another --out or --new-run. Every line names its model.
+Exit codes: 0 the evaluation ran, whatever the accuracy; 1 a runtime error; 2 a usage or
+configuration error; 130 interrupted (Ctrl-C or SIGTERM: the reports are still written).
 """
 
 
@@ -165,7 +174,15 @@ are skipped. The command exits 0 when the evaluation ran, whatever the accuracy 
     show_default=True,
     help="Largest result fetched; a bigger one scores 0 as too large.",
 )
+@click.option(
+    "--new-run",
+    is_flag=True,
+    help="Start over in --out even when it holds a run (its files are moved to OUT/previous/<time>/).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout (progress stays on stderr)."
+)
 @click.option(
     "--config",
     "config_file",
@@ -194,7 +211,9 @@ def eval_command(
     ids: str | None,
     resume: bool,
     max_rows: int,
+    new_run: bool,
     quiet: bool,
+    as_json: bool,
     config_file: str | None,
     base_url: str | None,
     model_name: str | None,
@@ -233,7 +252,7 @@ def eval_command(
         via_mcp=via_mcp,
         limit=limit,
         ids=[i.strip() for i in ids.split(",") if i.strip()] if ids else None,
-        resume=resume,
+        resume=resume and not new_run,
         max_rows=max_rows,
         plans=plans,
     )
@@ -245,13 +264,26 @@ def eval_command(
         evaluation = Evaluation(options)
     except NotFoundError as exc:  # --ids naming no task: a usage error (exit 2)
         raise click.BadParameter(str(exc).removeprefix("--ids: "), param_hint="'--ids'") from None
+    except ConfigError as exc:  # a flag, file or setting: exit 2 (docs/cli.md, exit codes)
+        raise UsageFailure(str(exc)) from None
     except FlexSQLError as exc:
         raise click.ClickException(str(exc)) from None
+    evaluation.on_stopping = lambda: console.print(
+        "[yellow]interrupted[/]: stopping the running tasks and writing the reports "
+        "(Ctrl-C again to leave at once)"
+    )
     try:
-        outcome = _run(evaluation, console, quiet)
+        with terminate_as_interrupt():
+            outcome = _run(evaluation, console, quiet)
+    except ConfigError as exc:
+        raise UsageFailure(str(exc)) from None
     except FlexSQLError as exc:
         raise click.ClickException(str(exc)) from None
+    if evaluation.set_aside is not None:
+        console.print(f"the earlier run's files were moved to {evaluation.set_aside}", markup=False)
     s = outcome.summary
+    if as_json:
+        click.echo(json.dumps(s, indent=2, default=str))
     console.print(
         f"[bold]{s['scorer']}[/]: {_pct(s['accuracy_evaluated'])} of evaluated ({s['passed']}/{s['evaluated']}), "
         f"{_pct(s['accuracy_all'])} of all ({s['passed']}/{s['scored_tasks']}); "
@@ -266,13 +298,46 @@ def eval_command(
         )
     if s.get("tasks_per_s"):
         console.print(f"{outcome.ran} tasks in {outcome.wall_s:.2f} s ({s['tasks_per_s']} tasks/s)")
+    if s.get("model"):
+        console.print(f"model: {s['model']}", markup=False)
     console.print(f"report: {outcome.out / 'report.html'}  results: {outcome.out / 'results.jsonl'}")
     if outcome.interrupted:
         console.print(
             f"[yellow]interrupted[/]: {outcome.ran} task(s) finished this time; "
             "run the same command again to resume"
         )
-        sys.exit(130)
+        exit_interrupted()
+
+
+class UsageFailure(click.ClickException):
+    """A configuration or usage error found after parsing (a bad --out, a mismatched resume): exit 2."""
+
+    exit_code = 2
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM ends the run the way Ctrl-C does: running tasks stopped, reports written, exit 130."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def exit_interrupted() -> None:
+    """Exit 130. Worker threads still stuck past the grace period (a query the engine cannot cancel)
+    would hold the interpreter's exit, and a second Ctrl-C there prints a threading traceback: the
+    reports are written, so leave at once."""
+    stuck = [t for t in threading.enumerate() if t.name.startswith("flexsql-eval") and t.is_alive()]
+    if stuck and threading.current_thread() is threading.main_thread():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+    sys.exit(130)
 
 
 def _pct(value: float | None) -> str:

@@ -5,7 +5,9 @@ and the official submission folder."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -17,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from flexsql import __version__
 from flexsql.errors import ConfigError, FlexSQLError, NotFoundError
 from flexsql.evals.dialogue import expected_status, is_status_turn, returned_status, status_record, work_units
 from flexsql.evals.execution import (
@@ -27,6 +30,7 @@ from flexsql.evals.execution import (
     McpExecutor,
 )
 from flexsql.evals.gold import GoldStore
+from flexsql.evals.report import infrastructure_failure, summarize, write_reports
 from flexsql.evals.runners import (
     CommandRunner,
     GoldRunner,
@@ -58,6 +62,7 @@ from flexsql.tools.engines.urls import redact
 
 RESULTS = "results.jsonl"
 SUBMISSION = "submission"
+STOP_GRACE_S = 8.0  # after Ctrl-C: how long the running tasks get to end (their model requests are cancelled)
 
 
 class EvalOptions(BaseModel):
@@ -129,6 +134,8 @@ class Evaluation:
             else InProcessExecutor(max_rows=options.max_rows)
         )
         self.runner = self._make_runner()
+        self.set_aside: Path | None = None  # where a --new-run moved the earlier run's files
+        self.on_stopping: Callable[[], None] | None = None  # called at the first Ctrl-C (the CLI says so)
 
     def _make_runner(self) -> Runner:
         o = self.options
@@ -165,12 +172,16 @@ class Evaluation:
             "benchmark": task.benchmark,
             "question": task.question,
             "runner": self.runner.name,
+            **self.runner.provenance(),
             "scorer": self.scorer,
         }
         if task.turn_type is not None or task.dialogue_index is not None:
             record.update(
                 turn_type=task.turn_type, dialogue_index=task.dialogue_index, turn_index=task.turn_index
             )
+        gold_sql = task.gold_sql or self.gold.sql(task.instance_id)
+        if gold_sql:
+            record["gold_sql"] = gold_sql
         if not task.scored and isinstance(self.runner, GoldRunner):
             return self._finish(
                 record,
@@ -412,7 +423,7 @@ class Evaluation:
         # A dialogue is one unit, its turns in order (evals/dialogue.py); any other task is its own.
         units = work_units(self.tasks, set(previous))
         todo = [t for unit in units for t in unit]
-        self._write_run_info(len(todo))
+        self._write_run_info(len(todo), resumed=bool(previous))
         started = time.perf_counter()
         new_records: list[dict[str, Any]] = []
         interrupted = False
@@ -423,7 +434,10 @@ class Evaluation:
             for task in unit:
                 if stop.is_set():
                     break
-                done.append(self.evaluate(task))
+                record = self.evaluate(task)
+                if stop.is_set() and record.get("category") == "runner_error":
+                    break  # cut short by the interruption: "not run yet", run again on resume
+                done.append(record)
             return done
 
         if self.options.via_mcp and self.locator is not None and todo:
@@ -435,9 +449,21 @@ class Evaluation:
                     continue  # the task reports it
             self.executor.warm(urls)
         pool = ThreadPoolExecutor(max_workers=max(1, self.options.jobs), thread_name_prefix="flexsql-eval")
-        try:
-            with open_private(results_path, "a") as sink:
-                pending: set[Future[list[dict[str, Any]]]] = set()
+        pending: set[Future[list[dict[str, Any]]]] = set()
+        with open_private(results_path, "a") as sink:
+
+            def collect(done: set[Future[list[dict[str, Any]]]]) -> None:
+                for future in done:
+                    if future.cancelled():
+                        continue
+                    for record in future.result():
+                        sink.write(json.dumps(record, default=str, ensure_ascii=False) + "\n")
+                        sink.flush()
+                        new_records.append(record)
+                        if on_progress:
+                            on_progress(record, len(new_records), len(todo))
+
+            try:
                 queue = iter(units)
                 # Submit a bounded window so Ctrl-C leaves little queued work behind.
                 for unit in queue:
@@ -446,27 +472,30 @@ class Evaluation:
                         break
                 while pending:
                     done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        for record in future.result():
-                            sink.write(json.dumps(record, default=str, ensure_ascii=False) + "\n")
-                            sink.flush()
-                            new_records.append(record)
-                            if on_progress:
-                                on_progress(record, len(new_records), len(todo))
-                        nxt = next(queue, None)
-                        if nxt is not None:
-                            pending.add(pool.submit(work, nxt))
-        except KeyboardInterrupt:
-            interrupted = True
-            stop.set()
-            self.runner.stop()
-        finally:
-            pool.shutdown(wait=not interrupted, cancel_futures=True)
-            self.executor.close()
+                    collect(done)
+                    nxt = next(queue, None)
+                    if nxt is not None:
+                        pending.add(pool.submit(work, nxt))
+            except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (the CLI turns it into one)
+                interrupted = True
+                stop.set()
+                try:
+                    if self.on_stopping is not None:
+                        self.on_stopping()
+                    self.runner.stop()  # kills commands, cancels the agent's model requests
+                    for future in pending:
+                        future.cancel()
+                    # the tasks that were running end within moments; keep what they finished
+                    done, pending = wait(pending, timeout=STOP_GRACE_S)
+                    collect(done)
+                except KeyboardInterrupt:  # a second Ctrl-C: stop waiting; the reports are still written
+                    self.runner.kill()
+                    _ignore_sigint()
+            finally:
+                pool.shutdown(wait=False, cancel_futures=True)
+                self.executor.close()
         wall = time.perf_counter() - started
         records = self._merge(previous, new_records)
-        from flexsql.evals.report import summarize, write_reports
-
         summary = summarize(
             records,
             self.tasks,
@@ -476,6 +505,7 @@ class Evaluation:
             runner=self.runner.name,
             executor=self.executor.name,
             interrupted=interrupted,
+            provenance=self.runner.provenance(),
         )
         write_reports(self.out, summary, records)
         return RunOutcome(
@@ -491,8 +521,7 @@ class Evaluation:
 
     def _previous(self, results_path: Path) -> dict[str, dict[str, Any]]:
         if not self.options.resume:
-            if results_path.exists():
-                results_path.unlink()
+            self._set_aside()
             return {}
         info_path = self.out / "run.json"
         if info_path.exists() and results_path.exists():
@@ -503,18 +532,59 @@ class Evaluation:
             if not same:
                 raise ConfigError(
                     f"{self.out} holds results of another run (runner {info.get('runner')}, tasks {info.get('tasks')}); "
-                    "use another --out, or --no-resume to start over"
+                    "use another --out, or --new-run to start over (the old results are kept aside)"
+                )
+            earlier = info.get("provenance")
+            now = self._provenance()
+            if earlier is not None and earlier != now:
+                changed = ", ".join(
+                    f"{key} {earlier.get(key)!r} -> {now.get(key)!r}"
+                    for key in sorted(set(earlier) | set(now))
+                    if earlier.get(key) != now.get(key)
+                )
+                raise ConfigError(
+                    f"{self.out} holds results of other model settings ({changed}); resuming would mix "
+                    "them into one accuracy. Rerun with the earlier settings to resume, use another --out, "
+                    f"or --new-run to start over (the old results are moved to {self.out}/previous/)"
                 )
         records: dict[str, dict[str, Any]] = {}
         if results_path.exists():
-            for line in results_path.read_text(encoding="utf-8").splitlines():
+            raw = results_path.read_bytes()
+            lines = raw.decode("utf-8", errors="replace").splitlines()
+            kept_lines: list[str] = []
+            for line in lines:
                 try:
                     record = json.loads(line)
                 except ValueError:
-                    continue  # a line cut short by a crash: that task runs again
+                    continue  # a line cut short by a crash: dropped below, and that task runs again
+                if not isinstance(record, dict):
+                    continue
+                kept_lines.append(line)
                 if not infrastructure_failure(record):  # e.g. a wrong --dbs last time: run it again
                     records[str(record.get("instance_id"))] = record
+            if len(kept_lines) != len(lines) or (raw and not raw.endswith(b"\n")):
+                # rewritten without the broken lines, so appending continues a valid JSONL file
+                repaired = results_path.with_name(RESULTS + ".repaired")
+                write_private(repaired, "".join(line + "\n" for line in kept_lines))
+                os.replace(repaired, results_path)
         return records
+
+    def _set_aside(self) -> None:
+        """Starting over in a folder that holds a run: its files are moved to OUT/previous/<time>/,
+        never deleted or overwritten silently."""
+        names = [RESULTS, "run.json", "summary.json", "report.md", "report.html", SUBMISSION]
+        present = [n for n in names if (self.out / n).exists()]
+        if RESULTS not in present and "run.json" not in present:
+            return
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+        target = self.out / "previous" / stamp
+        target.mkdir(parents=True, exist_ok=True)
+        for name in present:
+            shutil.move(str(self.out / name), str(target / name))
+        self.set_aside = target
+
+    def _provenance(self) -> dict[str, Any]:
+        return {"runner": self.runner.name, **self.runner.provenance()}
 
     def _merge(self, previous: dict[str, dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
         by_id = dict(previous)
@@ -528,32 +598,33 @@ class Evaluation:
                 r["scorer"] = self.scorer
         return sorted(kept, key=lambda r: order[r["instance_id"]])
 
-    def _write_run_info(self, todo: int) -> None:
+    def _write_run_info(self, todo: int, resumed: bool = False) -> None:
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        path = self.out / "run.json"
+        earlier: dict[str, Any] = {}
+        if resumed and path.exists():
+            try:
+                earlier = json.loads(path.read_text(encoding="utf-8"))
+            except ValueError:
+                earlier = {}
         info = {
             "tasks": str(Path(self.options.tasks).resolve()),
             "runner": self.runner.name,
+            "provenance": self._provenance(),
+            "flexsql_version": __version__,
             "scorer": self.scorer,
             "executor": self.executor.name,
             "jobs": self.options.jobs,
             "timeout": self.options.timeout,
-            "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            # a resumed run keeps when the run started, and lists when it was resumed
+            "started_at": earlier.get("started_at", now),
+            "resumed_at": [*earlier.get("resumed_at", []), now] if earlier else [],
             "tasks_to_run": todo,
-            "options": json.loads(self.options.model_dump_json()),
+            "options": json.loads(self.options.model_dump_json(exclude={"settings"})),
         }
         if info["options"].get("db"):
             info["options"]["db"] = redact(info["options"]["db"])
-        write_private(self.out / "run.json", json.dumps(info, indent=2))
-
-
-# Failures of the setup, not of the answer (database not found, gold SQL failed, runner crashed): a
-# resumed run does these tasks again instead of keeping their 0.
-INFRASTRUCTURE = {"no_database", "runner_error"}
-
-
-def infrastructure_failure(record: dict[str, Any]) -> bool:
-    if record.get("outcome") == "gold_error" or record.get("category") in INFRASTRUCTURE:
-        return True
-    return any(c in INFRASTRUCTURE for c in (record.get("categories") or {}).values())
+        write_private(path, json.dumps(info, indent=2))
 
 
 @dataclass
@@ -562,6 +633,12 @@ class _Gold:
     raw: list[tuple[str, list[str], list[tuple[Any, ...]], bool]] = field(default_factory=list)
     condition_cols: Any = None
     ignore_order: bool = True
+
+
+def _ignore_sigint() -> None:
+    """After a second Ctrl-C: further ones are ignored while the reports are written (a few ms)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _dialect(url: str) -> str:

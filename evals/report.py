@@ -19,6 +19,37 @@ from flexsql.evals.scoring import CATEGORY_TEXT, SCORER_NOTES, SCORERS
 from flexsql.evals.tasks import Task
 from flexsql.paths import write_private
 
+# Failures of the setup, not of the answer (database not found, gold SQL failed, runner crashed): a
+# resumed run does these tasks again instead of keeping their 0.
+INFRASTRUCTURE = {"no_database", "runner_error"}
+# What the report counts as the setup's failure rather than the model's: the above, and a missing gold
+# or an endpoint / server that failed (flexsql.errors codes the builtin runner records).
+SETUP_CATEGORIES = INFRASTRUCTURE | {"no_gold", "model_error", "config", "unavailable", "busy", "internal"}
+
+
+def infrastructure_failure(record: dict[str, Any]) -> bool:
+    if record.get("outcome") == "gold_error" or record.get("category") in INFRASTRUCTURE:
+        return True
+    return any(c in INFRASTRUCTURE for c in (record.get("categories") or {}).values())
+
+
+def failure_kind(record: dict[str, Any]) -> str:
+    """`infrastructure` (the database, gold, runner or endpoint failed) or `model` (a wrong answer)."""
+    if infrastructure_failure(record) or record.get("category") in SETUP_CATEGORIES:
+        return "infrastructure"
+    return "model"
+
+
+def wilson_interval(passed: int, n: int, z: float = 1.96) -> tuple[float, float] | None:
+    """The 95% Wilson score interval of an accuracy, in percent (it stays inside 0-100 and behaves at
+    small n and at 0 or 100%, where the normal approximation does not)."""
+    if n <= 0:
+        return None
+    p = passed / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n)
+    return round(100 * max(0.0, centre - half), 2), round(100 * min(1.0, centre + half), 2)
+
 
 def _pct(n: int, d: int) -> float | None:
     return round(100.0 * n / d, 2) if d else None
@@ -34,6 +65,7 @@ def summarize(
     runner: str = "",
     executor: str = "",
     interrupted: bool = False,
+    provenance: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     scored_tasks = [t for t in tasks if t.scored]
     all_n = len(scored_tasks)
@@ -76,9 +108,8 @@ def summarize(
         r for r in scored_records if not (r.get("evaluated") and r.get("scores", {}).get(scorer) == 1)
     ]
     missing = [t.instance_id for t in scored_tasks if t.instance_id not in by_id]
+    # tasks not run yet are no failure: they are counted apart (an interrupted run is not a bad one)
     reasons = Counter(_category(r, scorer) for r in failures)
-    if missing:
-        reasons["not run yet"] += len(missing)
 
     turn_types: dict[str, dict[str, int]] = defaultdict(
         lambda: {"turns": 0, "scored": 0, "passed": 0, "answered_sql": 0}
@@ -115,7 +146,10 @@ def summarize(
         if r and r.get("evaluated"):
             row["evaluated"] += 1
             row["passed"] += int(r.get("scores", {}).get(scorer, r.get("score", 0)))
+    provenance = provenance or {}
     return {
+        "model": provenance.get("model"),
+        "provenance": provenance,
         "by_benchmark": dict(sorted(by_benchmark.items())),
         "agent": agent_usage(records),
         "runner": runner,
@@ -129,6 +163,7 @@ def summarize(
         "passed": primary["passed"],
         "accuracy_evaluated": primary["accuracy_evaluated"],
         "accuracy_all": primary["accuracy_all"],
+        "ci95_evaluated": wilson_interval(primary["passed"], len(evaluated)),
         "scorers": scorers,
         "by_db": dict(sorted(by_db.items())),
         "failure_reasons": dict(reasons.most_common()),
@@ -138,9 +173,11 @@ def summarize(
                 "db": r.get("db"),
                 "category": _category(r, scorer),
                 "reason": _reason(r, scorer),
+                "kind": failure_kind(r),
             }
             for r in failures
         ],
+        "failure_kinds": dict(Counter(failure_kind(r) for r in failures)),
         "not_run": missing,
         "turn_types": dict(sorted(turn_types.items())),
         "dialogue": dialogue.dialogue_summary(records, tasks, scorer),
@@ -196,7 +233,13 @@ def write_reports(out: Path, summary: dict[str, Any], records: list[dict[str, An
     out = Path(out)
     write_private(out / "summary.json", json.dumps(summary, indent=2, default=str))
     write_private(out / "report.md", markdown(summary))
-    write_private(out / "report.html", html_report(summary))
+    write_private(out / "report.html", html_report(summary, records))
+
+
+def _provenance_text(s: dict[str, Any]) -> str:
+    p = s.get("provenance") or {}
+    extra = ", ".join(f"{k} {v}" for k, v in p.items() if k not in ("model", "runner") and v is not None)
+    return f"{s.get('model')}" + (f" ({extra})" if extra else "")
 
 
 def _fmt(p: float | None) -> str:
@@ -205,8 +248,12 @@ def _fmt(p: float | None) -> str:
 
 def markdown(s: dict[str, Any]) -> str:
     lines = [f"# flexsql eval — {s['runner']} runner, {s['scorer']} scorer", ""]
+    if s.get("model"):
+        lines += [f"Model: {_provenance_text(s)}", ""]
     if s["interrupted"]:
         lines += ["**Interrupted**: re-run the same command to finish the remaining tasks.", ""]
+    if s["not_run"]:
+        lines += [f"Not run yet: {len(s['not_run'])} task(s) (not counted as failures).", ""]
     lines += [
         f"- tasks: {s['scored_tasks']} scored ({s['tasks']} in the file), {s['evaluated']} evaluated, "
         f"{s['passed']} passed",
@@ -214,6 +261,9 @@ def markdown(s: dict[str, Any]) -> str:
         f"({s['passed']}/{s['evaluated']}), **{_fmt(s['accuracy_all'])}** of all tasks "
         f"({s['passed']}/{s['scored_tasks']})",
     ]
+    if s.get("ci95_evaluated"):
+        low, high = s["ci95_evaluated"]
+        lines.append(f"- 95% interval of the accuracy of evaluated (Wilson): {low:.2f}% to {high:.2f}%")
     if s.get("tasks_per_s"):
         lines.append(
             f"- this session: {s['ran_this_session']} tasks in {s['wall_s']:.2f} s "
@@ -292,6 +342,13 @@ def markdown(s: dict[str, Any]) -> str:
     if s.get("dialogue"):
         lines += dialogue.markdown(s["dialogue"])
     lines += ["", "## Failures by reason", ""]
+    kinds = s.get("failure_kinds") or {}
+    if kinds:
+        lines += [
+            f"Wrong answers (the model's): {kinds.get('model', 0)}; setup failures (database, gold, runner, "
+            f"endpoint): {kinds.get('infrastructure', 0)}.",
+            "",
+        ]
     if s["failure_reasons"]:
         lines += ["| reason | tasks |", "| --- | ---: |"]
         lines += [f"| {k} | {v} |" for k, v in s["failure_reasons"].items()]
@@ -302,13 +359,41 @@ def markdown(s: dict[str, Any]) -> str:
             "",
             "## Every failure",
             "",
-            "| task | database | category | reason |",
-            "| --- | --- | --- | --- |",
+            "| task | database | category | reason | kind |",
+            "| --- | --- | --- | --- | --- |",
         ]
         for f in s["failures"]:
             reason = str(f["reason"]).replace("|", "\\|").replace("\n", " ")
-            lines.append(f"| {f['instance_id']} | {f['db']} | {f['category']} | {reason[:500]} |")
+            lines.append(
+                f"| {f['instance_id']} | {f['db']} | {f['category']} | {reason[:500]} | {f.get('kind', '')} |"
+            )
     return "\n".join(lines) + "\n"
+
+
+def _task_table(records: list[dict[str, Any]]) -> str:
+    """Every task: question, predicted and gold SQL, model, latency and verdict (details fold open)."""
+    e = html.escape
+    out = [
+        f"<h2>Every task ({len(records)})</h2><table><tr><th>task</th><th>verdict</th><th class=n>latency</th>"
+        "<th>model</th><th>question, predicted SQL, gold SQL</th></tr>"
+    ]
+    for r in records:
+        verdict = "passed" if r.get("evaluated") and r.get("score") == 1 else str(r.get("category") or "")
+        if verdict != "passed":
+            verdict += f" ({failure_kind(r)})"
+        latency = (r.get("timings") or {}).get("total_s")
+        trace = (
+            f' <a href="{e(Path(str(r["trace"])).resolve().as_uri())}">trace</a>' if r.get("trace") else ""
+        )
+        out.append(
+            f"<tr><td>{e(str(r['instance_id']))}{trace}</td><td>{e(verdict)}</td>"
+            f"<td class=n>{'' if latency is None else f'{latency:.2f} s'}</td><td>{e(str(r.get('model') or ''))}</td>"
+            f"<td class=reason>{e(str(r.get('question') or ''))}<details><summary>SQL</summary>"
+            f"<div class=muted>predicted</div><pre>{e(str(r.get('sql') or '—'))}</pre>"
+            f"<div class=muted>gold</div><pre>{e(str(r.get('gold_sql') or '—'))}</pre></details></td></tr>"
+        )
+    out.append("</table>")
+    return "".join(out)
 
 
 # -- HTML ------------------------------------------------------------------------------------------
@@ -353,24 +438,39 @@ def _bar_chart(rows: list[tuple[str, float, str]], max_value: float, color: str,
     return "".join(parts)
 
 
-def html_report(s: dict[str, Any]) -> str:
+def html_report(s: dict[str, Any], records: list[dict[str, Any]] | None = None) -> str:
     e = html.escape
     title = f"flexsql eval — {s['runner']} runner, {s['scorer']} scorer"
     out = [
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{e(title)}</title>"
         f"<style>{_CSS}</style></head><body><h1>{e(title)}</h1>"
     ]
+    if s.get("model"):
+        out.append(f"<p>Model: <code>{e(_provenance_text(s))}</code></p>")
     if s["interrupted"]:
         out.append("<p class=warn>Interrupted: re-run the same command to finish the remaining tasks.</p>")
+    not_run = len(s.get("not_run") or [])
     out.append("<div class=cards>")
     out.append(
         f"<div class=card><div class=muted>accuracy, evaluated</div><div class=big>{_fmt(s['accuracy_evaluated'])}</div>"
-        f"<div class=muted>{s['passed']} / {s['evaluated']} evaluated</div></div>"
+        f"<div class=muted>{s['passed']} / {s['evaluated']} evaluated"
+        + (
+            f"; 95% interval {s['ci95_evaluated'][0]:.1f}–{s['ci95_evaluated'][1]:.1f}%"
+            if s.get("ci95_evaluated")
+            else ""
+        )
+        + "</div></div>"
     )
-    out.append(
-        f"<div class=card><div class=muted>accuracy, all tasks</div><div class=big>{_fmt(s['accuracy_all'])}</div>"
-        f"<div class=muted>{s['passed']} / {s['scored_tasks']} tasks</div></div>"
-    )
+    if s["recorded"]:  # with nothing recorded yet, "0.00% of all" would read as a result
+        out.append(
+            f"<div class=card><div class=muted>accuracy, all tasks</div><div class=big>{_fmt(s['accuracy_all'])}</div>"
+            f"<div class=muted>{s['passed']} / {s['scored_tasks']} tasks</div></div>"
+        )
+    if not_run:
+        out.append(
+            f"<div class=card><div class=muted>not run yet</div><div class=big>{not_run}</div>"
+            f"<div class=muted>of {s['scored_tasks']} tasks; re-run the command to finish</div></div>"
+        )
     if s.get("tasks_per_s"):
         out.append(
             f"<div class=card><div class=muted>speed ({e(s['executor'])})</div><div class=big>{s['tasks_per_s']} tasks/s</div>"
@@ -431,14 +531,25 @@ def html_report(s: dict[str, Any]) -> str:
     rows = [
         (
             db,
-            _pct(v["passed"], v["tasks"]) or 0.0,
-            f"{_fmt(_pct(v['passed'], v['tasks']))} ({v['passed']}/{v['tasks']})",
+            _pct(v["passed"], v["evaluated"]) or 0.0,
+            f"{_fmt(_pct(v['passed'], v['evaluated']))} ({v['passed']}/{v['evaluated']} evaluated, "
+            f"{v['tasks']} tasks)",
         )
         for db, v in s["by_db"].items()
+        if v["evaluated"]
     ]
     out.append(_bar_chart(rows, 100.0, "#3b7dd8", "accuracy by database"))
+    waiting = [db for db, v in s["by_db"].items() if not v["evaluated"]]
+    if waiting:
+        out.append(f"<p class=muted>not run yet (or nothing evaluated): {e(', '.join(waiting))}</p>")
 
     out.append("<h2>Failures by reason</h2>")
+    kinds = s.get("failure_kinds") or {}
+    if kinds:
+        out.append(
+            f"<p>Wrong answers (the model's): <b>{kinds.get('model', 0)}</b>; setup failures (database, "
+            f"gold, runner, endpoint): <b>{kinds.get('infrastructure', 0)}</b>.</p>"
+        )
     if s["failure_reasons"]:
         top = max(s["failure_reasons"].values())
         out.append(
@@ -470,13 +581,15 @@ def html_report(s: dict[str, Any]) -> str:
     if s["failures"]:
         out.append(
             f"<h2>Every failure ({len(s['failures'])})</h2><table><tr><th>task</th><th>database</th>"
-            "<th>category</th><th>reason</th></tr>"
+            "<th>kind</th><th>category</th><th>reason</th></tr>"
         )
         for f in s["failures"]:
             out.append(
-                f"<tr><td>{e(str(f['instance_id']))}</td><td>{e(str(f['db']))}</td><td>{e(f['category'])}</td>"
-                f"<td class=reason>{e(str(f['reason'])[:1000])}</td></tr>"
+                f"<tr><td>{e(str(f['instance_id']))}</td><td>{e(str(f['db']))}</td><td>{e(f.get('kind', ''))}</td>"
+                f"<td>{e(f['category'])}</td><td class=reason>{e(str(f['reason'])[:1000])}</td></tr>"
             )
         out.append("</table>")
+    if records:
+        out.append(_task_table(records))
     out.append("</body></html>\n")
     return "".join(out)

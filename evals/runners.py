@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -23,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from flexsql.errors import ConfigError
+from flexsql.errors import ConfigError, FlexSQLError
 from flexsql.evals.dialogue import read_status
 from flexsql.evals.execution import flexsql_command
 from flexsql.evals.gold import GoldStore
@@ -70,14 +71,28 @@ class Prediction(BaseModel):
         return bool(self.sql and self.sql.strip()) or self.csv_path is not None
 
 
+class RunnerStopped(FlexSQLError):
+    """The evaluation was interrupted while this task ran: it is run again on resume."""
+
+    def __init__(self) -> None:
+        super().__init__("stopped: the evaluation was interrupted while this task ran")
+
+
 class Runner:
     name = "runner"
+
+    def provenance(self) -> dict[str, Any]:
+        """Who answered: recorded in run.json and every record; a resume with other values is refused."""
+        return {"model": None}
 
     def predict(self, task: Task) -> Prediction:  # pragma: no cover - interface
         raise NotImplementedError
 
     def stop(self) -> None:
         """Stop whatever is running (Ctrl-C)."""
+
+    def kill(self) -> None:
+        """Stop at once whatever is still running (a second Ctrl-C): no waiting."""
 
 
 class GoldRunner(Runner):
@@ -92,6 +107,9 @@ class GoldRunner(Runner):
             return Prediction(error="no gold SQL to replay for this task", error_category="no_prediction")
         return Prediction(sql=sql, origin="gold SQL")
 
+    def provenance(self) -> dict[str, Any]:
+        return {"model": "gold SQL"}
+
 
 class PredictionsRunner(Runner):
     """Reads `<id>.sql` (executed; a fenced ```sql block inside is used when present) or `<id>.csv`."""
@@ -105,6 +123,9 @@ class PredictionsRunner(Runner):
                 f"--predictions {self.folder} is not a folder; give the folder holding <id>.sql or <id>.csv"
             )
         self.mode = mode
+
+    def provenance(self) -> dict[str, Any]:
+        return {"model": f"predictions {self.folder.resolve()}", "prediction_mode": self.mode}
 
     def predict(self, task: Task) -> Prediction:
         sql_path = self.folder / f"{task.instance_id}.sql"
@@ -145,6 +166,9 @@ class CommandRunner(Runner):
         self._lock = threading.Lock()
         self._stopped = False
         self._secret_env: dict[str, dict[str, str]] = {}
+
+    def provenance(self) -> dict[str, Any]:
+        return {"model": f"command: {self.template}"}
 
     def prepare(self, task: Task) -> dict[str, str]:
         """Write the task folder: question.txt, task.json, mcp.json, history.json (dialogues), the
@@ -210,7 +234,7 @@ class CommandRunner(Runner):
 
     def predict(self, task: Task) -> Prediction:
         if self._stopped:
-            return Prediction(error="stopped", error_category="runner_error")
+            return Prediction(error=str(RunnerStopped()), error_category="runner_error")
         values = self.prepare(task)
         task_dir, out = Path(values["task_dir"]), Path(values["out_dir"])
         env = {
@@ -247,6 +271,8 @@ class CommandRunner(Runner):
                 with self._lock:
                     self._running.pop(proc.pid, None)
         elapsed = time.perf_counter() - started
+        if self._stopped:  # killed by the interruption: not this command's answer
+            return Prediction(error=str(RunnerStopped()), error_category="runner_error", runner_s=elapsed)
         prediction = read_answer(out, task.instance_id, task_dir / "stdout.txt")
         prediction.status = read_status(out, task_dir / "stdout.txt")
         prediction.runner_s = elapsed
@@ -265,6 +291,14 @@ class CommandRunner(Runner):
             running = list(self._running.values())
         for proc in running:
             _kill(proc)
+
+    def kill(self) -> None:
+        self._stopped = True
+        with self._lock:
+            running = list(self._running.values())
+        for proc in running:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:

@@ -112,6 +112,12 @@ def _from_json_list(data: Any, path: Path) -> list[Task]:
     if isinstance(first, dict) and "question" in first:
         tasks = []
         for n, item in enumerate(data):
+            if not isinstance(item, dict) or not isinstance(item.get("question"), str):
+                got = sorted(item) if isinstance(item, dict) else type(item).__name__
+                raise ConfigError(
+                    f"{path}: task {n} (counting from 0) has no 'question' text (it has {got}); every "
+                    "Spider 1.0 item needs db_id, question and query"
+                )
             gold = item.get("query", item.get("SQL"))
             tasks.append(
                 Task(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+import logging
 import os
 import re
 from pathlib import Path
@@ -382,10 +384,11 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
         model_config = SettingsConfigDict(**{**Settings.model_config, "toml_file": str(path)})
 
     clean = {k: v for k, v in overrides.items() if v is not None}
+    warn_unknown_variables()
     try:
         return FileSettings(**clean)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        problems = "; ".join(_problem(e, path, clean) for e in exc.errors())
         raise ConfigError(f"invalid configuration: {problems}") from None
     except Exception as exc:  # a TOML syntax error, or an environment variable that is not JSON
         env_field = re.search(r'field "(\w+)" from source "EnvSettingsSource"', str(exc))
@@ -401,3 +404,91 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
                 f"`{env_field.group(1)}` setting): give JSON, e.g. {example}, or unset it"
             ) from None
         raise ConfigError(f"cannot read the configuration {path}: {exc}") from None
+
+
+# FLEXSQL_* variables that are not settings: read elsewhere, or handed to `--runner command` programs.
+OTHER_VARIABLES = frozenset(
+    {"CONFIG", "CACHE_DIR", "EMBEDDINGS", "WORDNET_DIR", "UPDATE_SNAPSHOT", "QUESTION_FILE", "QUESTION",
+     "DB_URL", "DB", "MCP_CONFIG", "OUT_DIR", "TASK_DIR", "INSTANCE_ID", "EXTERNAL_KNOWLEDGE_FILE"}
+)  # fmt: skip
+_warned: set[str] = set()
+
+
+def _section(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The model class that holds the last key of `loc` (Settings, a section, a stage…)."""
+    cls: type[BaseModel] = Settings
+    for part in loc[:-1]:
+        if not isinstance(part, str) or part not in cls.model_fields:
+            continue  # a list index or a dict key (a source, a stage name)
+        found = _model_in(cls.model_fields[part].annotation)
+        if found is None:
+            return None
+        cls = found
+    return cls
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _origin(loc: tuple[Any, ...], path: Path, overrides: dict[str, Any]) -> str:
+    keys = [str(p) for p in loc if isinstance(p, str)]
+    environ = {k.upper() for k in os.environ}
+    for i in range(len(keys), 0, -1):
+        name = "FLEXSQL_" + "__".join(keys[:i]).upper()
+        if name in environ:
+            return f"the environment variable {name}"
+    if keys and keys[0] in overrides:
+        return "a command-line option"
+    return str(path.resolve()) if path.exists() else "the defaults"
+
+
+def _problem(error: Any, path: Path, overrides: dict[str, Any]) -> str:
+    """One validation error: where the value came from, and for an unknown key a did-you-mean."""
+    loc = tuple(error["loc"])
+    where = ".".join(str(p) for p in loc)
+    message = error["msg"]
+    if error["type"] == "extra_forbidden" and loc:
+        section = _section(loc)
+        names = sorted(section.model_fields) if section is not None else []
+        close = difflib.get_close_matches(str(loc[-1]), names, n=1, cutoff=0.6)
+        message = "unknown setting" + (f" — did you mean {close[0]}?" if close else "")
+        if names and not close:
+            message += f" (known here: {', '.join(names)})"
+    return f"{where} (from {_origin(loc, path, overrides)}): {message}"
+
+
+def _setting_variables() -> list[str]:
+    names = []
+    for name, field in Settings.model_fields.items():
+        names.append(f"FLEXSQL_{name.upper()}")
+        section = _model_in(field.annotation)
+        if section is not None and section is not SourceConfig:
+            names += [f"FLEXSQL_{name.upper()}__{key.upper()}" for key in section.model_fields]
+    return names
+
+
+def warn_unknown_variables() -> None:
+    """A misspelled FLEXSQL_* variable would be ignored silently: say so once, with a did-you-mean."""
+    for key in os.environ:
+        upper = key.upper()
+        if not upper.startswith("FLEXSQL_") or upper in _warned:
+            continue
+        rest = upper.removeprefix("FLEXSQL_")
+        if rest in OTHER_VARIABLES or rest.startswith(("TEST_", "SECRET_")):
+            continue
+        if rest.split("__")[0].lower() in Settings.model_fields:
+            continue  # a setting, or a key inside one (validation names a wrong key)
+        _warned.add(upper)
+        close = difflib.get_close_matches(upper, _setting_variables(), n=1, cutoff=0.75)
+        logging.getLogger("flexsql.config").warning(
+            "%s is not a flexsql setting and is ignored%s (docs/settings.md lists them)",
+            key,
+            f"; did you mean {close[0]}?" if close else "",
+        )

@@ -4,11 +4,15 @@ they hold sampled values of every source, so folders are 0700 and files 0600."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import tempfile
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Literal, TextIO, overload
 
 import platformdirs
+
+from flexsql.errors import ConfigError
 
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
@@ -54,7 +58,42 @@ def open_private(path: Path, mode: str = "w") -> IO[Any]:
 
 
 def cache_dir() -> Path:
-    """The user cache directory; FLEXSQL_CACHE_DIR overrides it (tests point it at a temp dir)."""
+    """The user cache directory; FLEXSQL_CACHE_DIR overrides it (tests point it at a temp dir). When
+    the default one cannot be written (a read-only HOME), a private folder in the temp directory is
+    used instead; a FLEXSQL_CACHE_DIR that cannot be written is a configuration error."""
     override = os.environ.get("FLEXSQL_CACHE_DIR")
-    path = Path(override) if override else Path(platformdirs.user_cache_dir("flexsql"))
-    return private_dir(path)
+    if override:
+        return _writable(Path(override), "FLEXSQL_CACHE_DIR")
+    try:
+        return _writable(Path(platformdirs.user_cache_dir("flexsql")), "the user cache folder")
+    except ConfigError as exc:
+        fallback = Path(tempfile.gettempdir()) / f"flexsql-cache-{_user_id()}"
+        try:
+            found = _writable(fallback, "the fallback cache folder")
+        except ConfigError:
+            raise ConfigError(f"{exc}; and {fallback} cannot be written either") from None
+        if str(exc) not in _warned:
+            _warned.add(str(exc))
+            logging.getLogger("flexsql.paths").warning("%s; using %s instead", exc, found)
+        return found
+
+
+_warned: set[str] = set()
+
+
+def _user_id() -> str:
+    getuid = getattr(os, "getuid", None)
+    return str(getuid()) if getuid is not None else os.environ.get("USERNAME", "user")
+
+
+def _writable(path: Path, what: str) -> Path:
+    try:
+        private_dir(path)
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise PermissionError(13, "Permission denied")
+    except OSError as exc:
+        raise ConfigError(
+            f"{what} {path} cannot be created or written ({exc.strerror or exc}); set FLEXSQL_CACHE_DIR "
+            "to a folder you can write (it holds the demo database, value indexes and conversations)"
+        ) from None
+    return path

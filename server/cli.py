@@ -2,40 +2,42 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import sys
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import click
 
 from flexsql import __version__
 from flexsql.agent.flags import model_options
-from flexsql.config import Settings, SourceConfig, load_settings
-from flexsql.errors import ConfigError, FlexSQLError, NotFoundError
-from flexsql.tools.engines import SourceRegistry, default_engine, engine_for_path, open_source
+from flexsql.config import Settings, load_settings
+from flexsql.errors import FlexSQLError, NotFoundError
+from flexsql.server.cli_support import (
+    LOG_LEVELS,
+    FlexGroup,
+    check_files,
+    check_model_endpoint,
+    console,
+    exit_code,
+    fail,
+    parse_db_option,
+    read_text,
+    setup_logging,
+    stderr_is_terminal,
+)
+from flexsql.tools.engines import SourceRegistry, open_source
+
+EXIT_CODES = """\b
+Exit codes: 0 success; 1 a runtime error (a query, the model endpoint, an unreachable source);
+2 a usage or configuration error (a flag, a setting, a missing file); 130 interrupted (Ctrl-C)."""
 
 DB_HELP = (
     "source URL, repeatable; NAME=URL names it. Forms: duckdb:///path/to.duckdb, sqlite:///path/to.sqlite, "
     "postgresql://user@host:port/db, snowflake://user@account/DB/SCHEMA?warehouse=…&role=…. "
     "Default: the bundled demo database"
 )
-
-
-def parse_db_option(value: str) -> SourceConfig:
-    head, sep, rest = value.partition("=")
-    if sep and "://" not in head and "://" in rest:
-        return SourceConfig(name=head.strip(), url=rest.strip())
-    if "://" not in value:  # a bare path or nothing: say which URL to write instead of a traceback
-        path = value.strip()
-        if not path:
-            raise ConfigError("--db is empty: give a source URL such as duckdb:///abs/path/shop.duckdb")
-        scheme = (engine_for_path(path) or default_engine()).url_schemes[0]
-        raise ConfigError(
-            f"--db {path!r} is not a source URL: write {scheme}:///{str(Path(path).resolve()).lstrip('/')} "
-            "(or postgresql://user@host/db, snowflake://…)"
-        )
-    return SourceConfig(url=value.strip())
 
 
 def make_sources(settings: Settings, db: tuple[str, ...] = (), demo_fallback: bool = True) -> SourceRegistry:
@@ -53,20 +55,25 @@ def make_sources(settings: Settings, db: tuple[str, ...] = (), demo_fallback: bo
             )
         )
         return registry
+    check_files(configs)  # a missing file stops the command now (exit 2), not at the first tool call
     for cfg in configs:
         registry.add(open_source(cfg.url, name=cfg.name, description=cfg.description, limits=settings.limits))
     return registry
 
 
-def fail(message: str) -> None:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(2)
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=FlexGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES)
 @click.version_option(__version__, prog_name="flexsql")
-def main() -> None:
+@click.option("-v", "--verbose", count=True, help="more log lines on stderr (-v info, -vv debug)")
+@click.option("-q", "--quiet", is_flag=True, help="errors only on stderr")
+@click.option(
+    "--log-level", type=click.Choice(LOG_LEVELS), default=None, help="the log level (overrides -v/-q)"
+)
+@click.option(
+    "--log-file", type=click.Path(dir_okay=False), default=None, help="also write the log lines to this file"
+)
+def main(verbose: int, quiet: bool, log_level: str | None, log_file: str | None) -> None:
     """flexsql: FlexSQL-style database tools for LLM agents (MCP server, CLI, evaluation harness)."""
+    setup_logging(verbose, quiet, log_level, log_file)
 
 
 @main.command()
@@ -122,46 +129,66 @@ def serve(
         if http:
             serve_http(settings, sources)
         else:
+            if stderr_is_terminal():  # a person ran it: say why nothing happens
+                click.echo(
+                    "flexsql: serving MCP over stdio; an MCP client starts this command and talks on "
+                    "stdin/stdout (see `flexsql mcp-config`). Ctrl-C stops it.",
+                    err=True,
+                )
             serve_stdio(settings, sources)
     except FlexSQLError as exc:
-        fail(str(exc))
+        fail(exc)
 
 
 @main.command()
 @click.option("--db", "db", multiple=True, help=DB_HELP)
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="flexsql.toml to read")
-def sources(db: tuple[str, ...], config_file: str | None) -> None:
+@click.option("--json", "as_json", is_flag=True, help="print the sources and their safety as JSON")
+def sources(db: tuple[str, ...], config_file: str | None, as_json: bool) -> None:
     """List the configured sources and how each is protected."""
-    from rich.console import Console
-
-    console = Console()
+    out = console()
     try:
         settings = load_settings(config_file)
         registry = make_sources(settings, db)
     except FlexSQLError as exc:
-        fail(str(exc))
-        return
+        fail(exc)
     unreachable = 0
+    listing: list[dict[str, Any]] = []
     for source in registry:
-        console.print(f"[bold]{source.name}[/bold] ({source.dialect}) {source.display_url}")
+        entry: dict[str, Any] = {"name": source.name, "dialect": source.dialect, "url": source.display_url}
+        listing.append(entry)
+        if not as_json:
+            out.print(f"[bold]{source.name}[/bold] ({source.dialect}) {source.display_url}")
         try:
             report = source.safety()
             tables = len(source.catalog().tables)
-            console.print(f"  tables and views: {tables}")
         except FlexSQLError as exc:
-            console.print(f"  [red]unreachable:[/red] {exc}")
+            entry["error"] = str(exc)
+            if not as_json:
+                out.print(f"  [red]unreachable:[/red] {exc}")
             unreachable += 1
             continue
+        entry.update(
+            tables=tables,
+            read_only_engine=report.read_only_engine,
+            measures=list(report.measures),
+            warnings=list(report.warnings),
+        )
+        if as_json:
+            continue
+        out.print(f"  tables and views: {tables}")
         status = (
             "read-only enforced by the engine"
             if report.read_only_engine
             else "read-only enforced by flexsql only"
         )
-        console.print(f"  safety: {status}")
+        out.print(f"  safety: {status}")
         for measure in report.measures:
-            console.print(f"    - {measure}")
+            out.print(f"    - {measure}", markup=False)
         for warning in report.warnings:
-            console.print("  warning: " + warning, style="yellow", markup=False)
+            out.print("  warning: " + warning, style="yellow", markup=False)
+    if as_json:
+        click.echo(json.dumps({"sources": listing}, indent=2, ensure_ascii=False))
     if unreachable:  # scripts and CI checks read the exit status
         sys.exit(1)
 
@@ -175,6 +202,8 @@ def parse_call_args(pairs: tuple[str, ...], spec: Any = None) -> dict[str, Any]:
     args: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
+        if key.startswith("-") and key.lstrip("-") and (not sep or key.lstrip("-") in by_key):
+            raise click.UsageError(_option_hint(key, by_key))
         if not sep or not key:
             raise click.BadParameter(f"{pair!r} is not key=value (example: table=orders limit=5)")
         annotation = str(by_key[key].annotation) if key in by_key else ""
@@ -193,6 +222,34 @@ def parse_call_args(pairs: tuple[str, ...], spec: Any = None) -> dict[str, Any]:
     return args
 
 
+def _option_hint(option: str, params: dict[str, Any]) -> str:
+    """`flexsql call … --foo`: the tool's arguments are key=value; a flag of `call` or a near name."""
+    name = option.lstrip("-").replace("-", "_")
+    flags = ["--db", "--config", "--json"]
+    if name in params:
+        return f"no such option: {option}; tool arguments are key=value: write {name}=…"
+    near = difflib.get_close_matches(option, flags, n=1) or [
+        f"{m}=…" for m in difflib.get_close_matches(name, list(params), n=1)
+    ]
+    hint = f" (did you mean {near[0]}?)" if near else ""
+    return (
+        f"no such option: {option}{hint}; `flexsql call` takes --db, --config and --json, and the "
+        f"tool's arguments as key=value ({', '.join(params) or 'none'})"
+    )
+
+
+def _tool(name: str) -> Any:
+    from flexsql.server.app import SERVED
+
+    try:
+        return SERVED.get_tool(name)
+    except NotFoundError:
+        names = list(SERVED)
+        near = difflib.get_close_matches(name, names, n=1)
+        hint = f"did you mean {near[0]}? " if near else ""
+        raise NotFoundError(f"unknown tool {name!r}; {hint}tools: {', '.join(names)}") from None
+
+
 @main.command(context_settings={"ignore_unknown_options": True})
 @click.argument("tool")
 @click.argument("args", nargs=-1)
@@ -209,19 +266,19 @@ def call(
     import anyio
 
     from flexsql.errors import error_text
-    from flexsql.server.app import SERVED
     from flexsql.server.sessions import SessionState
     from flexsql.tools.runtime.registry import ToolEnv, python_enabled, result_text
 
     try:
-        spec = SERVED.get_tool(tool)
+        spec = _tool(tool)
         arguments = parse_call_args(args, spec)
         spec.parse(arguments)  # argument errors before any database is opened
         settings = load_settings(config_file)
         sources = make_sources(settings, db)
+    except NotFoundError as exc:  # an unknown tool: a usage error
+        fail(exc, 2)
     except FlexSQLError as exc:
-        fail(error_text(exc))
-        return
+        fail(exc)
     env = ToolEnv(settings=settings, python_enabled=python_enabled(settings, True))
     context = SessionState(sources, settings).new_context()
     try:
@@ -237,13 +294,40 @@ def call(
                 "MCP client to keep results between calls"
             )
         click.echo(text, err=True)
-        sys.exit(1)
+        sys.exit(exit_code(exc))  # a configuration error found at the call is still a 2
     finally:
         sources.close()
     if as_json:
         click.echo(json.dumps(model.model_dump(mode="json", by_alias=True), indent=2, ensure_ascii=False))
     else:
         click.echo(result_text(model, settings))
+
+
+@main.command("tools")
+@click.argument("name", required=False)
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="flexsql.toml to read")
+def tools_command(name: str | None, config_file: str | None) -> None:
+    """List the tools (`flexsql call` runs one), or show one tool's description and arguments."""
+    from flexsql.server.app import SERVED
+
+    try:
+        settings = load_settings(config_file)
+        specs = [_tool(name)] if name else [SERVED.get_tool(n) for n in SERVED]
+    except NotFoundError as exc:
+        fail(exc, 2)
+    except FlexSQLError as exc:
+        fail(exc)
+    for spec in specs:
+        text = spec.describe(settings)
+        if name:
+            click.echo(f"{spec.name}: {text}\narguments: {spec.signature()}")
+            click.echo(f"example: flexsql call {spec.name} " + " ".join(f"{k}=…" for k in _required(spec)))
+        else:
+            click.echo(f"{spec.name:<17} {text.splitlines()[0][:100]}")
+
+
+def _required(spec: Any) -> list[str]:
+    return [info.alias or key for key, info in spec.args.model_fields.items() if info.is_required()]
 
 
 @main.command()
@@ -271,6 +355,12 @@ def call(
     "--source", "source_name", default=None, metavar="NAME", help="which --db to ask (default: the first)"
 )
 @click.option("--json", "as_json", is_flag=True, help="print the whole answer as JSON")
+@click.option(
+    "--progress/--no-progress",
+    "progress_flag",
+    default=None,
+    help="print each stage on stderr as it runs (default: when stderr is a terminal)",
+)
 def ask(
     question: str,
     db: tuple[str, ...],
@@ -284,6 +374,7 @@ def ask(
     trace_path: str | None,
     source_name: str | None,
     as_json: bool,
+    progress_flag: bool | None,
 ) -> None:
     """Answer QUESTION with the FlexSQL agent (needs a model endpoint: --base-url and --model, or [model]).
 
@@ -292,18 +383,38 @@ def ask(
     import anyio
 
     from flexsql.agent.flags import apply_model_flags
+    from flexsql.agent.models.base import ModelUnavailable
+    from flexsql.agent.models.factory import configured
     from flexsql.agent.service import ask_question
-    from flexsql.errors import error_text
     from flexsql.paths import cache_dir
     from flexsql.server.render_answer import print_answer
     from flexsql.server.sessions import SessionState
 
+    # Everything the user gave is checked before the first model call (each one costs time and money).
+    if not question.strip():
+        fail('the question is empty: ask something, e.g. flexsql ask "How many orders shipped to France?"')
     try:
         settings = apply_model_flags(load_settings(config_file), base_url, model_name, api_key_env, plans)
+        if not configured(settings.model):
+            raise ModelUnavailable()
+        check_model_endpoint(settings)
         if conversation_id and not settings.agent.conversations_dir:
             settings.agent.conversations_dir = str(cache_dir() / "conversations")
-        document = open(external_knowledge, encoding="utf-8").read() if external_knowledge else None
+        document = read_text(external_knowledge, "--external-knowledge") if external_knowledge else None
         sources = make_sources(settings, db)
+        sources.get(source_name)  # --source naming no --db
+    except FlexSQLError as exc:
+        fail(exc, 2)
+    progress: Callable[[str, str], None] | None = None
+    if progress_flag if progress_flag is not None else (stderr_is_terminal() and not as_json):
+        err = console(stderr=True)
+
+        def print_stage(stage: str, message: str) -> None:
+            err.print(f"{stage}: {message}", style="dim", highlight=False, markup=False)
+
+        progress = print_stage
+
+    try:
         context = SessionState(sources, settings).new_context()
         result = anyio.run(
             lambda: ask_question(
@@ -314,15 +425,16 @@ def ask(
                 conversation_id=conversation_id,
                 external_knowledge=document,
                 trace_path=trace_path,
+                on_stage=progress,
             )
         )
     except FlexSQLError as exc:
-        fail(error_text(exc))
-        return
+        sources.close()
+        fail(exc)
     if as_json:
         click.echo(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False))
     else:
-        print_answer(result)
+        print_answer(result, console())
     sources.close()
     if result.status == "failed":
         sys.exit(1)
@@ -337,17 +449,19 @@ def demo(scale: float) -> None:
     from flexsql.server.demo import run_demo
 
     try:
-        run_demo(scale=scale)
+        run_demo(scale=scale)  # a walkthrough of panels and rules: laid out at the default width
     except FlexSQLError as exc:
-        fail(str(exc))
+        fail(exc)
 
 
 def _register_optional_commands() -> None:
     """Subcommands that live beside their feature's code."""
     from flexsql.evals.cli import eval_command
+    from flexsql.server.config_cli import config_command
     from flexsql.server.plugin_cli import install_skills_command, mcp_config_command
 
     main.add_command(eval_command, "eval")
+    main.add_command(config_command, "config")
     main.add_command(install_skills_command, "install-skills")
     main.add_command(mcp_config_command, "mcp-config")
 

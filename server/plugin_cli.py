@@ -91,8 +91,8 @@ def launch_command(launcher: str, dbs: tuple[str, ...]) -> list[str]:
     args = ["serve"]
     for db in dbs:
         args += ["--db", absolute_db(db)]
-    if launcher == "uvx":
-        return ["uvx", "flexsql", *args]
+    if launcher == "uvx":  # flexsql is not on PyPI: uvx builds it from this checkout
+        return ["uvx", "--from", str(source_checkout()), "flexsql", *args]
     if launcher == "flexsql":
         return ["flexsql", *args]
     # This installation's own script, by absolute path: clients such as Claude Desktop do not
@@ -103,6 +103,19 @@ def launch_command(launcher: str, dbs: tuple[str, ...]) -> list[str]:
     if not script.is_file():
         return [sys.executable, "-P", "-m", "flexsql.server", *args]  # -P: cwd cannot shadow flexsql
     return [str(script), *args]
+
+
+def source_checkout() -> Path:
+    """The checkout this flexsql runs from (what `uvx --from` builds), or a usage error."""
+    import flexsql
+
+    root = Path(flexsql.__file__).resolve().parent.parent
+    if not (root / "pyproject.toml").is_file():
+        raise click.UsageError(
+            "--launcher uvx needs flexsql's source folder (flexsql is not on PyPI) and this installation "
+            "is not a checkout; use --launcher path"
+        )
+    return root
 
 
 def split_name(value: str) -> tuple[str, str]:
@@ -164,7 +177,7 @@ WHERE = {
     default="path",
     show_default=True,
     help="path: this installation's flexsql by absolute path; flexsql: `flexsql` on PATH; "
-    "uvx: `uvx flexsql` (nothing to install)",
+    "uvx: `uvx --from <checkout or wheel> flexsql` (flexsql is not on PyPI: give the source)",
 )
 @click.option(
     "--scope",
@@ -176,6 +189,13 @@ def mcp_config_command(
     dbs: tuple[str, ...], client: str, name: str, launcher: str, scope: str | None
 ) -> None:
     """Print the `claude mcp add` line and JSON for Cursor, VS Code and Claude Desktop."""
+    from flexsql.errors import FlexSQLError
+    from flexsql.server.cli_support import check_files, fail, parse_db_option
+
+    try:  # a config for a file that does not exist would show "connected" and fail every call
+        check_files([parse_db_option(db) for db in dbs])
+    except FlexSQLError as exc:
+        fail(exc)
     argv = launch_command(launcher, dbs)
     if any(secrets_in(split_name(db)[1]) for db in dbs):
         click.echo(

@@ -27,8 +27,10 @@ def print_answer(answer: Answer, console: Console | None = None) -> None:
     ):
         if text:
             console.print(f"{label}: {text}", markup=False)
-    if answer.code:
+    if answer.code and console.is_terminal:
         console.print(Syntax(answer.code, "sql" if answer.language == "sql" else "python", word_wrap=True))
+    elif answer.code:  # piped: the program as it is (Syntax pads every line to the console's width)
+        console.print(answer.code, markup=False, highlight=False)
     if answer.columns:
         console.print(f"{answer.result_id}: {answer.total_rows} rows", markup=False)
         table = Table()

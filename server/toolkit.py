@@ -17,6 +17,7 @@ from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnno
 
 from flexsql.config import Settings
 from flexsql.errors import BusyError, FlexSQLError, UnavailableError, error_text
+from flexsql.server.health import CALLS_IN_FLIGHT
 from flexsql.tools.engines import CancelHooks, active_cancel_hooks
 from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.runtime.registry import (
@@ -116,10 +117,11 @@ async def run_spec(
     token = active_cancel_hooks.set(hooks)
     try:
         if spec.is_async:
-            model = await spec.acall(tc, arguments, env)
-        else:
+            with CALLS_IN_FLIGHT:
+                model = await spec.acall(tc, arguments, env)
+        else:  # counted until the worker returns, even after the caller was cancelled (GET /healthz)
             model = await anyio.to_thread.run_sync(
-                lambda: spec.call(tc, arguments, env), abandon_on_cancel=True
+                CALLS_IN_FLIGHT.counted(lambda: spec.call(tc, arguments, env)), abandon_on_cancel=True
             )
     except anyio.get_cancelled_exc_class():
         hooks.cancel()

@@ -3,8 +3,11 @@ bind any other address; DNS-rebinding protection on every bind, wildcard ones in
 
 from __future__ import annotations
 
+import errno
 import hmac
 import logging
+import socket
+import sys
 
 from mcp.server import MCPServer
 from mcp.server.auth.provider import AccessToken
@@ -16,6 +19,7 @@ from flexsql.config import Settings
 from flexsql.errors import ConfigError
 from flexsql.server.app import build_server
 from flexsql.server.disconnect import CancelOnDisconnect
+from flexsql.server.health import Health
 from flexsql.server.host_check import AllowedHosts, HostCheck, advertised_base, is_loopback
 from flexsql.tools.engines import SourceRegistry
 
@@ -74,14 +78,51 @@ def http_app(settings: Settings, sources: SourceRegistry) -> tuple[MCPServer, AS
     # address of a wildcard bind, so its own check is off
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app: ASGIApp = server.streamable_http_app(transport_security=security, host=host)
-    app = HostCheck(CancelOnDisconnect(app), AllowedHosts.for_bind(host, port, settings.allowed_hosts))
+    app = Health(CancelOnDisconnect(app), sources=len(list(sources)))
+    app = HostCheck(app, AllowedHosts.for_bind(host, port, settings.allowed_hosts))
     return server, app
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything says "serving": a taken port is a clear error
+    (exit 2) instead of uvicorn's errno after the banner."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    except socket.gaierror as exc:
+        raise ConfigError(
+            f"cannot bind HTTP to {host!r}: {exc.strerror}; pass --host a local address"
+        ) from None
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigError(
+                f"port {port} on {host} is already in use (another flexsql serve?); pass --port with a "
+                "free port, or stop the program holding it"
+            ) from None
+        raise ConfigError(f"cannot bind HTTP to {host}:{port}: {exc.strerror or exc}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
 
 
 def serve_http(settings: Settings, sources: SourceRegistry) -> None:
     import uvicorn
 
     _server, app = http_app(settings, sources)
+    sock = bind(settings.host, settings.port)
     _prewarm_python(settings, is_loopback(settings.host))
-    log.info("serving streamable HTTP on http://%s:%s/mcp", settings.host, settings.port)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
+    port = sock.getsockname()[1]
+    sys.stderr.write(
+        f"flexsql: serving streamable HTTP on http://{settings.host}:{port}/mcp (health: /healthz); "
+        "Ctrl-C stops it\n"
+    )
+    level = logging.getLevelName(logging.getLogger().getEffectiveLevel()).lower()
+    # log_config=None: uvicorn's records go through flexsql's plain handler (no colours, no wrapping)
+    config = uvicorn.Config(
+        app, log_level=level if level in ("debug", "info") else "warning", log_config=None
+    )
+    uvicorn.Server(config).run(sockets=[sock])

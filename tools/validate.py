@@ -16,7 +16,7 @@ from flexsql.tools.engines import Catalog, FetchLimits
 from flexsql.tools.runtime.context import SourceName, ToolContext
 from flexsql.tools.runtime.registry import ToolArgs, ToolResult, tool
 from flexsql.tools.runtime.render import TextBudget
-from flexsql.tools.sql.guard import check_sql
+from flexsql.tools.sql.guard import SqlSyntaxRefusal, check_sql
 
 
 class SqlIssue(BaseModel):
@@ -134,8 +134,9 @@ def validate_sql(ctx: ToolContext, args: ValidateSql) -> Validation:
         return result
     try:
         check_sql(sql, src.engine)
-    except RefusedError as exc:
-        result.issues.append(SqlIssue(kind="refused", message=str(exc)))
+    except RefusedError as exc:  # the kind says "refused" (or "syntax"): the message does not repeat it
+        kind = "syntax" if isinstance(exc, SqlSyntaxRefusal) else "refused"
+        result.issues.append(SqlIssue(kind=kind, message=str(exc).removeprefix("refused: ")))
         result.valid = False
         return result
     catalog = src.catalog()

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-import sys
-from collections.abc import Iterator
 from pathlib import Path
+
+from filelock import FileLock
 
 from flexsql.demo_db.build import DEFAULT_SEED, build_demo_db
 from flexsql.demo_db.sizes import check_scale
@@ -30,43 +30,14 @@ def demo_db_file_name(scale: float = 1.0) -> str:
     )
 
 
-@contextlib.contextmanager
-def _exclusive_lock(lock_path: Path) -> Iterator[None]:
-    """A lock between processes building the same file; the atomic rename keeps a file whole even
-    without it, the lock only avoids building it twice."""
-    with open(lock_path, "a+b") as handle:
-        # a platform check, not a failed import, so type checkers know which module each branch has
-        if sys.platform == "win32":
-            import msvcrt
-
-            handle.seek(0)
-            while True:
-                try:
-                    msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK, 1)
-                    break
-                except OSError:  # LK_LOCK gives up after ~10 s; keep waiting for a long build
-                    continue
-            try:
-                yield
-            finally:
-                handle.seek(0)
-                msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
-            return
-        import fcntl
-
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-
 def demo_db_path(scale: float = 1.0) -> Path:
     """The demo database in the cache directory, built on first use (seed 42) and reused after."""
     path = cache_dir() / demo_db_file_name(scale)
     if path.exists():
         return path
-    with _exclusive_lock(path.with_name(path.name + ".lock")):
+    # a lock between processes building the same file (filelock: flock, or msvcrt on Windows); the
+    # atomic rename keeps the file whole even without it, the lock only avoids building it twice
+    with FileLock(path.with_name(path.name + ".lock"), mode=0o600):
         if path.exists():  # another process built it while we waited
             return path
         # temporary files left by a build that crashed (we hold the lock: nobody else is building)

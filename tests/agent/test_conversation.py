@@ -215,3 +215,27 @@ def test_in_memory_store_writes_nothing(tmp_path: Path, monkeypatch: pytest.Monk
     store = ConversationStore()
     store.append("m", Turn(question="q"))
     assert os.listdir(tmp_path) == [] and store.ids() == ["m"]
+
+
+APPENDER = """
+import sys
+from pathlib import Path
+from flexsql.agent.conversation import ConversationStore, Turn
+store = ConversationStore(Path(sys.argv[1]), max_turns=500, max_chars=10**7)
+for i in range(40):
+    store.append("shared", Turn(question=f"{sys.argv[2]} {i}"))
+"""
+
+
+@pytest.mark.integration
+def test_two_processes_appending_to_one_conversation_keep_every_turn(tmp_path: Path) -> None:
+    """Was: last writer wins — a stdio server and `flexsql ask --conversation` appending at the same time
+    each wrote the file from what it had read, dropping the other's turns."""
+    procs = [
+        subprocess.Popen([sys.executable, "-c", APPENDER, str(tmp_path), name]) for name in ("server", "cli")
+    ]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    turns = ConversationStore(tmp_path, max_turns=500, max_chars=10**7).get("shared").turns
+    assert sorted(t.question for t in turns) == sorted(
+        f"{n} {i}" for n in ("server", "cli") for i in range(40)
+    )

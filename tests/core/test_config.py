@@ -59,3 +59,32 @@ def test_misspelled_config_key_is_rejected(tmp_path: Path) -> None:
 
 def test_structured_cap_setting_defaults_to_one_mebibyte():
     assert LimitsConfig().structured_kb == 1024
+
+
+def test_a_config_error_says_where_the_value_came_from_and_suggests_the_key(tmp_path, monkeypatch):
+    """Was: the same message for a bad variable and a bad TOML value, and `query_timeout` got "Extra inputs
+    are not permitted" with no file and no did-you-mean."""
+    config = tmp_path / "flexsql.toml"
+    config.write_text("[limits]\nquery_timeout = 5\n")
+    with pytest.raises(ConfigError) as from_file:
+        load_settings(config)
+    assert f"(from {config.resolve()})" in str(from_file.value)
+    assert "did you mean query_timeout_s?" in str(from_file.value)
+    config.write_text("[limits]\nquery_timeout_s = 5\n")
+    monkeypatch.setenv("FLEXSQL_LIMITS__QUERY_TIMEOUT_S", "soon")
+    with pytest.raises(ConfigError, match=r"from the environment variable FLEXSQL_LIMITS__QUERY_TIMEOUT_S"):
+        load_settings(config)
+
+
+def test_a_misspelled_flexsql_variable_is_warned_about(monkeypatch, caplog):
+    """Was: ignored silently, the default used."""
+    from flexsql import config
+
+    config._warned.clear()
+    monkeypatch.setenv("FLEXSQL_LIMITS_QUERY_TIMEOUT_S", "5")  # one underscore: not a setting
+    monkeypatch.setenv("FLEXSQL_CACHE_DIR", str(Path.cwd()))  # read elsewhere: no warning
+    with caplog.at_level("WARNING", logger="flexsql.config"):
+        load_settings()
+    warned = [r.getMessage() for r in caplog.records]
+    assert any("did you mean FLEXSQL_LIMITS__QUERY_TIMEOUT_S?" in m for m in warned), warned
+    assert not any("FLEXSQL_CACHE_DIR" in m for m in warned)

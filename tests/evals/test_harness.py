@@ -104,6 +104,8 @@ SLOW_AGENT = textwrap.dedent("""
     question = pathlib.Path(os.environ["FLEXSQL_QUESTION_FILE"]).read_text()
     if "How many" in question:
         (pathlib.Path(os.environ["FLEXSQL_OUT_DIR"]) / "answer.sql").write_text("SELECT count(*) FROM singer")
+    elif pathlib.Path(__file__).with_name("fast").exists():  # the resumed run: answer at once
+        (pathlib.Path(os.environ["FLEXSQL_OUT_DIR"]) / "answer.sql").write_text("SELECT 1")
     else:
         pathlib.Path(os.environ["FLEXSQL_TASK_DIR"], "started").write_text(str(os.getpid()))
         time.sleep(60)
@@ -154,13 +156,15 @@ def test_ctrl_c_stops_agents_keeps_finished_tasks_and_resumes(spider, tmp_path: 
         time.sleep(0.1)
     assert not any(alive(pid) for pid in started)  # the agents that were running were stopped
     assert "Interrupted" in (out / "report.md").read_text()
-    fast = tmp_path / "fast.py"
-    fast.write_text(
-        "import os, pathlib\n(pathlib.Path(os.environ['FLEXSQL_OUT_DIR']) / 'answer.sql')"
-        ".write_text('SELECT 1')\n"
-    )
+    other = tmp_path / "other.py"
+    other.write_text("")
     code, output = run_cli(
-        tasks, "--runner", "command", "--command", f"{sys.executable} {fast}", "--dbs", dbs, "--out", out
+        tasks, "--runner", "command", "--command", f"{sys.executable} {other}", "--dbs", dbs, "--out", out
+    )
+    assert code == 2 and "other model settings" in output and "--new-run" in output  # no silent mix
+    (tmp_path / "fast").write_text("")
+    code, output = run_cli(
+        tasks, "--runner", "command", "--command", f"{sys.executable} {agent}", "--dbs", dbs, "--out", out
     )
     assert code == 0 and f"{len(finished)} task(s) already in" in output
     resumed = results(out)
@@ -185,3 +189,144 @@ def test_resume_runs_again_the_tasks_a_wrong_dbs_failed(spider_tasks, tmp_path):
     # a task that really ran keeps its result on the next resume
     code, output = run_eval(tasks, "--runner", "gold", "--dbs", dbs, "--out", out, "-q")
     assert code == 0 and "5 task(s) already in" in output
+
+
+def _eval_process(*args: str | Path) -> subprocess.Popen[bytes]:
+    argv = [sys.executable, "-c", "from flexsql.server.cli import main; main()", "eval", *map(str, args)]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_an_interrupt_ends_a_builtin_evaluation_at_once_with_the_reports(spider, tmp_path, signame) -> None:
+    """Was: Ctrl-C waited ~95 s for the open model requests to time out; SIGTERM wrote no report."""
+    import signal
+
+    from tests.support.openai_stub import Hang, OpenAIStub
+
+    tasks, dbs = spider
+    out = tmp_path / "out"
+    with OpenAIStub(lambda request: Hang(120)) as stub:
+        proc = _eval_process(
+            tasks, "--runner", "builtin", "--dbs", dbs, "--out", out, "--jobs", "2", "-q",
+            "--base-url", stub.base_url, "--model", "stub", "--timeout", "600",
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and stub.in_flight < 2:
+            time.sleep(0.05)
+        assert stub.in_flight == 2  # both workers wait on the model
+        proc.send_signal(getattr(signal, signame))
+        output, _ = proc.communicate(timeout=15)  # the model would answer in 120 s
+    text = output.decode()
+    assert proc.returncode == 130, text
+    assert "Traceback" not in text
+    for name in ("report.md", "report.html", "summary.json"):
+        assert (out / name).is_file(), name
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["interrupted"] and len(summary["not_run"]) == 5 and summary["failures"] == []
+    assert "Not run yet: 5 task(s)" in (out / "report.md").read_text()
+
+
+STUCK_GOLD = textwrap.dedent("""
+    import sys, time
+    from flexsql.evals import runners
+    def predict(self, task):  # a task that cannot be cancelled (an engine call that ignores interrupts)
+        time.sleep(600)
+    runners.GoldRunner.predict = predict
+    from flexsql.server.cli import main
+    sys.argv[0] = "flexsql"
+    main()
+""")
+
+
+@pytest.mark.integration
+def test_a_second_ctrl_c_leaves_at_once_without_a_traceback(spider, tmp_path: Path) -> None:
+    """Was: the first Ctrl-C waited for the running tasks; a second one printed a threading traceback."""
+    import signal
+
+    tasks, dbs = spider
+    out = tmp_path / "out"
+    script = tmp_path / "stuck.py"
+    script.write_text(STUCK_GOLD)
+    argv = [sys.executable, str(script), "eval", str(tasks), "--runner", "gold", "--dbs", str(dbs)]
+    proc = subprocess.Popen(
+        [*argv, "--out", str(out), "-q"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (out / "run.json").exists():
+        time.sleep(0.05)
+    time.sleep(0.5)  # the workers are inside predict
+    proc.send_signal(signal.SIGINT)
+    assert proc.stdout is not None
+    first = proc.stdout.readline().decode()
+    assert "stopping the running tasks" in first and "Ctrl-C again" in first
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=15)  # the stuck tasks would hold it for 600 s
+    assert proc.returncode == 130, rest.decode()
+    assert b"Traceback" not in rest
+    assert (out / "report.html").is_file() and (out / "summary.json").is_file()
+
+
+def test_a_results_file_cut_mid_line_is_repaired_and_the_task_runs_once(spider_tasks, tmp_path) -> None:
+    """Was: the next resume appended onto the cut line (pandas and jq failed) and re-ran it every time."""
+    tasks, dbs = spider_tasks
+    out = tmp_path / "out"
+    assert run_eval(tasks, "--runner", "gold", "--dbs", dbs, "--out", out, "-q")[0] == 0
+    path = out / "results.jsonl"
+    text = path.read_text()
+    path.write_text(text[: len(text) - 40])  # a crash while writing the last line
+    code, output = run_eval(tasks, "--runner", "gold", "--dbs", dbs, "--out", out, "-q")
+    assert code == 0 and "4 task(s) already in" in output, output
+    lines = path.read_text().splitlines()
+    assert len(lines) == 5 and all(isinstance(json.loads(line), dict) for line in lines)
+    code, output = run_eval(tasks, "--runner", "gold", "--dbs", dbs, "--out", out, "-q")
+    assert code == 0 and "5 task(s) already in" in output, output
+
+
+def test_a_resume_with_other_model_settings_is_refused_and_records_name_their_model(
+    spider, tmp_path: Path
+) -> None:
+    """Was: a resume with another --model or --plans silently mixed two models into one accuracy, records
+    named no model, and run.json was overwritten."""
+    from benchmarks.scripted_endpoint import GoldScript
+    from flexsql.evals.tasks import load_tasks
+    from tests.support.openai_stub import OpenAIStub
+
+    tasks, dbs = spider
+    out = tmp_path / "out"
+    with OpenAIStub(GoldScript(load_tasks(tasks))) as stub:
+        base = ["--runner", "builtin", "--dbs", dbs, "--out", out, "--base-url", stub.base_url, "-q"]
+        code, output = run_eval(tasks, *base, "--model", "model-a", "--plans", "1", "--limit", "2")
+        assert code == 0, output
+        first = json.loads((out / "run.json").read_text())
+        assert all(r["model"] == "model-a" and r["plans"] == 1 for r in eval_results(out).values())
+        assert "model-a" in (out / "report.md").read_text() and "model-a" in (out / "report.html").read_text()
+        for changed in (["--model", "model-b", "--plans", "1"], ["--model", "model-a", "--plans", "3"]):
+            code, output = run_eval(tasks, *base, *changed)
+            assert code == 2 and "other model settings" in output and "--new-run" in output, output
+        assert len(eval_results(out)) == 2  # nothing was added
+        code, output = run_eval(tasks, *base, "--model", "model-a", "--plans", "1", "--limit", "3")
+        assert code == 0 and "2 task(s) already in" in output, output
+        resumed = json.loads((out / "run.json").read_text())
+        assert resumed["started_at"] == first["started_at"] and len(resumed["resumed_at"]) == 1
+        code, output = run_eval(
+            tasks, *base, "--model", "model-b", "--plans", "1", "--limit", "1", "--new-run"
+        )
+        assert code == 0 and "moved to" in output, output
+    assert [r["model"] for r in eval_results(out).values()] == ["model-b"]
+    (kept,) = (out / "previous").iterdir()
+    assert len((kept / "results.jsonl").read_text().splitlines()) == 3
+    assert json.loads((kept / "run.json").read_text())["started_at"] == first["started_at"]
+
+
+def test_eval_json_prints_the_summary_on_stdout(spider_tasks, tmp_path) -> None:
+    from click.testing import CliRunner
+
+    from flexsql.evals.cli import eval_command
+
+    tasks, dbs = spider_tasks
+    args = [str(tasks), "--runner", "gold", "--dbs", str(dbs), "--out", str(tmp_path / "out"), "-q", "--json"]
+    result = CliRunner().invoke(eval_command, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["passed"] == 5 and summary["model"] == "gold SQL"

@@ -155,7 +155,7 @@ def test_command_runner_with_a_stand_in_agent(spider, tmp_path: Path) -> None:
 def test_builtin_runner_without_a_model_says_what_to_configure(spider, tmp_path: Path) -> None:
     tasks, dbs = spider
     code, output = run_cli(tasks, "--runner", "builtin", "--dbs", dbs, "--out", tmp_path / "out")
-    assert code == 1
+    assert code == 2  # a configuration error (docs/cli.md: exit codes)
     assert "no model is configured" in output and "--base-url" in output
 
 

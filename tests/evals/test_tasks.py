@@ -104,3 +104,18 @@ def test_dialogue_turns_are_scored_or_counted_by_type(tmp_path: Path) -> None:
     summary = json.loads((out / "summary.json").read_text())
     assert summary["scored_tasks"] == 2 and summary["turn_types"]["ambiguous"]["turns"] == 1
     assert summary["turn_types"]["answerable"] == {"turns": 2, "scored": 2, "passed": 2, "answered_sql": 0}
+
+
+def test_a_spider_item_without_a_question_is_a_clear_error(tmp_path) -> None:
+    """Was: KeyError: 'question'."""
+    import json
+
+    from flexsql.errors import ConfigError
+    from flexsql.evals.tasks import load_tasks
+
+    path = tmp_path / "dev.json"
+    path.write_text(
+        json.dumps([{"db_id": "a", "question": "q", "query": "SELECT 1"}, {"db_id": "a", "query": "x"}])
+    )
+    with pytest.raises(ConfigError, match=r"task 1 \(counting from 0\) has no 'question'"):
+        load_tasks(path)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -30,7 +31,7 @@ def test_version_and_help():
     runner = CliRunner()
     assert "0.1.0" in runner.invoke(main, ["--version"]).output
     out = runner.invoke(main, ["--help"]).output
-    for command in ("serve", "demo", "sources", "call", "eval", "install-skills", "mcp-config"):
+    for command in ("serve", "demo", "sources", "call", "tools", "eval", "install-skills", "mcp-config"):
         assert command in out
 
 
@@ -159,3 +160,168 @@ def test_fetch_rows_in_a_fresh_flexsql_call_explains_sessions(tmp_path):
     assert "evicted" not in proc.stderr and "flexsql serve" in proc.stderr and "same call" in proc.stderr, (
         proc.stderr
     )
+
+
+# -- a new user's first hour (issue 22) --------------------------------------------------------------
+
+
+def test_a_missing_database_file_stops_each_command_at_start_with_exit_2(tmp_path: Path) -> None:
+    """Was: `serve` started (exit 0, "✔ Connected") and every call failed; mcp-config wrote configs for it."""
+    missing = f"duckdb://{tmp_path / 'shop.duckdb'}"
+    runner = CliRunner()
+    for args in (
+        ["serve", "--db", missing],
+        ["serve", "--http", "--port", "0", "--db", missing],
+        ["sources", "--db", missing],
+        ["mcp-config", "--db", missing],
+        ["call", "list_tables", "--db", missing],
+    ):
+        result = runner.invoke(main, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert f"no database file at {tmp_path / 'shop.duckdb'}" in result.output, (args, result.output)
+    folder = runner.invoke(main, ["sources", "--db", f"sqlite://{tmp_path}"])
+    assert (
+        folder.exit_code == 2 and "is a folder, not a database file" in folder.output
+    )  # was "disk I/O error"
+
+
+@pytest.mark.parametrize(
+    "value, suggestion",
+    [
+        ("duckdb:/tmp/x.duckdb", "duckdb:///tmp/x.duckdb"),  # was duckdb:///…/duckdb:/tmp/x.duckdb
+        ("x=/data/shop.sqlite", "x=sqlite:///data/shop.sqlite"),  # was sqlite:///…/x=shop.sqlite
+        ("/data/shop.duckdb", "duckdb:///data/shop.duckdb"),
+    ],
+)
+def test_a_db_value_that_is_no_url_gets_the_right_suggestion(value: str, suggestion: str) -> None:
+    from flexsql.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=f"write {re.escape(suggestion)} "):
+        parse_db_option(value)
+
+
+def test_call_says_how_to_pass_arguments_and_suggests_near_tools(tmp_path: Path) -> None:
+    """Was: `--foo` "is not key=value" and an unknown tool got no did-you-mean."""
+    url = make_duckdb(tmp_path)
+    runner = CliRunner()
+    flag = runner.invoke(main, ["call", "describe_table", "--table", "orders", "--db", url])
+    assert flag.exit_code == 2 and "write table=…" in flag.output
+    unknown = runner.invoke(main, ["call", "describe_table", "--jsn", "--db", url])
+    assert unknown.exit_code == 2 and "did you mean --json?" in unknown.output
+    tool = runner.invoke(main, ["call", "list_tabels", "--db", url])
+    assert tool.exit_code == 2 and "did you mean list_tables?" in tool.output
+
+
+def test_ask_checks_its_input_before_any_model_call(tmp_path: Path) -> None:
+    """Was: an empty question spent a model call, a bad --base-url was retried 4 times, a missing --db file
+    cost 2 model calls, and a non-UTF-8 --external-knowledge file was a traceback."""
+    from tests.support.openai_stub import OpenAIStub
+
+    latin1 = tmp_path / "terms.txt"
+    latin1.write_bytes("Umsatz: la somme des ventes, année fiscale".encode("latin-1"))
+    url = make_duckdb(tmp_path)
+    with OpenAIStub(lambda request: {"type": "answerable"}) as stub:
+        model = ["--base-url", stub.base_url, "--model", "m"]
+        cases = {
+            "the question is empty": ["ask", "  ", *model, "--db", url],
+            "is not an http(s) URL": ["ask", "How many?", "--base-url", "not-a-url", "--model", "m"],
+            "no database file at": ["ask", "How many?", *model, "--db", f"duckdb://{tmp_path / 'no.duckdb'}"],
+            "is not UTF-8 text": ["ask", "How many?", *model, "--db", url, "--external-knowledge", str(latin1)],
+            "source 'nope' not found": ["ask", "How many?", *model, "--db", url, "--source", "nope"],
+        }  # fmt: skip
+        for expected, args in cases.items():
+            result = CliRunner().invoke(main, args)
+            assert result.exit_code == 2 and expected in result.output, (expected, result.output)
+            assert "Traceback" not in result.output
+        assert stub.requests == []  # not one model call
+
+
+@pytest.mark.integration
+def test_ctrl_c_exits_130_without_a_traceback(tmp_path: Path) -> None:
+    """Was: serve and ask printed "Aborted!" and exited 1 (eval exited 130)."""
+    import signal
+    import time
+
+    from tests.support.openai_stub import Hang, OpenAIStub
+
+    url = make_duckdb(tmp_path)
+    with OpenAIStub(lambda request: Hang(60)) as stub:
+        commands = [
+            ["serve", "--db", url],
+            ["ask", "How many orders?", "--db", url, "--base-url", stub.base_url, "--model", "m"],
+        ]
+        for args in commands:
+            proc = subprocess.Popen(
+                [sys.executable, "-P", "-m", "flexsql.server", *args],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=server_env(),
+            )
+            deadline = time.monotonic() + 60
+            while args[0] == "ask" and stub.in_flight == 0 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(1 if args[0] == "serve" else 0)
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=30)
+            assert proc.returncode == 130, (args, err.decode())
+            assert b"Traceback" not in err and b"Aborted" not in err, err.decode()
+
+
+@pytest.mark.integration
+def test_piped_output_is_plain_and_unwrapped(tmp_path: Path) -> None:
+    """Was: hard-wrapped at 80 columns when piped (the GRANT script's comment split into SQL)."""
+    deep = tmp_path / ("a-rather-long-folder-name-" * 4) / "shop.duckdb"
+    deep.parent.mkdir()
+    make_duckdb(tmp_path)
+    (tmp_path / "shop.duckdb").rename(deep)
+    proc = flexsql_cli("sources", "--db", f"duckdb://{deep}")
+    assert proc.returncode == 0, proc.stderr
+    assert f"duckdb://{deep}" in proc.stdout.splitlines()[0]  # one line, however long
+    assert "\x1b[" not in proc.stdout  # no colour codes
+    listed = json.loads(flexsql_cli("sources", "--json", "--db", f"duckdb://{deep}").stdout)
+    assert listed["sources"][0]["tables"] >= 1 and listed["sources"][0]["read_only_engine"] is True
+
+
+def test_verbosity_and_log_file(tmp_path: Path) -> None:
+    """-q keeps warnings off stderr, --log-file keeps them in a file, and the default shows them."""
+    from flexsql import config
+
+    url = make_duckdb(tmp_path)
+    config._warned.clear()  # each variable is warned about once per process
+    env = {"FLEXSQL_LIMITS_QUERY_TIMEOUT_S": "5"}  # a misspelled variable: one warning
+    runner = CliRunner(env=env)
+    default = runner.invoke(main, ["sources", "--db", url])
+    assert "did you mean FLEXSQL_LIMITS__QUERY_TIMEOUT_S?" in default.stderr
+    config._warned.clear()
+    log = tmp_path / "flexsql.log"
+    quiet = runner.invoke(main, ["-q", "--log-file", str(log), "sources", "--db", url])
+    assert quiet.exit_code == 0 and "FLEXSQL_LIMITS_QUERY_TIMEOUT_S" not in quiet.stderr
+    assert "FLEXSQL_LIMITS_QUERY_TIMEOUT_S is not a flexsql setting" in log.read_text()
+
+
+def test_ask_shows_its_stages_only_when_asked_or_on_a_terminal(tmp_path: Path) -> None:
+    from benchmarks.scripted_endpoint import GoldScript
+    from tests.support.openai_stub import OpenAIStub
+
+    url = make_duckdb(tmp_path)
+    with OpenAIStub(GoldScript([], fixed_sql="SELECT count(*) AS n FROM orders")) as stub:
+        args = ["ask", "How many orders?", "--db", url, "--base-url", stub.base_url, "--model", "m"]
+        piped = CliRunner().invoke(main, args)
+        shown = CliRunner().invoke(main, [*args, "--progress"])
+    assert piped.exit_code == 0 and shown.exit_code == 0, piped.output + shown.output
+    assert "classify" not in piped.stderr and "classify" in shown.stderr
+    assert "SELECT count(*) AS n FROM orders" in piped.stdout and "┃ n ┃" in piped.stdout
+    assert max(len(line) for line in piped.stdout.splitlines()) < 120  # laid out at the content's width
+    assert "\x1b[" not in piped.stdout
+
+
+def test_tools_lists_the_tools_and_shows_one() -> None:
+    runner = CliRunner()
+    listing = runner.invoke(main, ["tools"])
+    assert listing.exit_code == 0 and "describe_table " in listing.output and "run_query " in listing.output
+    one = runner.invoke(main, ["tools", "describe_table"])
+    assert one.exit_code == 0 and "arguments: table (str, required)" in one.output
+    assert "flexsql call describe_table table=…" in one.output
+    near = runner.invoke(main, ["tools", "descibe_table"])
+    assert near.exit_code == 2 and "did you mean describe_table?" in near.output

@@ -1,6 +1,8 @@
 """An HTTP client that goes away cancels its call (server/disconnect.py): 2025-era clients (`mode=legacy`)
 used to leave the query or Python program running to its 600 s timeout, holding a core; the 2026 wire
-(`auto`) already cancelled. Real server subprocess, real client subprocess killed mid-call."""
+(`auto`) already cancelled. Real server subprocess, real client subprocess killed mid-call. Whether the
+call's work still runs is read from GET /healthz's `calls_in_flight` (counted until the worker thread
+returns), not from thread states, which a loaded machine blurs."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import json
 import subprocess
 import sys
 
+import anyio
 import httpx2
 import pytest
 from mcp import Client
@@ -15,7 +18,24 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.support.engines import make_duckdb
 from tests.support.mcp_support import http_server, server_env, text_of
-from tests.support.processes import steadily
+
+IN_FLIGHT_WAIT_S = 60.0  # generous: a loaded machine may take seconds to start or stop a call
+
+
+async def calls_in_flight(endpoint: str, wanted: int) -> int:
+    """Poll the server's /healthz until `calls_in_flight` equals `wanted` (or the wait runs out);
+    returns the last reading."""
+    health = endpoint.rsplit("/mcp", 1)[0] + "/healthz"
+    reading = -1
+    with anyio.move_on_after(IN_FLIGHT_WAIT_S):
+        async with httpx2.AsyncClient() as http:
+            while True:
+                reading = (await http.get(health)).json()["calls_in_flight"]
+                if reading == wanted:
+                    break
+                await anyio.sleep(0.05)
+    return reading
+
 
 pytestmark = pytest.mark.integration
 
@@ -61,13 +81,14 @@ async def test_a_client_that_goes_away_cancels_its_call(tmp_path, mode, tool):
         )
         try:
             assert client.stdout.readline() == b"connected\n", client.stderr.read().decode()[-2000:]
-            assert await steadily(proc.pid, busy=True), "the slow call never ran"
+            # the positive control: the slow call is running on the server
+            assert await calls_in_flight(endpoint, 1) == 1, "the slow call never ran"
         finally:
             client.kill()
             client.wait()
-        # the disconnect reaches the server, which interrupts the query or kills the program: its
-        # threads go idle (left running, the call would keep one busy for its 600 s)
-        assert await steadily(proc.pid, busy=False), (
+        # the disconnect reaches the server, which interrupts the query or kills the program: its worker
+        # returns (left running, the call would hold it for its 600 s)
+        assert await calls_in_flight(endpoint, 0) == 0, (
             "the server is still working on the departed client's call"
         )
         assert await count_orders(endpoint, token=None) == [[7]]

@@ -188,6 +188,7 @@ def config_output(*args: str) -> str:
 
 def test_mcp_config_claude_line_puts_the_name_before_the_command(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "shop.duckdb").write_bytes(b"")  # mcp-config refuses a file that does not exist
     line = config_output(
         "--client", "claude", "--db", "duckdb:///./shop.duckdb", "--launcher", "flexsql"
     ).strip()
@@ -212,9 +213,11 @@ def test_mcp_config_claude_line_puts_the_name_before_the_command(tmp_path: Path,
         "db",
         "--",
         "uvx",
+        "--from",
+        str(ROOT),
         "flexsql",
         "serve",
-    ]
+    ]  # flexsql is not on PyPI: `uvx flexsql serve` would fail; uvx builds this checkout
 
 
 def test_mcp_config_json_snippets_for_each_client() -> None:
@@ -224,7 +227,7 @@ def test_mcp_config_json_snippets_for_each_client() -> None:
     snippets = {
         s.split("\n", 1)[0].lstrip("# ").split(":")[0].split(" (")[0]: s.split("\n", 1)[1] for s in sections
     }
-    argv = ["flexsql", "serve", "--db", "pg=postgresql://me@localhost/shop"]
+    argv = ["--from", str(ROOT), "flexsql", "serve", "--db", "pg=postgresql://me@localhost/shop"]
     for client in ("Cursor", "Claude Desktop"):
         assert json.loads(snippets[client]) == {"mcpServers": {"flexsql": {"command": "uvx", "args": argv}}}
     assert json.loads(snippets["VS Code"]) == {

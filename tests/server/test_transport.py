@@ -82,3 +82,37 @@ def test_http_on_public_address_without_token_is_refused(tmp_path):
     )
     assert proc.returncode == 2
     assert "--auth-token" in proc.stderr and "FLEXSQL_AUTH_TOKEN" in proc.stderr
+
+
+async def test_healthz_reports_status_version_sources_and_calls_in_flight(tmp_path):
+    from flexsql import __version__
+    from tests.support.engines import make_duckdb, make_sqlite
+
+    with http_server(make_duckdb(tmp_path), f"lite={make_sqlite(tmp_path)}") as (endpoint, _proc):
+        async with httpx2.AsyncClient() as http:
+            health = await http.get(endpoint.replace("/mcp", "/healthz"))
+    assert health.status_code == 200
+    assert health.json() == {"status": "ok", "version": __version__, "sources": 2, "calls_in_flight": 0}
+
+
+def test_a_taken_port_is_a_clear_error_before_serving(tmp_path):
+    """Was: "serving …" logged, then uvicorn's raw errno and exit 3."""
+    import socket
+    import subprocess
+    import sys
+
+    from tests.support.engines import make_duckdb
+    from tests.support.mcp_support import server_env
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = subprocess.run(
+            [sys.executable, "-P", "-m", "flexsql.server", "serve", "--http", "--port", str(port),
+             "--db", make_duckdb(tmp_path)],
+            capture_output=True, text=True, timeout=120, env=server_env(),
+        )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert f"port {port} on 127.0.0.1 is already in use" in proc.stderr and "--port" in proc.stderr
+    assert "serving" not in proc.stderr and "errno" not in proc.stderr.lower()

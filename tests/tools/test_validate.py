@@ -42,3 +42,12 @@ def test_validate_sql_accepts_good_sql_without_running_it(warehouse):
         ),
     )
     assert result.valid and "engine EXPLAIN" in result.checked_by
+
+
+def test_prose_is_a_syntax_issue_said_once(warehouse):
+    """Was: `- refused: refused: HELLO is not allowed — this server is read-only`."""
+    result = validate.validate_sql(warehouse, ValidateSql(sql="HELLO world"))
+    assert not result.valid and result.issues[0].kind == "syntax"
+    assert "read-only" not in result.to_text() and "refused: refused" not in result.to_text()
+    delete = validate.validate_sql(warehouse, ValidateSql(sql="DELETE FROM customer")).to_text()
+    assert "refused: DELETE is not allowed" in delete and "refused: refused" not in delete

@@ -45,21 +45,32 @@ class Deadline:
     """Calls `cancel` once if the guarded block runs past `seconds` (or when the surrounding tool
     call is cancelled); `fired` says whether it did."""
 
+    RETRY_S = 0.1  # a cancel that lands between two statements of the block is sent again this often
+
     def __init__(self, seconds: float, cancel: Any) -> None:
         self.fired = False
         self._cancel = cancel
         self._timer = threading.Timer(max(seconds, 0.001), self._fire)
         self._timer.daemon = True
         self._hooks = active_cancel_hooks.get()
+        self._done = threading.Event()
 
     def _fire(self) -> None:
         if self.fired:
             return
         self.fired = True
-        try:
-            self._cancel()
-        except Exception:  # cancelling a finished query is harmless
-            pass
+        # An interrupt reaches only the statement running at that moment: one that lands while the
+        # block prepares (describing the query, planning cells) would be lost and the next statement
+        # would run to its end. So it is repeated until the block exits.
+        threading.Thread(target=self._keep_cancelling, daemon=True, name="flexsql-cancel").start()
+
+    def _keep_cancelling(self) -> None:
+        while not self._done.is_set():
+            try:
+                self._cancel()
+            except Exception:  # cancelling a finished query is harmless
+                pass
+            self._done.wait(self.RETRY_S)
 
     def __enter__(self) -> Deadline:
         self._timer.start()
@@ -68,6 +79,7 @@ class Deadline:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._done.set()
         self._timer.cancel()
         if self._hooks is not None:
             self._hooks.discard(self._fire)

@@ -247,6 +247,11 @@ class SnowflakeSource(Source):
             raise ConfigError(
                 "the Snowflake connector is not installed; run: pip install 'flexsql[snowflake]'"
             ) from None
+        if not any(k in self._kwargs for k in ("password", "authenticator", "connection_name", "token")):
+            raise ConfigError(
+                f"no password for Snowflake {self.display_url}: set SNOWFLAKE_PASSWORD in the environment, "
+                "or name a connections.toml entry with ?connection_name=NAME (or ?authenticator=…)"
+            )
         params = {
             "MULTI_STATEMENT_COUNT": 1,
             "STATEMENT_TIMEOUT_IN_SECONDS": self._statement_timeout,

@@ -310,6 +310,48 @@ def refuse(what: str, why: str = READ_ONLY_HINT) -> RefusedError:
     return RefusedError(f"refused: {what} is not allowed — {why}")
 
 
+class SqlSyntaxRefusal(RefusedError):
+    """The text is not SQL the guard recognises (a typo, prose): refused as a syntax error, not as a
+    write — telling a user who typed SELEC that the server is read-only would mislead them."""
+
+
+# Statement words some dialects' tokenizers do not list as keywords, still statements (not typos).
+_STATEMENT_WORDS = frozenset(
+    {"CHECKPOINT", "PUT", "UNDROP", "INSTALL", "ATTACH", "DETACH", "REINDEX", "CLUSTER", "REFRESH", "UNLOAD",
+     "LISTEN", "UNLISTEN", "NOTIFY", "DISCARD", "IMPORT", "EXPORT", "DEALLOCATE", "PREPARE", "EXECUTE",
+     "EXEC", "DO", "REMOVE", "RM", "GET", "LIST", "LS", "REASSIGN", "ABORT", "SAVEPOINT", "RELEASE", "LOCK",
+     "START", "RESET", "BEGIN", "END", "COMMIT", "ROLLBACK", "SET", "VACUUM", "ANALYZE", "PRAGMA",
+     "TRUNCATE", "COMMENT", "CALL", "GRANT", "REVOKE", "USE", "COPY", "LOAD", "MERGE", "UPSERT", "REPLACE",
+     "INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER", "RENAME", "SECURITY", "DECLARE", "FETCH",
+     "MOVE", "CLOSE", "OPEN", "KILL", "FLUSH", "OPTIMIZE", "UNLOCK", "CHECK", "REPAIR", "HANDLER"}
+)  # fmt: skip
+
+
+def syntax_refusal(keyword: str, dialect: str, sql: str) -> SqlSyntaxRefusal | None:
+    """A syntax refusal when `keyword` (a statement's first word) is no SQL word at all, else None.
+    A first word with other letters in it (a homoglyph: Cyrillic Е in DЕLETE) keeps the refusal
+    that names it."""
+    word = keyword.split(" ")[0].upper()
+    if not word or word in _READ_STARTS or word in _STATEMENT_WORDS:
+        return None
+    whole = re.match(r"\w+", _LEADING_NOISE.sub("", sql, count=1))
+    if whole is None or whole.group(0).upper() != word:
+        return None
+    try:
+        known = sqlglot.Dialect.get_or_raise(dialect).tokenizer_class.KEYWORDS
+    except Exception:  # an unknown dialect name: keep the read-only wording
+        return None
+    if word in known:
+        return None
+    import difflib
+
+    close = difflib.get_close_matches(word, sorted(_READ_STARTS), n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return SqlSyntaxRefusal(
+        f"refused: syntax error — {keyword} is not a SQL statement{hint}; send one SELECT statement"
+    )
+
+
 def denied_function_reason(name: str, rules: GuardRules | None = None) -> str | None:
     """Why the function `name` (any case, unqualified) may not run, or None when it may; `rules`
     (an engine) may declare names harmless on it."""
@@ -592,7 +634,9 @@ def _check(sql: str, rules: GuardRules) -> str:
                 f"SHOW {body.strip()[:60]}".strip(), f"{why}; {rules.show_hint}" if rules.show_hint else why
             )
         else:
-            raise refuse(_statement_label(tree, sql), f"{READ_ONLY_HINT}; {_ONLY_READS}")
+            raise syntax_refusal(keyword, rules.dialect, sql) or refuse(
+                _statement_label(tree, sql), f"{READ_ONLY_HINT}; {_ONLY_READS}"
+            )
     elif isinstance(tree, _ALLOWED_ROOTS + rules.read_roots):
         token_walk(sql, rules, tokens)
         _check_tree(tree, rules)
@@ -601,6 +645,10 @@ def _check(sql: str, rules: GuardRules) -> str:
         extra = rules.statement_hints.get(type(tree).__name__)
         if extra:
             hint += f"; {extra}"
+        if type(tree).__name__ not in _DENIED_NODES:  # prose parsed as an expression ("HELLO world")
+            syntax = syntax_refusal(_first_word(sql), rules.dialect, sql)
+            if syntax is not None:
+                raise syntax
         raise refuse(_statement_label(tree, sql), hint)
     # Keep exactly the statement: drop a trailing semicolon and anything (comments) after it.
     cut = next((t.start for t in tokens if t.token_type == TokenType.SEMICOLON), len(sql))
@@ -629,7 +677,9 @@ def check_sql(sql: str, rules: GuardRules) -> str:
     except (SqlglotError, RecursionError, ValueError, IndexError) as exc:
         keyword = _first_word(sql)
         if keyword and keyword not in _READ_STARTS:
-            raise refuse(keyword, f"{READ_ONLY_HINT}; {_ONLY_READS}") from None
+            raise syntax_refusal(keyword, rules.dialect, sql) or refuse(
+                keyword, f"{READ_ONLY_HINT}; {_ONLY_READS}"
+            ) from None
         message = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
         if not isinstance(
             exc, SqlglotError

@@ -27,3 +27,32 @@ def test_timeout_cancels_long_query_and_source_stays_usable(shop, engine):
     # cancelled, not left running for minutes; benchmarks/timeouts.py measures how close to 1 s
     assert time.monotonic() - started < 6.0
     assert shop.execute("SELECT count(*) FROM orders").rows == [(7,)]
+
+
+def test_a_cancel_that_lands_before_the_statement_starts_still_stops_it(tmp_path) -> None:
+    """Was: a client that left while the query was being prepared (described, planned) lost its interrupt,
+    and the statement then ran to its 600 s timeout (found by /healthz's calls_in_flight)."""
+    import threading
+
+    from flexsql.tools.engines import CancelHooks, active_cancel_hooks, open_source
+    from tests.support.engines import make_duckdb
+
+    source = open_source(make_duckdb(tmp_path), name="shop")
+    hooks = CancelHooks()
+    hooks.cancel()  # the call was cancelled before its statement reached the engine
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        token = active_cancel_hooks.set(hooks)
+        try:
+            source.execute(LONG_QUERY["duckdb"], timeout_s=600)
+        except BaseException as exc:
+            outcome.append(exc)
+        finally:
+            active_cancel_hooks.reset(token)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(30)
+    assert not worker.is_alive(), "the statement ran on after its call was cancelled"
+    assert outcome and isinstance(outcome[0], QueryTimeout)

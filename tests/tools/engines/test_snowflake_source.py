@@ -74,3 +74,14 @@ def test_snowflake_wrapper_keeps_the_order_outside(sql, outer):
     from flexsql.tools.engines.snowflake_source import SnowflakeSource
 
     assert SnowflakeSource.engine_wrap(sql) == f"SELECT * FROM (\n{sql}\n){outer}"
+
+
+def test_snowflake_without_a_password_names_snowflake_password(monkeypatch) -> None:
+    """Was: the connector's "251006: Password is empty", with no word of SNOWFLAKE_PASSWORD."""
+    from flexsql.errors import FlexSQLError
+    from flexsql.tools.engines import open_source
+
+    monkeypatch.delenv("SNOWFLAKE_PASSWORD", raising=False)
+    source = open_source("snowflake://me@acct/DB/PUBLIC?warehouse=WH", name="snow")
+    with pytest.raises(FlexSQLError, match="no password for Snowflake .* set SNOWFLAKE_PASSWORD"):
+        source.execute("SELECT 1")

@@ -160,7 +160,13 @@ REFUSED: list[tuple[tuple[str, ...], str, str]] = [
     (EVERY, "", r"^refused: the SQL text is empty"),
     (EVERY, "   \n ", r"^refused: the SQL text is empty"),
     (EVERY, "SELECT 1\x00", r"NUL byte"),
-    (EVERY, "SELEC 1 FROM", r"^refused: .*(could not be parsed|is not allowed)"),
+    (
+        EVERY,
+        "SELEC 1 FROM",
+        r"^refused: syntax error — SELEC is not a SQL statement \(did you mean SELECT\?\)",
+    ),
+    (EVERY, "SELEC * FROM orders", r"^refused: syntax error — SELEC is not a SQL statement"),
+    (EVERY, "HELLO world", r"^refused: syntax error — HELLO is not a SQL statement"),
     (EVERY, "ＤＥＬＥＴＥ FROM orders", r"^refused: "),
     (EVERY, "SELECT " + "(" * 3000 + "1" + ")" * 3000, r"^refused: "),
 ]
