@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from flexsql.tools.engines import Catalog, Column, Source, TableInfo
+from flexsql.tools.engines.families import FamilyLabel, family_labels
 from flexsql.tools.engines.paths import known_paths
 from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.search.families import families
@@ -183,6 +184,8 @@ class SearchIndex:
         """One entry per sharded family / release series (its latest member stands for it): one slot of
         the result covers the family, and 300 daily shards do not drown the idf of their words."""
         fams = families(catalog.tables)
+        # the names list_tables gives: search's families may join column sets that those name apart
+        self.labels: dict[str, FamilyLabel] = family_labels(catalog.tables)
         family_of = {i: f for f in fams for i in f.members}
         self.tables: list[TableInfo] = []
         self.family: list[tuple[str, list[TableInfo]] | None] = []
