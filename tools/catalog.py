@@ -356,7 +356,12 @@ def example_values(
                 break
         examples[col.name] = seen
     cache[key] = examples, paths
-    remember_paths(src.catalog(), table.qualified, [p.path for found in paths.values() for p in found])
+    remember_paths(
+        src.catalog(),
+        table.qualified,
+        [(p.path, p.type) for found in paths.values() for p in found],
+        typed=True,
+    )
     return examples, paths
 
 

@@ -37,7 +37,7 @@ def column_hits(s: SearchState) -> list[ColumnHit]:
             ColumnHit(
                 table=table.qualified,
                 column=name,
-                type=col.type if col is not None else "VARCHAR",
+                type=col.type if col is not None else engine.path_types.get((ti, name), "VARCHAR"),
                 score=round(s.col_scores[ci], 3),
                 why=why,
             )
