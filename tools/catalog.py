@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from flexsql.errors import InvalidArgument
 from flexsql.tools.engines import Catalog, FetchLimits, TableInfo
-from flexsql.tools.engines.families import family_of, named_families
+from flexsql.tools.engines.families import family_of, named_families, reads_all
 from flexsql.tools.engines.paths import NestedPath, infer_paths, remember_paths
 from flexsql.tools.runtime.context import SourceName, ToolContext
 from flexsql.tools.runtime.registry import ToolArgs, ToolResult, tool
@@ -97,7 +97,9 @@ class TableEntry(BaseModel):
     comment: str | None = None
     family_size: int | None = None
     family_range: str | None = None
-    family_of: str | None = None  # a family that is one column set of a bigger shard group: the group's name
+    family_of: str | None = (
+        None  # a family that is one column set of a bigger shard group: says so, naming it
+    )
 
 
 class TableList(ToolResult):
@@ -114,7 +116,7 @@ class TableList(ToolResult):
             if t.kind == "family":
                 parts.append(f"[{t.family_size} tables {t.family_range}, same columns]")
                 if t.family_of:
-                    parts.append(f"(one column set of {t.family_of}, which reads them all)")
+                    parts.append(f"({t.family_of})")
             elif t.kind == "view":
                 parts.append("[view]")
             parts.append(f"{t.columns} cols")
@@ -142,7 +144,7 @@ def _families(tables: list[TableInfo]) -> list[tuple[str, list[TableInfo], str |
     for fam in named_families(tables):
         first = tables[fam.members[0]]
         prefix = first.qualified[: -len(first.name)]
-        split = f"{prefix}{fam.group} ({len(fam.group_members)} tables)" if fam.name != fam.group else None
+        split = reads_all(prefix + fam.group, len(fam.group_members)) if fam.name != fam.group else None
         entries.append((prefix + fam.name, [tables[i] for i in fam.members], split))
         grouped.update(fam.members)
     entries += [(t.qualified, [t], None) for i, t in enumerate(tables) if i not in grouped]
@@ -354,7 +356,12 @@ def example_values(
                 break
         examples[col.name] = seen
     cache[key] = examples, paths
-    remember_paths(src.catalog(), table.qualified, [p.path for found in paths.values() for p in found])
+    remember_paths(
+        src.catalog(),
+        table.qualified,
+        [(p.path, p.type) for found in paths.values() for p in found],
+        typed=True,
+    )
     return examples, paths
 
 
@@ -405,7 +412,9 @@ def describe_table(ctx: ToolContext, args: DescribeTable) -> TableDescription:
             "columns of every shard, NULL where a shard lacks one; SQL reads it by this name)"
         )
     elif (member := family_of(catalog, info)) is not None:
-        family = f"{member[0]} ({member[1]} tables)"
+        family = f"{member.name} ({member.size} tables" + (
+            f"; {member.reads_all()})" if member.group else ")"
+        )
     columns = [
         ColumnDescription(
             name=c.name,

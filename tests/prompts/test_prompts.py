@@ -142,3 +142,11 @@ def test_without_run_python_implement_asks_for_sql_only() -> None:
     assert "1. Choose the language." in prompts.render(
         "implement", voice="agent", tools=ALL_TOOLS, **required_only(t)
     )
+
+
+def test_implement_says_an_array_path_is_no_sql() -> None:
+    """The tools print `hits[].page.pagePath`; a model that writes it into SQL fails: the rule says to unnest."""
+    t = prompts.get_prompt("implement")
+    for tools in (ALL_TOOLS, frozenset()):
+        text = prompts.render("implement", voice="agent", tools=tools, **required_only(t))
+        assert "`[]`" in text and "is not SQL" in text and "unnest the array" in text

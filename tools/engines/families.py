@@ -155,19 +155,50 @@ def _named(catalog: Catalog) -> dict[tuple[str, str], list[int]]:
     return catalog.derived("engines.families.named", build)
 
 
-def family_of(catalog: Catalog, table: TableInfo) -> tuple[str, int] | None:
-    """The family a shard belongs to, as list_tables names it (qualified), and its size."""
+@dataclass(frozen=True)
+class FamilyLabel:
+    """The family a shard belongs to, as every tool names it (list_tables, describe_table, search_schema)."""
 
-    def build() -> dict[str, tuple[str, int]]:
-        out: dict[str, tuple[str, int]] = {}
-        for fam in named_families(catalog.tables):
-            first = catalog.tables[fam.members[0]]
-            name = first.qualified[: -len(first.name)] + fam.name
-            for i in fam.members:
-                out[catalog.tables[i].qualified] = (name, len(fam.members))
-        return out
+    name: str  # qualified: ANALYTICS.EVENTS_* or, for one column set of a split group, ANALYTICS.EVENTS_20180828-20181003
+    size: int
+    first: str  # its oldest and newest shard
+    last: str
+    group: str | None  # a split group's pattern, qualified (it reads every column set); None when not split
+    group_size: int
 
-    return catalog.derived("engines.families.of", build).get(table.qualified)
+    def reads_all(self) -> str:
+        """'one column set of A.EVENTS_* (114 tables), which reads them all', or '' for a whole group."""
+        return "" if self.group is None else reads_all(self.group, self.group_size)
+
+
+def reads_all(group: str, size: int) -> str:
+    """How every tool says that a split group's pattern reads each of its column sets."""
+    return f"one column set of {group} ({size} tables), which reads them all"
+
+
+def family_labels(tables: Sequence[TableInfo]) -> dict[str, FamilyLabel]:
+    """qualified shard name -> the label of its family; shards whose columns no other shard shares have none."""
+    out: dict[str, FamilyLabel] = {}
+    for fam in named_families(tables):
+        first = tables[fam.members[0]]
+        prefix = first.qualified[: -len(first.name)]
+        label = FamilyLabel(
+            name=prefix + fam.name,
+            size=len(fam.members),
+            first=first.name,
+            last=tables[fam.members[-1]].name,
+            group=prefix + fam.group if fam.name != fam.group else None,
+            group_size=len(fam.group_members),
+        )
+        for i in fam.members:
+            out[tables[i].qualified] = label
+    return out
+
+
+def family_of(catalog: Catalog, table: TableInfo) -> FamilyLabel | None:
+    """The family a shard belongs to, as list_tables names it."""
+    labels = catalog.derived("engines.families.of", lambda: family_labels(catalog.tables))
+    return labels.get(table.qualified)
 
 
 def _schema_key(table: TableInfo) -> str:
@@ -252,7 +283,7 @@ def family_table(catalog: Catalog, name: str) -> TableInfo | None:
 class FamilyRead(BaseModel):
     """What one family reference of a statement read."""
 
-    reference: str  # as written in the SQL
+    reference: str  # the family's name as every tool prints it: parts unquoted, as written (EVENTS_2018*)
     shards: list[str]  # table names read, oldest first
 
     def summary(self) -> str:
@@ -328,7 +359,8 @@ def expand_families(
         alias = "" if ref.has_alias else f" AS {_default_alias(ref)}"
         chosen.append(ref)
         unions.append(f"(\n{union_sql(engine, members)}\n){alias}")
-        reads.append(FamilyRead(reference=ref.text, shards=[t.name for t in members]))
+        # plain parts, not the SQL's quoting: sample_rows quotes what it builds, run_query rarely does
+        reads.append(FamilyRead(reference=name, shards=[t.name for t in members]))
     return replace_refs(sql, chosen, unions), reads
 
 
@@ -345,17 +377,20 @@ def _narrower(members: Sequence[TableInfo]) -> str:
 
 __all__ = [
     "Family",
+    "FamilyLabel",
     "FamilyRead",
     "NamedFamily",
     "digits_key",
     "expand_families",
     "families",
+    "family_labels",
     "family_members",
     "family_of",
     "family_table",
     "is_family_name",
     "named_families",
     "pattern",
+    "reads_all",
     "shape",
     "union_sql",
 ]

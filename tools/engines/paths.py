@@ -14,7 +14,7 @@ import re
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel
 
@@ -194,12 +194,18 @@ def _example(value: Any) -> str:
 # -- paths seen so far, per catalog -------------------------------------------------------------------
 
 
+class KnownPath(NamedTuple):
+    type: str
+    described: bool  # typed by describe_table (else by the value index, which reads only text leaves)
+
+
 class _Known:
-    """Paths found in a catalog's nested columns (by describe_table and the value index), by table."""
+    """Paths found in a catalog's nested columns (by describe_table and the value index), by table,
+    with their types."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.by_table: dict[str, list[str]] = {}
+        self.by_table: dict[str, dict[str, KnownPath]] = {}
         self.version = 0
 
 
@@ -207,22 +213,33 @@ def _known(catalog: Catalog) -> _Known:
     return catalog.derived("engines.paths.known", _Known)
 
 
-def remember_paths(catalog: Catalog, table: str, paths: Iterable[str]) -> None:
-    """Record the paths seen in a table's nested columns (qualified name), so search can index them."""
+def remember_paths(
+    catalog: Catalog, table: str, paths: Iterable[tuple[str, str]], typed: bool = False
+) -> None:
+    """Record the paths seen in a table's nested columns (qualified name) with their types, so search
+    can index them. `typed`: the types are describe_table's, which replace any other (search must show
+    the type describe_table shows; the value index only knows its text leaves)."""
     known = _known(catalog)
     with known.lock:
-        have = known.by_table.setdefault(table, [])
-        new = [p for p in paths if p not in have]
-        if new:
-            have.extend(new[: max(0, 4 * MAX_PATHS - len(have))])
+        have = known.by_table.setdefault(table, {})
+        changed = False
+        for path, type_ in paths:
+            if path not in have:
+                if len(have) >= 4 * MAX_PATHS:
+                    continue
+            elif not typed or have[path] == (type_, True):
+                continue
+            have[path] = KnownPath(type_, typed)
+            changed = True
+        if changed:
             known.version += 1
 
 
-def known_paths(catalog: Catalog) -> tuple[int, dict[str, list[str]]]:
-    """The version of what was recorded (it grows with each new path) and the paths by table."""
+def known_paths(catalog: Catalog) -> tuple[int, dict[str, dict[str, KnownPath]]]:
+    """The version of what was recorded (it grows with each change) and the paths (-> type) by table."""
     known = _known(catalog)
     with known.lock:
-        return known.version, {k: list(v) for k, v in known.by_table.items()}
+        return known.version, {k: dict(v) for k, v in known.by_table.items()}
 
 
 # -- a path as a column -------------------------------------------------------------------------------
@@ -349,6 +366,7 @@ __all__ = [
     "as_document",
     "infer_paths",
     "json_path",
+    "KnownPath",
     "known_paths",
     "remember_paths",
     "nested_type",

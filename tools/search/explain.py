@@ -37,7 +37,7 @@ def column_hits(s: SearchState) -> list[ColumnHit]:
             ColumnHit(
                 table=table.qualified,
                 column=name,
-                type=col.type if col is not None else "VARCHAR",
+                type=col.type if col is not None else engine.path_types.get((ti, name), "VARCHAR"),
                 score=round(s.col_scores[ci], 3),
                 why=why,
             )
@@ -68,9 +68,15 @@ def _table_hit(s: SearchState, ti: int) -> TableHit:
     fam = engine.family[ti]
     if fam is not None:
         pattern, members = fam
-        hit.family = ".".join(x for x in (table.database, table.schema_name, pattern) if x)
-        hit.family_size = len(members)
-        hit.family_range = f"{members[0].name} … {members[-1].name}"
+        label = engine.labels.get(table.qualified)
+        if label is not None:  # named as list_tables and describe_table name it
+            hit.family, hit.family_size = label.name, label.size
+            hit.family_range = f"{label.first} … {label.last}"
+            hit.family_reads_all = label.reads_all() or None
+        else:  # a shard whose columns are its own: search's grouping is the only name it has
+            hit.family = ".".join(x for x in (table.database, table.schema_name, pattern) if x)
+            hit.family_size = len(members)
+            hit.family_range = f"{members[0].name} … {members[-1].name}"
         if ti in s.dated:
             dated = s.dated[ti]
             hit.date_members = [m.name for m in dated[:12]]

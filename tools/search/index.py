@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from flexsql.tools.engines import Catalog, Column, Source, TableInfo
-from flexsql.tools.engines.paths import known_paths
+from flexsql.tools.engines.families import FamilyLabel, family_labels
+from flexsql.tools.engines.paths import KnownPath, known_paths
 from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.search.families import families
 from flexsql.tools.search.keys import inferred_links
@@ -168,7 +169,8 @@ class SearchIndex:
         self.params = params or Params()
         self.loaded_at = catalog.loaded_at
         # paths inside nested columns seen so far (describe_table, the value index): columns to search too
-        self.paths_version, self.known_paths = known_paths(catalog)
+        self.paths_version, known = known_paths(catalog)
+        self.known_paths = {k.lower(): v for k, v in known.items()}  # a family as the caller spelt it
         self._column_sketches: dict[int, tuple[int, frozenset[int]]] = {}
         self._twin_pairs: dict[tuple[int, int, float], bool] = {}
         self.semantic: CatalogVectors | None = None  # built in the background (semantic.attach)
@@ -183,6 +185,8 @@ class SearchIndex:
         """One entry per sharded family / release series (its latest member stands for it): one slot of
         the result covers the family, and 300 daily shards do not drown the idf of their words."""
         fams = families(catalog.tables)
+        # the names list_tables gives: search's families may join column sets that those name apart
+        self.labels: dict[str, FamilyLabel] = family_labels(catalog.tables)
         family_of = {i: f for f in fams for i in f.members}
         self.tables: list[TableInfo] = []
         self.family: list[tuple[str, list[TableInfo]] | None] = []
@@ -203,12 +207,17 @@ class SearchIndex:
     def _paths_of(self, ti: int) -> list[Column]:
         """The paths seen inside a table's nested columns (any shard's, for a family), as column documents."""
         fam = self.family[ti]
-        keys = [m.qualified for m in fam[1]] if fam else [self.tables[ti].qualified]
-        seen: dict[str, None] = {}
+        members = fam[1] if fam else [self.tables[ti]]
+        keys = [m.qualified for m in members]
+        # a family described by its name (list_tables' or the group's pattern) recorded its paths there
+        labels = [self.labels[m.qualified] for m in members if m.qualified in self.labels]
+        keys += dict.fromkeys(n for label in labels for n in (label.name, label.group) if n)
+        seen: dict[str, KnownPath] = {}
         for key in keys:
-            for path in self.known_paths.get(key, ()):
-                seen.setdefault(path, None)
-        return [Column(name=p, type="VARCHAR") for p in seen]
+            for path, known in self.known_paths.get(key.lower(), {}).items():
+                if path not in seen or (known.described and not seen[path].described):
+                    seen[path] = known  # the type describe_table shows wins
+        return [Column(name=p, type=k.type) for p, k in seen.items()]
 
     def _index_documents(self) -> None:
         """Table and column documents (BM25F fields), and the catalog word behind each term for explaining
@@ -227,6 +236,7 @@ class SearchIndex:
         )
         c_name, c_table, c_comment = _Field(*p.c_name), _Field(*p.c_table), _Field(*p.c_comment)
         self.columns: list[tuple[int, str]] = []  # (table index, column name)
+        self.path_types: dict[tuple[int, str], str] = {}  # (table index, nested path) -> its type
         self.table_schema: list[int] = []
         # per table: term -> catalog word, per field, for explaining matches
         self.name_words: list[dict[str, str]] = []
@@ -251,7 +261,9 @@ class SearchIndex:
             comment_terms = list(words.comment(table.comment))
             table_terms = [x.term for x in name_terms]  # shared by the table's columns (read only)
             col_all: list[str] = []
-            for col in [*table.columns, *self._paths_of(ti)]:
+            paths = self._paths_of(ti)
+            self.path_types.update({(ti, c.name): c.type for c in paths})
+            for col in [*table.columns, *paths]:
                 cterms = words.identifier(col.name)
                 ccomment = words.comment(col.comment)
                 self.columns.append((ti, col.name))

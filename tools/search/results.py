@@ -14,9 +14,10 @@ class TableHit(BaseModel):
     why: list[str]
     kind: str = "table"
     row_estimate: int | None = None
-    family: str | None = None  # e.g. NOAA_GSOD.GSOD*: tables differing only in digits, similar columns
+    family: str | None = None  # as list_tables names it: NOAA_GSOD.GSOD*, or EVENTS_20180828-20181003
     family_size: int | None = None
     family_range: str | None = None  # first … last member
+    family_reads_all: str | None = None  # for one column set of a split group: the pattern that reads all
     date_members: list[str] = []  # members named by the question's dates (up to 12)
 
 
@@ -48,7 +49,8 @@ class SchemaSearchResult(ToolResult):
             kind = " (view)" if t.kind == "view" else ""
             fam = ""
             if t.family:
-                fam = f" (family {t.family}: {t.family_size} tables {t.family_range})"
+                also = f"; {t.family_reads_all}" if t.family_reads_all else ""
+                fam = f" (family {t.family}: {t.family_size} tables {t.family_range}{also})"
             lines.append(f"{i}. {t.table}{kind}{fam} [{t.score:.2f}{rows}] — " + "; ".join(t.why))
         if self.columns:
             lines.append("columns:")

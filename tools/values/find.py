@@ -19,7 +19,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from flexsql.errors import InvalidArgument, QueryError
-from flexsql.tools.engines import FetchLimits, Source, TableInfo
+from flexsql.tools.engines import Catalog, FetchLimits, Source, TableInfo
+from flexsql.tools.engines.families import named_families
 from flexsql.tools.runtime.context import SourceName, ToolContext
 from flexsql.tools.runtime.registry import NO_ENV, ToolArgs, ToolEnv, ToolResult, tool
 from flexsql.tools.runtime.render import TextBudget, cell_text
@@ -67,6 +68,7 @@ class ValueMatch(BaseModel):
     others: list[str] = []  # other close values in the same column
     word: str | None = None  # for match "one word": the word of the text this value equals
     context_words: list[str] = []  # words of `context` the column, its table or schema share
+    shards: int = 0  # for a family (table names it): how many of its shards hold such values
 
 
 class FindValuesResult(ToolResult):
@@ -91,6 +93,8 @@ class FindValuesResult(ToolResult):
             extra = f"; also {', '.join(repr(o) for o in m.others)}" if m.others else ""
             sample = ", sampled" if m.sampled else ""
             rows = "row" if m.count == 1 else "rows"
+            if m.shards:
+                rows += f" in {m.shards} shard{'s' if m.shards > 1 else ''}"
             kind = f"word {m.word!r}" if m.word else m.match
             lines.append(
                 f"{m.table}.{m.column} = {cell_text(m.value, 120)!r} ({m.count:,} {rows}; {kind}"
@@ -208,6 +212,7 @@ def find_values(ctx: ToolContext, args: FindValues, env: ToolEnv = NO_ENV) -> Fi
     matches.sort(key=lambda m: (-(m.score + bonus[id(m)]), -m.count, m.table, m.column))
     if context is None and args.schema_ is None:
         matches = spread_schemas(matches, bonus)
+    matches = _by_family(catalog, matches)
     notes = []
     if built.errors:
         notes.append(f"{len(built.errors)} tables could not be indexed: " + "; ".join(built.errors[:2]))
@@ -224,6 +229,65 @@ def find_values(ctx: ToolContext, args: FindValues, env: ToolEnv = NO_ENV) -> Fi
         notes=notes,
         index_age_s=None if built_at is None else round(max(0.0, time.time() - built_at), 1),
     )
+
+
+def _by_family(catalog: Catalog, matches: list[ValueMatch]) -> list[ValueMatch]:
+    """One line per column of a sharded family, not per shard, at the rank of its best shard: daily
+    shards holding the same key would take every slot from the other columns. The line names the
+    family as list_tables does when its shards all belong to one column set, else the group's pattern
+    (which reads every column set)."""
+
+    def build() -> dict[str, tuple[str, str]]:
+        out: dict[str, tuple[str, str]] = {}
+        for fam in named_families(catalog.tables):
+            first = catalog.tables[fam.members[0]]
+            prefix = first.qualified[: -len(first.name)]
+            for i in fam.members:
+                out[catalog.tables[i].qualified] = (prefix + fam.name, prefix + fam.group)
+        return out
+
+    family = catalog.derived("values.find.families", build)
+    groups: dict[tuple[str, str], list[ValueMatch]] = {}
+    order: list[ValueMatch | tuple[str, str]] = []
+    for m in matches:
+        named = family.get(m.table)
+        if named is None:
+            order.append(m)
+            continue
+        key = (named[1], m.column)
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(m)
+    out: list[ValueMatch] = []
+    for item in order:
+        if isinstance(item, ValueMatch):
+            out.append(item)
+            continue
+        shards = groups[item]
+        best = shards[0]
+        if len({m.table for m in shards}) == 1:  # one shard holds it: its name says more than the family's
+            out.append(best)
+            continue
+        holding = {m.table for m in shards if m.value == best.value}
+        names = {family[m.table][0] for m in shards}
+        seen = [best.value]
+        for m in shards:
+            for v in (m.value, *m.others):
+                if v not in seen:
+                    seen.append(v)
+        out.append(
+            best.model_copy(
+                update={
+                    "table": names.pop() if len(names) == 1 else item[0],
+                    "count": sum(m.count for m in shards if m.value == best.value),
+                    "sampled": any(m.sampled for m in shards),
+                    "others": seen[1:4],
+                    "shards": len(holding),  # of the value shown, as the count is
+                }
+            )
+        )
+    return out
 
 
 def _ttl(ctx: ToolContext) -> float:

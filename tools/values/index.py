@@ -363,7 +363,9 @@ class ValueIndex:
             c.name for c in table.columns
         }  # the others are paths inside nested columns: search indexes them
         remember_paths(
-            self.source.catalog(), table.qualified, [c["name"] for c in columns if c["name"] not in real]
+            self.source.catalog(),
+            table.qualified,
+            [(c["name"], c["type"]) for c in columns if c["name"] not in real],
         )
         db = self._db()
         self._forget()

@@ -127,3 +127,29 @@ def test_an_unqualified_family_in_another_schema_and_its_listed_name(warehouse):
     )
     glob = source.execute("SELECT count(*) FROM analytics.ga_sessions_s*")
     assert glob.families[0].shards == ["ga_sessions_summary"]
+
+
+def test_every_tool_names_a_family_alike(ga):
+    """search_schema names a column set's family as list_tables and describe_table do (not search's own
+    grouping of both column sets), and says which pattern reads them all; footers print plain names."""
+    from flexsql.tools.search.ranking import SearchSchema, search_schema
+
+    listing = list_tables(ga, ListTables())
+    newest = next(t for t in listing.tables if t.kind == "family" and "2017" in t.name)
+    hit = search_schema(ga, SearchSchema(query="sessions channel", limit=3)).tables[0]
+    assert hit.family == newest.name and hit.family_size == 3
+    schema = newest.name[: -len(newest.name.rsplit(".", 1)[-1])]
+    expected = f"one column set of {schema}ga_sessions_* (5 tables), which reads them all"
+    assert (hit.family_reads_all or "").lower() == expected.lower()
+    assert newest.family_of == hit.family_reads_all
+    described = describe_table(ga, DescribeTable(table=SHARDS_2017[-1]))
+    assert described.family == f"{newest.name} (3 tables; {hit.family_reads_all})"
+    # sample_rows quotes the name it reads; its footer prints it as run_query's does
+    sampled = sample_rows(ga, SampleRows(table=newest.name, limit=1)).to_text()
+    ran = run_query(ga, RunQuery(sql=f"SELECT * FROM {newest.name}")).to_text()
+    footers = [line for text in (sampled, ran) for line in text.splitlines() if line.startswith("family:")]
+    bare = newest.name.rsplit(".", 1)[-1]  # SQLite names a table without its schema
+    read = f"read 3 table(s): {SHARDS_2017[0]} … {SHARDS_2017[-1]}".lower()
+    assert [f.lower() for f in footers] in (
+        [f"family: {n} {read}".lower() for n in (first, newest.name)] for first in (newest.name, bare)
+    )

@@ -123,3 +123,18 @@ def test_find_values_names_the_path_of_a_nested_leaf(ga, engine, tmp_path, monke
     top = found.matches[0]
     assert top.column.lower() == "traffic.source" and top.value == "(direct)", found.to_text()
     assert "traffic.source" in found.to_text().lower()
+
+
+@pytest.mark.parametrize("described", ["ga_sessions_20170101", "ga_sessions_*"])
+def test_search_schema_shows_a_path_with_the_type_describe_table_gives(ga, engine, described):
+    """Described by a shard or by the family's name, a nested path is typed alike in search_schema."""
+    from flexsql.tools.search.ranking import SearchSchema, search_schema
+
+    table = describe_table(ga, DescribeTable(table=described))
+    traffic = next(c for c in table.columns if c.name.lower() == "traffic")
+    page = next(p for p in traffic.paths if p.path.lower().endswith("adwordsclickinfo.page"))
+    assert page.type != "VARCHAR"  # a number: what search used to call every path
+    found = search_schema(ga, SearchSchema(query="adwords click info page", limit=3))
+    hit = next(c for c in found.columns if c.column.lower() == page.path.lower())
+    assert hit.type == page.type
+    assert f".{page.path} ({page.type})" in found.to_text()

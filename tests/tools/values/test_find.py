@@ -176,3 +176,35 @@ def test_find_values_rebuilds_entries_past_the_age_limit(tmp_path: Path) -> None
     assert again.index_age_s is not None and again.index_age_s < 5
     ctx.limits = ctx.limits.model_copy(update={"value_index_ttl_s": 3600})
     assert find_values(ctx, FindValues(text="Lyon")).index_tables_built == 0  # within it: reused
+
+
+# -- sharded families -------------------------------------------------------------------------------
+
+
+def test_find_values_gives_a_family_one_line_per_column(tmp_path: Path, monkeypatch) -> None:
+    """Twelve daily shards holding the same key are one line naming the family (and how many shards hold
+    it), so a column of another kind keeps its slot; a value one shard alone holds names that shard."""
+    monkeypatch.setenv("FLEXSQL_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "events.duckdb"
+    conn = duckdb.connect(str(path))
+    for day in range(1, 13):
+        shard = f"events_201801{day:02d}"
+        extra = ", platform VARCHAR" if day > 6 else ""  # two column sets: the group's pattern reads both
+        conn.execute(f"CREATE TABLE {shard} (event_name VARCHAR, prop_key VARCHAR{extra})")
+        name = "level_first_open" if day == 3 else "level_start"
+        row = "'first_open_time'" + (", 'ANDROID'" if day > 6 else "")
+        conn.execute(f"INSERT INTO {shard} VALUES ('{name}', {row}), ('level_end', {row})")
+    conn.close()
+    ctx = context(f"duckdb:///{path}")
+    found = find_values(ctx, FindValues(text="first open", limit=3))
+    lines = {_where(m): m for m in found.matches}
+    key = lines[("events_*", "prop_key")]
+    assert (key.value, key.count, key.shards) == ("first_open_time", 24, 12)
+    assert "main.events_*.prop_key = 'first_open_time' (24 rows in 12 shards;" in found.to_text()
+    assert lines[("events_20180103", "event_name")].value == "level_first_open"
+    assert found.columns_matched == 2
+    # one column set's shards alone hold a value: the line names that family as list_tables does
+    android = find_values(ctx, FindValues(text="ANDROID")).matches
+    assert [(m.table, m.column, m.shards) for m in android] == [
+        ("main.events_20180107-20180112", "platform", 6)
+    ]
