@@ -25,7 +25,17 @@ FOLDERS = {
 }
 # lowest first; a module belongs to the first layer with a prefix that matches it
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("core", ("flexsql.config", "flexsql.errors", "flexsql.paths", "flexsql.demo_db", "flexsql")),
+    (
+        "core",
+        (
+            "flexsql.config",
+            "flexsql.errors",
+            "flexsql.paths",
+            "flexsql.background",
+            "flexsql.demo_db",
+            "flexsql",
+        ),
+    ),
     ("sql", ("flexsql.tools.sql",)),
     ("engines", ("flexsql.tools.engines",)),
     ("runtime", ("flexsql.tools.runtime",)),

@@ -59,6 +59,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from flexsql import background
 from flexsql.errors import BusyError, FlexSQLError, RefusedError
 from flexsql.tools.sandbox.call import Call, SqlHandler, TemplateLost, supervise, write_job
 from flexsql.tools.sandbox.isolation import Isolation, own_netns, sandbox_uid, unshare_prefix
@@ -359,9 +360,7 @@ def get_sandbox() -> Sandbox:
 
 def prewarm() -> threading.Thread:
     """Start the template in the background so the first run_python call does not wait for it."""
-    thread = threading.Thread(target=_quiet_start, daemon=True, name="flexsql-sandbox-prewarm")
-    thread.start()
-    return thread
+    return background.start(_quiet_start, name="flexsql-sandbox-prewarm")
 
 
 def _quiet_start() -> None:

@@ -32,6 +32,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from flexsql import background
+
 log = logging.getLogger("flexsql.search")
 
 ENV = "FLEXSQL_EMBEDDINGS"
@@ -413,10 +415,7 @@ def model(wait: bool = False) -> MiniLM | None:
             return loaded
         thread = _LOADS.get(location)
         if thread is None:
-            thread = _LOADS[location] = threading.Thread(
-                target=_load, args=(location,), daemon=True, name="flexsql-embedding-model"
-            )
-            thread.start()
+            thread = _LOADS[location] = background.start(_load, location, name="flexsql-embedding-model")
     if not wait:
         return None
     thread.join()

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from flexsql import background
 from flexsql.tools.search import embeddings
 from flexsql.tools.values.normalize import split_identifier
 
@@ -231,7 +232,9 @@ def _build_into(index: SearchIndex, columns: bool | None) -> None:
         model = embeddings.model(wait=True)
         if model is None:
             return
-        index.semantic = build_vectors(index, model, stop=lambda: index.retired, columns=columns)
+        index.semantic = build_vectors(
+            index, model, stop=lambda: index.retired or background.exiting(), columns=columns
+        )
     except (OSError, sqlite3.Error, ValueError, MemoryError) as exc:
         log.warning("search_schema: table embeddings could not be built (%s); searching without them", exc)
     finally:
@@ -249,10 +252,9 @@ def attach(index: SearchIndex, wait: bool = False, columns: bool | None = None) 
         thread = _BUILDS.get(id(index))
         if thread is None and index.semantic is None and not index.semantic_started:
             index.semantic_started = True
-            thread = _BUILDS[id(index)] = threading.Thread(
-                target=_build_into, args=(index, columns), daemon=True, name="flexsql-table-embeddings"
+            thread = _BUILDS[id(index)] = background.start(
+                _build_into, index, columns, name="flexsql-table-embeddings"
             )
-            thread.start()
     if wait and thread is not None:
         thread.join()
     return index.semantic

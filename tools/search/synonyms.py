@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from flexsql import background
+
 log = logging.getLogger("flexsql.search")
 
 ENV = "FLEXSQL_WORDNET_DIR"
@@ -327,10 +329,7 @@ def wordnet(folder: Path | None = None, wait: bool = False) -> WordNet | None:
             return loaded
         thread = _BUILDS.get(folder)
         if thread is None or not thread.is_alive():
-            thread = _BUILDS[folder] = threading.Thread(
-                target=_build, args=(folder, target), daemon=True, name="flexsql-wordnet-index"
-            )
-            thread.start()
+            thread = _BUILDS[folder] = background.start(_build, folder, target, name="flexsql-wordnet-index")
     if not wait:
         return None
     thread.join()
