@@ -392,12 +392,24 @@ def _synonyms(mode: str) -> dict[str, Any]:
     return {"mode": "on", "wordnet": str(folder), "index_ready_s": took}
 
 
+def _fusion(t: float, c: float = 0.0, **more: float) -> dict[str, float]:
+    return {"semantic_weight": t, "semantic_column_weight": c, "semantic_pool": 0, **more}
+
+
+# The fusions a --folds run compares (an earlier grid over t in 0..3, c in 0..2, pool 0/30 chose t1 c0:
+# see Params). q256: the question's vector from 256 tokens rather than 128; rrf: reciprocal-rank fusion
+# with that k; cmax: the best column's cosine only for tables of at most that many columns.
 SEMANTIC_GRID: dict[str, dict[str, float]] = {
-    f"t{t}c{c}p{pool}": {"semantic_weight": t, "semantic_column_weight": c, "semantic_pool": pool}
-    for t in (0.0, 0.5, 1.0, 2.0, 3.0)
-    for c in (0.0, 0.5, 1.0, 2.0)
-    for pool in (0, 30)
-    if (t or c) and not (pool and (t, c) not in ((1.0, 0.5), (2.0, 1.0), (1.0, 1.0)))
+    "t1.0 q256": _fusion(1.0, semantic_question_tokens=256),
+    "t1.0": _fusion(1.0),
+    "t1.5": _fusion(1.5),
+    "t2.0": _fusion(2.0),
+    "t1.5c0.5 cmax20": _fusion(1.5, 0.5, semantic_column_max=20),
+    "t2.0c1.0 cmax20": _fusion(2.0, 1.0, semantic_column_max=20),
+    "rrf20 t1.0": _fusion(1.0, semantic_rrf=20),
+    "rrf20 t1.5": _fusion(1.5, semantic_rrf=20),
+    "rrf60 t1.0": _fusion(1.0, semantic_rrf=60),
+    "rrf20 t1.0c0.5 cmax20": _fusion(1.0, 0.5, semantic_rrf=20, semantic_column_max=20),
 }
 
 

@@ -107,6 +107,15 @@ class Params:
     semantic_weight: float = 1.0
     semantic_column_weight: float = 0.0
     semantic_pool: int = 0
+    # the question's first this many tokens make its vector: the encoder's cost grows faster than its
+    # length (a 256-token Spider 2.0-Snow instruction took 87 ms of CPU, 128 tokens 39 ms)
+    semantic_question_tokens: int = 128
+    # >0: reciprocal-rank fusion with this k (1/(k + lexical rank) + semantic_weight/(k + cosine rank))
+    # instead of the weighted sum of scores
+    semantic_rrf: float = 0.0
+    # >0: the best column's cosine counts only for tables with at most this many columns (the best of
+    # hundreds of columns is high for any question)
+    semantic_column_max: int = 0
 
 
 @dataclass
