@@ -31,7 +31,7 @@ from flexsql.tools.search.index import SearchIndex, search_index
 from flexsql.tools.search.results import SchemaSearchResult
 from flexsql.tools.search.rules import RULES
 from flexsql.tools.search.scoring import ValueHit, score
-from flexsql.tools.search.semantic import attach, prefetch
+from flexsql.tools.search.semantic import attach
 from flexsql.tools.search.text import DEMONYMS, STOPWORDS, stem
 from flexsql.tools.values.index import ValueIndex
 from flexsql.tools.values.normalize import fold, normalize
@@ -64,10 +64,7 @@ def search_schema(ctx: ToolContext, args: SearchSchema) -> SchemaSearchResult:
     src = ctx.source(args.source)
     engine = search_index(ctx, src)
     if engine.params.semantic_weight or engine.params.semantic_column_weight:
-        # the first call starts the table vectors in the background and ranks without them; once they
-        # are ready, the question is encoded in a thread while its words are scored
-        if attach(engine) is not None:
-            prefetch(query, engine.params.semantic_question_tokens)
+        attach(engine)  # starts the table vectors in the background; this search ranks without them
     vindex = _value_index_if_built(ctx, src)
     state = score(engine, query, limit, _value_hits(vindex, engine, query) if vindex is not None else [])
     for rule in RULES:

@@ -14,7 +14,6 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
-import numpy.typing as npt
 
 from flexsql.tools.search.families import date_members, question_dates
 from flexsql.tools.search.index import SearchIndex
@@ -158,9 +157,6 @@ def fuse_semantic(s: SearchState) -> None:
     if question is None:
         return
     table_cos, best_column, column_cos = engine.semantic.similarities(question)
-    if p.semantic_column_max and len(best_column):
-        widths = np.fromiter((len(c) for c in engine.table_columns), np.int64, len(engine.table_columns))
-        best_column = np.where(widths <= p.semantic_column_max, best_column, np.float32(0.0))
     meaning = p.semantic_weight * table_cos + p.semantic_column_weight * best_column
     best = max(s.scores.values(), default=0.0)
     scale = 1.0 / best if best > 0 else 0.0
@@ -168,14 +164,11 @@ def fuse_semantic(s: SearchState) -> None:
     if p.semantic_pool:
         pool = min(p.semantic_pool, len(meaning))
         candidates.update(int(ti) for ti in np.argpartition(-meaning, pool - 1)[:pool])
-    if p.semantic_rrf:
-        _fuse_ranks(s, candidates, meaning, table_cos, best_column)
-    else:
-        shift = max(-float(meaning.min()), 0.0) if len(meaning) else 0.0  # >= 0 for every table
-        for ti in candidates:
-            added = float(meaning[ti]) + shift
-            s.semantic[ti] = (added, float(table_cos[ti]), float(best_column[ti]))
-            s.scores[ti] = s.scores.get(ti, 0.0) * scale + added
+    shift = max(-float(meaning.min()), 0.0) if len(meaning) else 0.0  # >= 0 for every table
+    for ti in candidates:
+        added = float(meaning[ti]) + shift
+        s.semantic[ti] = (added, float(table_cos[ti]), float(best_column[ti]))
+        s.scores[ti] = s.scores.get(ti, 0.0) * scale + added
     # the parts explanations compare with a table's score, on the new scale
     for part in (s.schema_part,):
         for ti in part:
@@ -186,31 +179,6 @@ def fuse_semantic(s: SearchState) -> None:
     for ti, (share, linked) in s.bridges.items():
         s.bridges[ti] = (share * scale, linked)
     s.column_cos = column_cos
-
-
-def _fuse_ranks(
-    s: SearchState,
-    candidates: set[int],
-    meaning: npt.NDArray[np.float32],
-    table_cos: npt.NDArray[np.float32],
-    best_column: npt.NDArray[np.float32],
-) -> None:
-    """Reciprocal-rank fusion of the lexical and the semantic order (Params.semantic_rrf = k), scaled
-    so the best fused table scores 1 + its semantic part, like the weighted sum."""
-    k = s.params.semantic_rrf
-    lexical = sorted((ti for ti in candidates if s.scores.get(ti, 0.0) > 0), key=lambda ti: -s.scores[ti])
-    lex_rank = {ti: r for r, ti in enumerate(lexical, 1)}
-    order = np.argsort(-meaning, kind="stable")
-    cos_rank = np.empty(len(order), dtype=np.int64)
-    cos_rank[order] = np.arange(1, len(order) + 1)
-    fused = {}
-    for ti in candidates:
-        lex = 1.0 / (k + lex_rank[ti]) if ti in lex_rank else 0.0
-        fused[ti] = (lex, s.params.semantic_weight / (k + int(cos_rank[ti])))
-    top = max((a + b for a, b in fused.values()), default=0.0) or 1.0
-    for ti, (lex, sem) in fused.items():
-        s.semantic[ti] = (sem / top, float(table_cos[ti]), float(best_column[ti]))
-        s.scores[ti] = (lex + sem) / top
 
 
 # -- the order of the tables -------------------------------------------------------------------------

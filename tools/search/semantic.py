@@ -19,7 +19,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -259,63 +258,32 @@ def attach(index: SearchIndex, wait: bool = False, columns: bool | None = None) 
     return index.semantic
 
 
-QUESTION_TOKENS = 128  # Params.semantic_question_tokens' default
+QUESTION_TOKENS = 64  # Params.semantic_question_tokens' default
 REMEMBERED = 256
 _QUESTIONS: OrderedDict[tuple[int, str], npt.NDArray[np.float32]] = OrderedDict()
-_PENDING: dict[tuple[int, str], Future[npt.NDArray[np.float32]]] = {}
 _QUESTIONS_LOCK = threading.Lock()
-_ENCODER: list[ThreadPoolExecutor] = []
-
-
-def _remember(key: tuple[int, str], vec: npt.NDArray[np.float32]) -> None:
-    with _QUESTIONS_LOCK:
-        _QUESTIONS[key] = vec
-        _PENDING.pop(key, None)
-        while len(_QUESTIONS) > REMEMBERED:
-            _QUESTIONS.popitem(last=False)
-
-
-def _encode(model: embeddings.MiniLM, key: tuple[int, str]) -> npt.NDArray[np.float32]:
-    try:
-        vec: npt.NDArray[np.float32] = model.encode([key[1]], max_tokens=key[0])[0]
-    except BaseException:
-        with _QUESTIONS_LOCK:
-            _PENDING.pop(key, None)
-        raise
-    _remember(key, vec)
-    return vec
-
-
-def prefetch(query: str, max_tokens: int = QUESTION_TOKENS) -> None:
-    """Start encoding the question in a thread, so it overlaps the lexical scoring (the encoder spends
-    its time in numpy, which runs without the GIL); question_vector then waits for it. Nothing while
-    no model is loaded."""
-    key = (max_tokens, query)
-    model = embeddings.model()
-    if model is None:
-        return
-    with _QUESTIONS_LOCK:
-        if key in _QUESTIONS or key in _PENDING:
-            return
-        if not _ENCODER:
-            _ENCODER.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="flexsql-question"))
-        _PENDING[key] = _ENCODER[0].submit(_encode, model, key)
 
 
 def question_vector(query: str, max_tokens: int = QUESTION_TOKENS) -> npt.NDArray[np.float32] | None:
-    """The vector of the question's first `max_tokens` tokens (a prefetched one is waited for); the
-    last REMEMBERED questions are kept (an agent repeats its searches). None while no model is loaded."""
+    """The vector of the question's first `max_tokens` tokens; the last REMEMBERED questions are kept
+    (an agent repeats its searches). None while no model is loaded. (Encoding it in a thread beside the
+    lexical scoring saved nothing: that scoring holds the GIL, which the encoder needs between its
+    numpy calls.)"""
     key = (max_tokens, query)
     with _QUESTIONS_LOCK:
         found = _QUESTIONS.get(key)
         if found is not None:
             _QUESTIONS.move_to_end(key)
             return found
-        pending = _PENDING.get(key)
-    if pending is not None:
-        return pending.result()
     model = embeddings.model()
-    return None if model is None else _encode(model, key)
+    if model is None:
+        return None
+    vec: npt.NDArray[np.float32] = model.encode([query], max_tokens=max_tokens)[0]
+    with _QUESTIONS_LOCK:
+        _QUESTIONS[key] = vec
+        while len(_QUESTIONS) > REMEMBERED:
+            _QUESTIONS.popitem(last=False)
+    return vec
 
 
 def _reset_for_tests() -> None:
@@ -324,7 +292,6 @@ def _reset_for_tests() -> None:
             store.close()
         _STORES.clear()
     _QUESTIONS.clear()
-    _PENDING.clear()
 
 
 __all__ = [
@@ -334,7 +301,6 @@ __all__ = [
     "build_vectors",
     "column_text",
     "encode_cached",
-    "prefetch",
     "question_vector",
     "table_text",
     "vector_store",

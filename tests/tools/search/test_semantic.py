@@ -147,7 +147,7 @@ def _meaning_points_at(school: ToolContext, table: str, monkeypatch: pytest.Monk
     starts = np.array([cols[0] for cols in index.table_columns], dtype=np.int64)
     index.semantic = CatalogVectors(tables, tables, rows, starts, np.arange(n, dtype=np.int64))
     target = next(i for i, t in enumerate(index.tables) if t.name == table)
-    monkeypatch.setattr(semantic, "question_vector", lambda query, max_tokens=128: tables[target])
+    monkeypatch.setattr(semantic, "question_vector", lambda query, max_tokens=64: tables[target])
 
 
 def test_meaning_brings_in_a_table_that_shares_no_word(
