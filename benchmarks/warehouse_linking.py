@@ -392,16 +392,28 @@ def _synonyms(mode: str) -> dict[str, Any]:
     return {"mode": "on", "wordnet": str(folder), "index_ready_s": took}
 
 
+def _fusion(t: float, c: float = 0.0, **more: float) -> dict[str, float]:
+    return {"semantic_weight": t, "semantic_column_weight": c, "semantic_pool": 0, **more}
+
+
+# The fusions a --folds run compares (an earlier grid over t in 0..3, c in 0..2, pool 0/30 chose t1 c0,
+# and further fusions tried and dropped are listed in Params). q256: the question's vector from 256
+# tokens rather than 64 (q96, q128: likewise).
 SEMANTIC_GRID: dict[str, dict[str, float]] = {
-    f"t{t}c{c}p{pool}": {"semantic_weight": t, "semantic_column_weight": c, "semantic_pool": pool}
-    for t in (0.0, 0.5, 1.0, 2.0, 3.0)
-    for c in (0.0, 0.5, 1.0, 2.0)
-    for pool in (0, 30)
-    if (t or c) and not (pool and (t, c) not in ((1.0, 0.5), (2.0, 1.0), (1.0, 1.0)))
+    "t1.0 q256": _fusion(1.0, semantic_question_tokens=256),
+    "t1.0 q128": _fusion(1.0, semantic_question_tokens=128),
+    "t1.0 q96": _fusion(1.0, semantic_question_tokens=96),
+    "t1.0": _fusion(1.0),
+    "t1.5": _fusion(1.5),
+    "t2.0": _fusion(2.0),
+    "t1.0c0.5": _fusion(1.0, 0.5),
+    "t2.0c1.0": _fusion(2.0, 1.0),
 }
 
 
-def fold_configs(grid: str) -> tuple[dict[str, dict[str, float]], dict[str, list[str]]]:
+def fold_configs(
+    grid: str, only: str | None = None
+) -> tuple[dict[str, dict[str, float]], dict[str, list[str]]]:
     """The configurations a --folds run evaluates, and the groups the tune half chooses within."""
     configs: dict[str, dict[str, float]] = {"current code": CURRENT}
     groups: dict[str, list[str]] = {}
@@ -415,6 +427,8 @@ def fold_configs(grid: str) -> tuple[dict[str, dict[str, float]], dict[str, list
     if grid in ("semantic", "all"):
         names = ["current code"]
         for label, overrides in SEMANTIC_GRID.items():
+            if only and label not in only.split(","):
+                continue
             configs[f"semantic {label}"] = overrides
             names.append(f"semantic {label}")
         groups["semantic fusion"] = names + ["search_schema"]
@@ -509,6 +523,7 @@ def main(argv: list[str] | None = None) -> int:
         "current code as baselines",
     )
     parser.add_argument("--embeddings", choices=("on", "off"), default="on", help="the embedding model")
+    parser.add_argument("--grid", help="with --folds semantic: only these fusions (labels, comma-separated)")
     args = parser.parse_args(argv)
     if args.embeddings == "off":
         os.environ["FLEXSQL_EMBEDDINGS"] = "off"
@@ -522,7 +537,7 @@ def main(argv: list[str] | None = None) -> int:
     overrides = (
         {k: float(v) for k, v in (kv.split("=") for kv in args.params.split(","))} if args.params else None
     )
-    configs, groups = fold_configs(args.folds) if args.folds else ({}, {})
+    configs, groups = fold_configs(args.folds, args.grid) if args.folds else ({}, {})
     result = evaluate(tasks, args.workdir, args.limit, overrides, configs, embeddings=args.embeddings == "on")
     rep = report(result)
     rep["synonyms"] = synonyms

@@ -219,14 +219,31 @@ class WordPiece:
 _SQRT_HALF = 0.7071067811865476
 
 
-def _erf(x: Vectors) -> Vectors:
-    """erf to ~1.5e-7 (Abramowitz & Stegun 7.1.26): numpy has none, and GELU needs the exact form."""
-    sign = np.sign(x)
-    a = np.abs(x)
-    t = 1.0 / (1.0 + 0.3275911 * a)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    out: Vectors = (sign * (1.0 - poly * np.exp(-a * a))).astype(np.float32, copy=False)
-    return out
+def _gelu_(x: Vectors) -> Vectors:
+    """GELU in place: x * (1 + erf(x / sqrt 2)) / 2, erf to ~1.5e-7 by Abramowitz & Stegun 7.1.26
+    (numpy has no erf, and the model needs the exact GELU); float32 buffers reused in place
+    (computed plainly, the GELU of a 256-token question was a sixth of its encoding time)."""
+    f32 = np.float32
+    a = np.multiply(x, f32(_SQRT_HALF))
+    sign = np.sign(a)
+    np.abs(a, out=a)
+    t = np.multiply(a, f32(0.3275911))
+    t += f32(1.0)
+    np.reciprocal(t, out=t)
+    poly = np.multiply(t, f32(1.061405429))
+    for c in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
+        poly += f32(c)
+        poly *= t
+    np.square(a, out=a)
+    np.negative(a, out=a)
+    np.exp(a, out=a)
+    poly *= a  # poly * exp(-a^2): 1 - erf(|x|)
+    np.subtract(f32(1.0), poly, out=poly)
+    poly *= sign  # erf(x / sqrt 2)
+    poly += f32(1.0)
+    poly *= f32(0.5)
+    x *= poly
+    return x
 
 
 def _layer_norm(x: Vectors, weight: Vectors, bias: Vectors, eps: float) -> Vectors:
@@ -326,13 +343,17 @@ class MiniLM:
             q = qkv[:, :, 0].transpose(0, 2, 1, 3)
             k = qkv[:, :, 1].transpose(0, 2, 3, 1)
             v = qkv[:, :, 2].transpose(0, 2, 1, 3)
-            att = (q @ k) * scale + bias
-            att = np.exp(att - att.max(-1, keepdims=True))
+            att = q @ k
+            att *= scale
+            att += bias
+            att -= att.max(-1, keepdims=True)
+            np.exp(att, out=att)
             att /= att.sum(-1, keepdims=True)
             ctx = (att @ v).transpose(0, 2, 1, 3).reshape(b * n, h)
             x = _layer_norm(x + (ctx @ layer.out + layer.out_bias).reshape(b, n, h), *layer.ln1, self.eps)
-            inner: Vectors = x.reshape(b * n, h) @ layer.inter + layer.inter_bias
-            inner = inner * np.float32(0.5) * (np.float32(1.0) + _erf(inner * np.float32(_SQRT_HALF)))
+            inner: Vectors = x.reshape(b * n, h) @ layer.inter
+            inner += layer.inter_bias
+            _gelu_(inner)
             x = _layer_norm(x + (inner @ layer.down + layer.down_bias).reshape(b, n, h), *layer.ln2, self.eps)
         pooled = (x * mask[:, :, None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)

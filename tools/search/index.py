@@ -108,6 +108,20 @@ class Params:
     semantic_weight: float = 1.0
     semantic_column_weight: float = 0.0
     semantic_pool: int = 0
+    # the question's first this many tokens make its vector: the encoder's cost grows faster than its
+    # length (a 256-token Spider 2.0-Snow instruction took 87 ms of CPU, 128 tokens 39, 64 tokens 23),
+    # and by the folds 64 ranks as 128 and 256 did (Spider 2.0-Snow all-gold@10 0.907/0.938 against
+    # 0.900/0.938, recall@10 0.967 against 0.968; Spider's questions are at most 39 tokens long).
+    # Tried by the same folds and dropped, as each lifted paraphrases only by lowering the original
+    # questions on a half (now: train 0.972/0.940, Spider-Syn originals 0.974/0.952, paraphrases
+    # 0.725/0.733): table weight 1.5 (paraphrases 0.744/0.750, train 0.963/0.944) and 2.0
+    # (0.761/0.750, 0.957/0.938); reciprocal-rank fusion (k=20: paraphrases 0.756/0.735, train
+    # 0.938/0.907, Spider 2.0-Snow half 1 0.904); the column cosine only for tables of at most 20
+    # columns (t2 c1: 0.777/0.745, train 0.940/0.922); a table weight growing with the share of the
+    # question's words the catalog lacks (+2: 0.744/0.752, train 0.961/0.940) or the 3 best tables by
+    # words lack (+4: 0.780/0.735, train 0.953/0.931). Figures: schema_linking.py, warehouse_linking.py
+    # --folds (benchmarks/).
+    semantic_question_tokens: int = 64
 
 
 @dataclass

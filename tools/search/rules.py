@@ -153,7 +153,7 @@ def fuse_semantic(s: SearchState) -> None:
         return
     from flexsql.tools.search.semantic import question_vector
 
-    question = question_vector(s.query)
+    question = question_vector(s.query, p.semantic_question_tokens)
     if question is None:
         return
     table_cos, best_column, column_cos = engine.semantic.similarities(question)

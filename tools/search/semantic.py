@@ -12,12 +12,12 @@ The ranking rule that uses them is `fuse_semantic` (rules.py); its weights are i
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -260,22 +260,31 @@ def attach(index: SearchIndex, wait: bool = False, columns: bool | None = None) 
     return index.semantic
 
 
-_QUESTIONS: dict[str, npt.NDArray[np.float32]] = {}
+QUESTION_TOKENS = 64  # Params.semantic_question_tokens' default
+REMEMBERED = 256
+_QUESTIONS: OrderedDict[tuple[int, str], npt.NDArray[np.float32]] = OrderedDict()
+_QUESTIONS_LOCK = threading.Lock()
 
 
-def question_vector(query: str) -> npt.NDArray[np.float32] | None:
-    """The question's vector (the last few hundred are remembered); None while no model is loaded."""
-    found = _QUESTIONS.get(query)
-    if found is not None:
-        return found
+def question_vector(query: str, max_tokens: int = QUESTION_TOKENS) -> npt.NDArray[np.float32] | None:
+    """The vector of the question's first `max_tokens` tokens; the last REMEMBERED questions are kept
+    (an agent repeats its searches). None while no model is loaded. (Encoding it in a thread beside the
+    lexical scoring saved nothing: that scoring holds the GIL, which the encoder needs between its
+    numpy calls.)"""
+    key = (max_tokens, query)
+    with _QUESTIONS_LOCK:
+        found = _QUESTIONS.get(key)
+        if found is not None:
+            _QUESTIONS.move_to_end(key)
+            return found
     model = embeddings.model()
     if model is None:
         return None
-    vec: npt.NDArray[np.float32] = model.encode([query])[0]
-    if len(_QUESTIONS) > 256:
-        with contextlib.suppress(KeyError, StopIteration):
-            del _QUESTIONS[next(iter(_QUESTIONS))]
-    _QUESTIONS[query] = vec
+    vec: npt.NDArray[np.float32] = model.encode([query], max_tokens=max_tokens)[0]
+    with _QUESTIONS_LOCK:
+        _QUESTIONS[key] = vec
+        while len(_QUESTIONS) > REMEMBERED:
+            _QUESTIONS.popitem(last=False)
     return vec
 
 

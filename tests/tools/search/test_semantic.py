@@ -147,7 +147,7 @@ def _meaning_points_at(school: ToolContext, table: str, monkeypatch: pytest.Monk
     starts = np.array([cols[0] for cols in index.table_columns], dtype=np.int64)
     index.semantic = CatalogVectors(tables, tables, rows, starts, np.arange(n, dtype=np.int64))
     target = next(i for i, t in enumerate(index.tables) if t.name == table)
-    monkeypatch.setattr(semantic, "question_vector", lambda query: tables[target])
+    monkeypatch.setattr(semantic, "question_vector", lambda query, max_tokens=64: tables[target])
 
 
 def test_meaning_brings_in_a_table_that_shares_no_word(
@@ -209,3 +209,34 @@ def test_the_first_search_does_not_wait_for_the_vectors(
     assert semantic.attach(index, wait=True) is not None
     fused = search_schema(school, SearchSchema(query="teacher subject", limit=3))
     assert fused.tables and index.semantic is not None
+
+
+def test_a_long_question_is_encoded_from_its_first_tokens(tiny_model: emb.MiniLM) -> None:
+    """Params.semantic_question_tokens: words past the cap do not change the question's vector (the
+    tiny model reads 64 tokens at most)."""
+    head = "which teachers teach the most courses " * 3
+    capped = semantic.question_vector(head + "and then many more words " * 20, max_tokens=16)
+    assert capped is not None
+    assert np.allclose(capped, tiny_model.encode([head], max_tokens=16)[0])
+    whole = semantic.question_vector(head + "and then many more words " * 20, max_tokens=48)
+    assert whole is not None and not np.allclose(capped, whole)
+
+
+def test_a_repeated_search_encodes_its_question_once(
+    school: ToolContext, tiny_model: emb.MiniLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = search_index(school, school.source(None))
+    assert semantic.attach(index, wait=True) is not None
+    encoded: list[str] = []
+    real = emb.MiniLM.encode
+
+    def counting(self: emb.MiniLM, texts: list[str], *args: object, **kwargs: object) -> object:
+        encoded.extend(texts)
+        return real(self, texts, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(emb.MiniLM, "encode", counting)
+    first = search_schema(school, SearchSchema(query="teacher subject", limit=3))
+    again = search_schema(school, SearchSchema(query="teacher subject", limit=3))
+    assert encoded == ["teacher subject"]
+    assert [(t.table, t.score) for t in again.tables] == [(t.table, t.score) for t in first.tables]
+    assert any("close in meaning" in w for t in first.tables for w in t.why)
