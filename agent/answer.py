@@ -77,6 +77,22 @@ class Answer(ToolResult):
         """False for a failed question: the MCP `ask` result is then an error result."""
         return self.status != "failed"
 
+    def reading_lines(self) -> list[str]:
+        """The readings of an answered question, most likely first, each with the candidates that
+        answer it ("if you meant this: …"); nothing when the question had one reading."""
+        if self.status != "answered" or len(self.by_reading) <= 1:
+            return []
+        lines = ["readings:"]
+        for r in self.by_reading:
+            which = (
+                f"candidates {', '.join(r.candidates)} (results {', '.join(r.result_ids)})"
+                if r.candidates
+                else "no candidate ran"
+            )
+            lead = "answered above" if r.chosen else "if you meant this"
+            lines.append(f"  {r.rank or '?'}. {r.reading} — {lead}: {which}")
+        return lines
+
     def to_text(self, budget: TextBudget = TextBudget()) -> str:
         max_chars, cell_chars = budget.max_chars, budget.cell_chars
         lines = [
@@ -103,16 +119,7 @@ class Answer(ToolResult):
                 + (f" (first {shown} shown)" if shown < (self.total_rows or 0) else "")
             )
             lines.append(table)
-        if self.status == "answered" and len(self.by_reading) > 1:
-            lines.append("readings:")
-            for r in self.by_reading:
-                which = (
-                    f"candidates {', '.join(r.candidates)} (results {', '.join(r.result_ids)})"
-                    if r.candidates
-                    else "no candidate ran"
-                )
-                lead = "answered above" if r.chosen else "if you meant this"
-                lines.append(f"  {r.rank or '?'}. {r.reading} — {lead}: {which}")
+        lines += self.reading_lines()
         if self.candidates:
             ran = sum(1 for c in self.candidates if c.result_id)
             lines.append(

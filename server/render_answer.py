@@ -39,6 +39,8 @@ def print_answer(answer: Answer, console: Console | None = None) -> None:
         for row in answer.rows:
             table.add_row(*(cell_text(v, 60) for v in row))
         console.print(table)
+    for line in answer.reading_lines():
+        console.print(line, markup=False, highlight=False)
     if answer.candidates:
         considered = Table(title="candidates", title_justify="left")
         for column in ("id", "plan", "lang", "rows", "verdicts", "outcome"):
