@@ -82,6 +82,7 @@ class Answer(ToolResult):
         answer it ("if you meant this: …"); nothing when the question had one reading."""
         if self.status != "answered" or len(self.by_reading) <= 1:
             return []
+        answered = {rid for r in self.by_reading if r.chosen for rid in r.result_ids}
         lines = ["readings:"]
         for r in self.by_reading:
             which = (
@@ -89,8 +90,13 @@ class Answer(ToolResult):
                 if r.candidates
                 else "no candidate ran"
             )
-            lead = "answered above" if r.chosen else "if you meant this"
-            lines.append(f"  {r.rank or '?'}. {r.reading} — {lead}: {which}")
+            if r.chosen:
+                lead = "answered above"
+            elif r.result_ids and set(r.result_ids) <= answered:
+                lead = "the same result"  # the readings differ, the data does not tell them apart
+            else:
+                lead = "if you meant this"
+            lines.append(f"  {f'{r.rank}.' if r.rank else '-'} {r.reading} — {lead}: {which}")
         return lines
 
     def to_text(self, budget: TextBudget = TextBudget()) -> str:
