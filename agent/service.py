@@ -250,8 +250,8 @@ class Ask(ToolArgs):
 
 @tool(
     lambda s: (
-        f"Answer a question with the FlexSQL agent ({s.agent.plans} plans, repair, selection by execution): "
-        "status, SQL, result, candidates. Needs [model] or client sampling."
+        f"Answer a question with the FlexSQL agent ({s.agent.plans} plans, repair, selection by execution). "
+        "Needs [model] or client sampling."
     ),
     agent_tool=False,
 )

@@ -40,7 +40,7 @@ class ListSources(ToolArgs):
     pass
 
 
-@tool("The configured databases: name, SQL dialect, URL, description.")
+@tool("The configured databases: name, dialect, URL, description.")
 def list_sources(ctx: ToolContext, args: ListSources) -> SourceList:
     return SourceList(
         sources=[
@@ -164,7 +164,7 @@ class ListTables(ToolArgs):
 @tool(
     lambda s: (
         f"Tables and views with row estimates and comments, {ListTables.default('limit')} per page; sharded "
-        'families are one entry. Example: pattern="order*".'
+        "families are one entry."
     )
 )
 def list_tables(ctx: ToolContext, args: ListTables) -> TableList:
@@ -391,8 +391,7 @@ class DescribeTable(ToolArgs):
 
 
 @tool(
-    "One table's columns: type, nullability, keys, comment, 3 example values each; row estimate. "
-    'Example: table="sales.orders".'
+    'One table\'s columns: type, keys, comment, example values; row estimate. Example: table="sales.orders".'
 )
 def describe_table(ctx: ToolContext, args: DescribeTable) -> TableDescription:
     table = args.table

@@ -191,7 +191,7 @@ class FindJoinPath(ToolArgs):
 
 
 @tool(
-    "Join conditions between tables, each alternative: declared foreign keys first, inferred ones "
+    "Join conditions between tables, each alternative: declared keys first, inferred ones "
     'marked. Example: tables=["orders","customers"].'
 )
 def find_join_path(ctx: ToolContext, args: FindJoinPath) -> JoinPath:

@@ -188,8 +188,8 @@ class RunQuery(ToolArgs):
     lambda s: (
         f"Run one read-only SQL statement: first max_rows rows (default {s.limits.preview_rows}), the "
         f"total count, result_id. Text ≤ {s.limits.output_chars:,} characters; cancelled after "
-        f"{s.limits.query_timeout_s:g} s. FROM events_2024* reads a sharded family as one table "
-        f'(≤ {s.limits.family_shards}). Example: sql="SELECT count(*) FROM orders".'
+        f"{s.limits.query_timeout_s:g} s. FROM events_2024* reads a sharded family "
+        f'(≤ {s.limits.family_shards} shards). Example: sql="SELECT count(*) FROM orders".'
     )
 )
 def run_query(ctx: ToolContext, args: RunQuery) -> QueryOutput:

@@ -485,9 +485,7 @@ class SelectResult(ToolArgs):
     question: str | None = None
 
 
-@tool(
-    'Pick the best of candidate results for one question by execution evidence, and say why. Example: result_ids=["r1","r2"].'
-)
+@tool("Pick the best candidate result for a question by execution evidence, and say why.")
 def select_result(ctx: ToolContext, args: SelectResult) -> Selection:
     """Choose among stored results (from run_query or run_python)."""
     ids = list(dict.fromkeys(r.strip() for r in args.result_ids))

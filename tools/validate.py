@@ -103,9 +103,7 @@ class ValidateSql(ToolArgs):
     source: SourceName = None
 
 
-@tool(
-    "Check SQL without running it: syntax, the read-only guard, names (did-you-mean), the engine's EXPLAIN."
-)
+@tool("Check SQL without running it: syntax, the read-only guard, names (did-you-mean), EXPLAIN.")
 def validate_sql(ctx: ToolContext, args: ValidateSql) -> Validation:
     src = ctx.source(args.source)
     sql = src.expand(args.sql)[0]  # family references (EVENTS_*) are checked as the union that runs

@@ -99,7 +99,7 @@ class DistinctValues(ToolArgs):
 
 
 @tool(
-    "A column's values by frequency with counts; big tables sampled (said so). Example: "
+    "A column's values by frequency with counts; big tables sampled. Example: "
     'table="orders", column="status".'
 )
 def distinct_values(ctx: ToolContext, args: DistinctValues) -> DistinctValuesResult:

@@ -134,8 +134,8 @@ class FindValues(ToolArgs):
 
 
 @tool(
-    "Which table.column holds values like text (case, spacing, words, typos) and their "
-    'stored spelling: ground codes, names, IDs. Example: text="Frnace".'
+    "Which table.column holds values like text (any case, spacing, typos) and their stored "
+    'spelling. Example: text="Frnace".'
 )
 def find_values(ctx: ToolContext, args: FindValues, env: ToolEnv = NO_ENV) -> FindValuesResult:
     """Which table.column holds values like `text` (exact, case-insensitive, accents/punctuation,

@@ -88,10 +88,7 @@ class ProfileColumn(ToolArgs):
     source: SourceName = None
 
 
-@tool(
-    "A column's type, NULL fraction, distinct count, min/max, top values and value patterns; "
-    "big tables sampled (said so)."
-)
+@tool("A column's type, NULLs, distinct count, min/max, top values, value patterns; big tables sampled.")
 def profile_column(ctx: ToolContext, args: ProfileColumn) -> ColumnProfile:
     """Type, null fraction, distinct count, min/max, most frequent values, value patterns."""
     src, info, col, ctype = resolve_column(ctx, args.table, args.column, args.source)

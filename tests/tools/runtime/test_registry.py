@@ -74,8 +74,9 @@ async def test_the_server_lists_exactly_the_registry(db: str) -> None:
 
 def test_the_whole_list_stays_lean() -> None:
     # the client sends tools/list with every turn: name + description + input schema, all tools;
-    # 5,945 before the parameters' ranges became schema bounds (minimum/maximum, minItems/maxItems)
-    assert SERVED.list_size(Settings()) <= 6200
+    # 5,945 before the parameters' ranges became schema bounds; 6,200 after families and paths, trimmed
+    # to 5,990 (examples and words the schemas already say); the goal is at most 6,000
+    assert SERVED.list_size(Settings()) <= 6000
 
 
 async def test_descriptions_follow_the_configured_limits(db: str) -> None:
