@@ -264,6 +264,49 @@ class TableDescription(ToolResult):
     family: str | None = None
 
     def to_text(self, budget: TextBudget = TextBudget()) -> str:
+        """Every column, fitted to the budget: a wide warehouse table (91 columns with long
+        comments) cut at the character bound lost the columns past it, so its comments are
+        shortened, then left out, then its examples, before any column is."""
+        text = self._text(budget, *FIT_STEPS[0])
+        if len(text) <= budget.max_chars:
+            return text
+        room = budget.max_chars - FIT_NOTE_CHARS
+        for comment_chars, examples, why in FIT_STEPS[1:]:
+            text = self._text(budget, comment_chars, examples, why)
+            if len(text) <= room:
+                break
+        left_out = "comments shortened" if comment_chars else "comments left out"
+        if not examples:
+            left_out += ", examples left out"
+        if len(text) > room:  # still too long: the last columns by name only
+            lines = text.splitlines()
+            kept: list[str] = []
+            names: list[str] = []
+            used = 0
+            for line in lines:
+                column = line.startswith("- ")
+                if names or (column and used + len(line) + 1 > room * 0.7):
+                    if column:
+                        names.append(line[2:].split(" ", 1)[0])
+                    elif not line.startswith("  - "):  # a footer, not a nested path
+                        kept.append(line)
+                    continue
+                kept.append(line)
+                used += len(line) + 1
+            text = "\n".join(kept)
+            shown = names
+            while shown and len(text) + len(", ".join(shown)) + FIT_NOTE_CHARS * 2 > budget.max_chars:
+                shown = shown[: len(shown) * 9 // 10]
+            text += f"\n({len(names)} more columns, names only: {', '.join(shown)}"
+            if len(shown) < len(names):
+                text += f", … {len(names) - len(shown)} not named here" + (
+                    "; search_schema finds them" if budget.offers("search_schema") else ""
+                )
+                return text + f")\n({left_out})"
+            return text + f")\n({left_out} to show every column's name)"
+        return text + f"\n({left_out} to show every column)"
+
+    def _text(self, budget: TextBudget, comment_chars: int, examples: bool, why: bool = True) -> str:
         head = f"{self.table} ({self.kind}"
         if self.row_estimate is not None:
             head += f", ~{self.row_estimate} rows"
@@ -280,15 +323,17 @@ class TableDescription(ToolResult):
             if c.references:
                 flags.append(f"FK→{c.references}")
             elif c.inferred_reference:
-                flags.append(f"FK?→{c.inferred_reference} (inferred: {c.inferred_why})")
+                flags.append(
+                    f"FK?→{c.inferred_reference}" + (f" (inferred: {c.inferred_why})" if why else "")
+                )
             if c.nullable is False and not c.primary_key:
                 flags.append("NOT NULL")
             line = f"- {c.name} {c.type}"
             if flags:
                 line += " " + " ".join(flags)
-            if c.comment:
-                line += " — " + cell_text(c.comment, 120)
-            if c.examples:
+            if c.comment and comment_chars:
+                line += " — " + cell_text(c.comment, comment_chars)
+            if c.examples and examples:
                 line += " e.g. " + ", ".join(c.examples)
             lines.append(line)
             lines += [
@@ -304,6 +349,15 @@ class TableDescription(ToolResult):
 
 
 MAX_DESCRIBE_COLUMNS = 300
+# (comment characters, examples, why a key is inferred) tried in turn until every column fits
+FIT_STEPS: tuple[tuple[int, bool, bool], ...] = (
+    (120, True, True),
+    (60, True, True),
+    (0, True, True),
+    (0, False, True),
+    (0, False, False),
+)
+FIT_NOTE_CHARS = 80  # room kept for the note that says what was left out
 EXAMPLE_CHARS = 1500  # the examples of all columns together, before each is cut at 40-160 characters
 
 

@@ -4,6 +4,7 @@ a table whose name needs quoting."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
@@ -106,3 +107,41 @@ def test_a_code_tables_descriptions_are_shown_whole_and_a_wide_tables_examples_s
     assert codes.columns[1].examples == [long]
     wide = describe_table(ctx, DescribeTable(table="wide"))
     assert all(len(e) <= 40 and e.endswith("…") for e in wide.columns[0].examples)
+
+
+def _wide_duckdb(path: Path, columns: int) -> None:
+    conn = duckdb.connect(str(path))
+    names = [f"reported_detail_number_{i:03d}" for i in range(columns)]
+    conn.execute("CREATE TABLE person_2015 (" + ", ".join(f"{n} BIGINT" for n in names) + ")")
+    for n in names:  # the long code-table comments a warehouse's columns carry
+        conn.execute(
+            f"COMMENT ON COLUMN person_2015.{n} IS 'This data element records {n}: "
+            "01 one, 02 two, 03 three, 97 other, 98 not reported, 99 unknown, and so on at length'"
+        )
+    conn.execute("INSERT INTO person_2015 VALUES (" + ", ".join(str(i) for i in range(columns)) + ")")
+    conn.close()
+
+
+@pytest.mark.parametrize("columns", [91, 110])
+def test_a_wide_table_shows_every_column_within_the_text_bound(tmp_path: Path, columns: int) -> None:
+    """A 91-column NHTSA table with long comments was cut at 4,000 characters: the columns past
+    the cut (injury_severity, air_bag_deployed, …) never reached the model."""
+    path = tmp_path / "wide.duckdb"
+    _wide_duckdb(path, columns)
+    ctx = context(f"duckdb:///{path}")
+    text = describe_table(ctx, DescribeTable(table="person_2015")).to_text()
+    assert len(text) <= 4_000
+    assert all(f"reported_detail_number_{i:03d}" in text for i in range(columns))
+    assert "left out to show every column" in text
+    assert "truncated: true" not in text
+    ctx.source().close()
+
+
+def test_a_table_too_wide_for_names_says_how_many_and_where_the_rest_are(tmp_path: Path) -> None:
+    path = tmp_path / "wide.duckdb"
+    _wide_duckdb(path, 250)
+    ctx = context(f"duckdb:///{path}")
+    text = describe_table(ctx, DescribeTable(table="person_2015")).to_text()
+    assert len(text) <= 4_000
+    assert re.search(r"… \d+ not named here; search_schema finds them", text)
+    ctx.source().close()
