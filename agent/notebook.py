@@ -8,7 +8,8 @@ recomputed what a sibling had computed. The notebook keeps, per question:
 - what its tool calls established, recorded as they run: the stored spellings that find_values /
   distinct_values showed, join paths, checks (`run_query`: result id, rows, the SQL's start);
 - the readings (classify's list, the plan stage's intent and readings);
-- the tables described, with their descriptions, for link (so it does not describe them again).
+- the tables described, with their descriptions, for link (so it does not describe them again):
+  whole while they fit, else every table's columns with their types and keys only.
 
 Every later stage reads it, bounded (NOTEBOOK_CHARS; the newest entries of each kind win, a
 stage's own reported findings before what its tool calls showed). Stages that run once per plan
@@ -18,6 +19,7 @@ shared entries and its own branch's, never a sibling's, so implementations stay 
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -27,6 +29,7 @@ DESCRIBED_CHARS = 6_000  # of carried table descriptions (link's request)
 DESCRIPTION_CHARS = 2_500  # of one table's description (cut at a line end)
 ENTRY_CHARS = 300  # of one entry
 READING_CHARS = 700  # of one reading or intent entry (the plan stage's intent runs to five lines)
+JOIN_CHARS = 700  # of one join path: its conditions, each a pair of qualified columns
 
 Kind = Literal["reading", "finding", "value", "join", "check"]
 _HEADINGS: dict[Kind, str] = {
@@ -65,6 +68,35 @@ def _cut_lines(text: str, limit: int) -> str:
     return "\n".join(kept) + (f"\n(… {left} more lines)" if left else "")
 
 
+def _was_cut(text: str) -> bool:
+    """A description the notebook or the tool cut: some of its columns are not in it."""
+    return bool(re.search(r"\(… \d+ more lines\)$|… truncated: true|names only:", text))
+
+
+def _columns_line(result: Any) -> str | None:
+    """A describe_table result as one entry: the table, its size, and every column by type, in
+    the order of first appearance, with its declared keys ("BIGINT: id PK, customer_id
+    FK→customers.customer_id; VARCHAR: name"): three 90-column tables fit in one request."""
+    columns = getattr(result, "columns", None)
+    table = getattr(result, "table", None)
+    if not columns or not table:
+        return None
+    by_type: dict[str, list[str]] = {}
+    for c in columns:
+        cell = str(c.name)
+        if getattr(c, "primary_key", False):
+            cell += " PK"
+        if getattr(c, "references", None):
+            cell += f" FK→{c.references}"
+        by_type.setdefault(str(c.type), []).append(cell)
+    rows = getattr(result, "row_estimate", None)
+    size = f", ~{rows} rows" if rows is not None else ""
+    total = getattr(result, "total_columns", len(columns))
+    more = f"; … {total - len(columns)} more columns" if total > len(columns) else ""
+    groups = "; ".join(f"{kind}: {', '.join(names)}" for kind, names in by_type.items())
+    return f"{table} ({len(columns)} columns{size}) — {groups}{more}"
+
+
 @dataclass
 class Entry:
     stage: str
@@ -77,6 +109,9 @@ class Entry:
 class Notebook:
     entries: list[Entry] = field(default_factory=list)
     described: dict[str, str] = field(default_factory=dict)  # table -> its describe_table text
+    # table -> its columns in one line (name, type, keys), from the tool's structured result: what
+    # link reads when the descriptions do not all fit, or one was cut before the model saw it all
+    compact: dict[str, str] = field(default_factory=dict)
     max_chars: int = NOTEBOOK_CHARS
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -85,21 +120,30 @@ class Notebook:
         with self._lock:
             known = {(e.kind, e.text, e.branch) for e in self.entries}
             for text in texts:
-                limit = READING_CHARS if kind == "reading" else ENTRY_CHARS
+                limit = {"reading": READING_CHARS, "join": JOIN_CHARS}.get(kind, ENTRY_CHARS)
                 entry = Entry(stage, kind, _cut(" ".join(str(text).split()), limit), branch)
                 if entry.text and (entry.kind, entry.text, entry.branch) not in known:
                     self.entries.append(entry)
                     known.add((entry.kind, entry.text, entry.branch))
 
     def tool(
-        self, stage: str, name: str, arguments: dict[str, Any], text: str, branch: int | None = None
+        self,
+        stage: str,
+        name: str,
+        arguments: dict[str, Any],
+        text: str,
+        branch: int | None = None,
+        result: Any = None,
     ) -> None:
-        """Record what a successful tool call established."""
+        """Record what a successful tool call established (`result`: its structured result)."""
         if name == "describe_table":
             table = str(arguments.get("table") or "").strip()
             if table and branch is None:
                 with self._lock:
-                    self.described.setdefault(table, _cut_lines(text, DESCRIPTION_CHARS))
+                    if table not in self.described:
+                        self.described[table] = _cut_lines(text, DESCRIPTION_CHARS)
+                        if (line := _columns_line(result)) is not None:
+                            self.compact[table] = line
             return
         kind = _TOOL_KINDS.get(name)
         if kind is None:
@@ -119,6 +163,10 @@ class Notebook:
             summary = "; ".join([head, *[line for line in lines[1:] if " = " in line][:4]])
         elif name == "distinct_values":  # the head, then the values (not the 'value | count' header)
             summary = lines[0] + ": " + "; ".join(line for line in lines[2:12])
+        elif name == "find_join_path":  # every condition; the FROM/JOIN skeleton only repeats them
+            summary = "; ".join(
+                line for line in lines if not line.startswith(("FROM ", "JOIN ", "LEFT JOIN "))
+            )
         else:
             summary = "; ".join(lines[:5])
         self.note(stage, [summary], kind, branch)
@@ -150,18 +198,32 @@ class Notebook:
         return "\n".join(blocks) if blocks else None
 
     def described_text(self, max_chars: int = DESCRIBED_CHARS) -> str | None:
-        """The tables described so far, each with its description, bounded (whole ones first)."""
+        """The tables described so far, bounded: each description whole when all of them fit
+        uncut; else each table's columns in one line (every column, types and keys); past the
+        bound by name only, said so (a table cut mid-description under "do not describe it
+        again" left link without the columns it needed)."""
         with self._lock:
             items = list(self.described.items())
+            compact = dict(self.compact)
+        if not items:
+            return None
+        whole = [text for _, text in items]
+        if sum(len(t) + 1 for t in whole) <= max_chars and not any(_was_cut(t) for t in whole):
+            return "\n".join(whole)
         parts: list[str] = []
         used = 0
         names_only: list[str] = []
         for table, text in items:
-            if used + len(text) > max_chars:
+            entry = compact.get(table) or text
+            if used + len(entry) > max_chars:
                 names_only.append(table)
                 continue
-            parts.append(text)
-            used += len(text) + 1
+            parts.append(entry)
+            used += len(entry) + 1
         if names_only:
-            parts.append("(also described, not repeated here: " + ", ".join(names_only) + ")")
-        return "\n".join(parts) if parts else None
+            parts.append(
+                "(also described, columns not shown here: "
+                + ", ".join(names_only)
+                + " — describe again if needed)"
+            )
+        return "\n".join(parts)

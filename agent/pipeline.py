@@ -85,11 +85,29 @@ class _State:
         return next((p for p in self.plans if p.index == index), None)
 
 
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+SIBLING_COLUMNS = 8  # column names shown per sibling; more are counted
+SIBLING_ROW_CHARS = 200  # of one first row
+
+
 def _siblings(run: Run, state: _State, current: str) -> str | None:
     """The other candidates that ran, for an evaluator: result id, plan and reading, shape, first
-    rows — what compare_results needs, bounded."""
+    rows — what compare_results needs, bounded. Wide results (29 columns) once crowded the later
+    candidates out: a column list the evaluator already read is referred to, long ones and long
+    rows are cut, and past the bound every remaining candidate keeps its result id and shape."""
     lines: list[str] = []
     used = 0
+    seen_columns: dict[tuple[str, ...], str] = {}
+    mine = next((c for c in state.candidates if c.candidate_id == current), None)
+    if mine is not None and mine.result_id is not None:
+        try:
+            seen_columns[tuple(run.tools.results.get(mine.result_id).columns)] = "this candidate"
+        except FlexSQLError:
+            pass
+    compact: list[str] = []
     for cand in state.candidates:
         if cand.candidate_id == current or cand.result_id is None:
             continue
@@ -101,18 +119,33 @@ def _siblings(run: Run, state: _State, current: str) -> str | None:
             stored = run.tools.results.get(cand.result_id)
         except FlexSQLError:
             continue
-        shape = f"{stored.total_rows} rows × {len(stored.columns)} cols ({', '.join(stored.columns)})"
-        rows = " / ".join(", ".join(cell_text(v, 40) for v in row) for row in stored.rows[:SIBLING_ROWS])
+        columns = tuple(stored.columns)
+        size = f"{stored.total_rows} rows × {len(columns)} cols"
+        if columns in seen_columns:
+            named = f"same columns as {seen_columns[columns]}"
+        else:
+            named = ", ".join(columns[:SIBLING_COLUMNS]) + (
+                f", … {len(columns) - SIBLING_COLUMNS} more" if len(columns) > SIBLING_COLUMNS else ""
+            )
+        rows = " / ".join(
+            _cut(", ".join(cell_text(v, 40) for v in row), SIBLING_ROW_CHARS)
+            for row in stored.rows[:SIBLING_ROWS]
+        )
         verdicts = f"; verdicts: {', '.join(cand.verdicts)}" if cand.verdicts else ""
         line = (
             f"- {cand.candidate_id} (plan {cand.plan_index + 1}{reading}): result_id {cand.result_id}, "
-            f"{shape}{verdicts}; first rows: {rows or '(none)'}"
+            f"{size} ({named}){verdicts}; first rows: {rows or '(none)'}"
         )
-        if used + len(line) > SIBLING_CHARS:
-            lines.append("- … (more candidates left out)")
-            break
+        if compact or used + len(line) > SIBLING_CHARS:
+            compact.append(
+                f"{cand.candidate_id} (plan {cand.plan_index + 1}): result_id {cand.result_id}, {size}"
+            )
+            continue
+        seen_columns.setdefault(columns, cand.candidate_id)
         lines.append(line)
         used += len(line) + 1
+    if compact:
+        lines.append("- also (readings and rows left out): " + "; ".join(compact))
     return "\n".join(lines) or None
 
 

@@ -140,8 +140,13 @@ async def call_tool(
         run.trace.event("tool_result", tool=name, call_id=call.id, error=True, text=text)
         return text
     spec = TOOLS.get_tool(name)
-    if "source" in spec.args.model_fields and not arguments.get("source"):
-        arguments["source"] = run.source
+    if "source" in spec.args.model_fields:
+        if not arguments.get("source"):
+            arguments["source"] = run.source
+    elif arguments.get("source") in (run.source, None, ""):
+        # the prompts ask for source= on every call; a tool that reads no source (compare_results
+        # works on stored result ids) must not refuse the call for it
+        arguments.pop("source", None)
     run.trace.event("tool_call", tool=name, call_id=call.id, arguments=arguments)
     env = ToolEnv(settings=run.settings, python_enabled=run.python)
     hooks = CancelHooks()
@@ -162,7 +167,7 @@ async def call_tool(
         text = text[:cap] + f"\n… cut at {cap:,} characters"
     run.trace.event("tool_result", tool=name, call_id=call.id, error=error, text=text)
     if not error:
-        run.notebook.tool(stage, name, arguments, text, branch)
+        run.notebook.tool(stage, name, arguments, text, branch, result=model)
     return text
 
 

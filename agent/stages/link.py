@@ -4,6 +4,8 @@ ranked candidates instead of spending a round on it."""
 
 from __future__ import annotations
 
+import re
+
 from flexsql.agent.contract import Linking
 from flexsql.agent.stages.chat import Run, converse, system_message
 from flexsql.errors import FlexSQLError
@@ -24,11 +26,30 @@ SCHEMA_CHARS = 4_000  # of the schema overview in link's request
 HITS_CHARS = 8_000  # of the search hits in link's request (its main input: twice a tool result)
 
 
+QUERY_CHARS = 1_500  # of the search query (search_schema takes 2,000)
+# names in a document that look like columns: `backticked`, or words joined by underscores
+_IDENTIFIER = re.compile(r"`([^`\n]{2,80})`|\b([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)\b")
+
+
+def search_query(run: Run) -> str:
+    """The question, then the names the knowledge summary gives (a question such as "the details
+    listed in the info document" names no column itself; its document names them all)."""
+    if not run.knowledge:
+        return run.question
+    names = [a or b for a, b in _IDENTIFIER.findall(run.knowledge)]
+    names = [n for n in dict.fromkeys(names) if n.lower() not in run.question.lower()]
+    if not names:
+        return run.question
+    query = run.question + "\n" + " ".join(names)
+    return query if len(query) <= QUERY_CHARS else query[:QUERY_CHARS].rsplit(" ", 1)[0]
+
+
 def search_hits(run: Run, limit: int = 10) -> tuple[str, list[str]]:
-    """search_schema's ranked hits for the question: their text, and the tables in rank order."""
+    """search_schema's ranked hits for the question (and its knowledge's names): their text, and
+    the tables in rank order."""
     try:
         result = toolbox.TOOLS.call(
-            run.tools, "search_schema", {"query": run.question, "limit": limit, "source": run.source}
+            run.tools, "search_schema", {"query": search_query(run), "limit": limit, "source": run.source}
         )
         tables = [t.table for t in getattr(result, "tables", [])]
         budget = TextBudget(
@@ -118,7 +139,8 @@ async def link(run: Run) -> Linking:
         + (f"External knowledge (summary):\n{run.knowledge}\n\n" if run.knowledge else "")
         + (f"Found so far (already checked: do not look it up again):\n{found}\n\n" if found else "")
         + (
-            f"Tables already described (their columns are here: do not describe them again):\n{described}\n\n"
+            f"Tables already described (their columns are here: do not describe them again for "
+            f"their columns):\n{described}\n\n"
             if described
             else ""
         )

@@ -51,4 +51,4 @@ def test_described_tables_are_kept_once_and_bounded() -> None:
     for i in range(20):
         book.tool("link", "describe_table", {"table": f"t{i}"}, "y" * 1_000)
     text = book.described_text(max_chars=3_000)
-    assert text is not None and len(text) < 3_500 and "also described, not repeated here: " in text
+    assert text is not None and len(text) < 3_500 and "also described, columns not shown here: " in text
