@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 NOTEBOOK_CHARS = 4_000  # of notebook text in one request
 DESCRIBED_CHARS = 6_000  # of carried table descriptions (link's request)
+COMPACT_CHARS = 10_000  # of carried column lists when the descriptions do not fit (3 tables of 100 columns)
 DESCRIPTION_CHARS = 2_500  # of one table's description (cut at a line end)
 ENTRY_CHARS = 300  # of one entry
 READING_CHARS = 700  # of one reading or intent entry (the plan stage's intent runs to five lines)
@@ -197,7 +198,9 @@ class Notebook:
             blocks.append(f"({left} older notes left out)")
         return "\n".join(blocks) if blocks else None
 
-    def described_text(self, max_chars: int = DESCRIBED_CHARS) -> str | None:
+    def described_text(
+        self, max_chars: int = DESCRIBED_CHARS, compact_chars: int = COMPACT_CHARS
+    ) -> str | None:
         """The tables described so far, bounded: each description whole when all of them fit
         uncut; else each table's columns in one line (every column, types and keys); past the
         bound by name only, said so (a table cut mid-description under "do not describe it
@@ -215,7 +218,7 @@ class Notebook:
         names_only: list[str] = []
         for table, text in items:
             entry = compact.get(table) or text
-            if used + len(entry) > max_chars:
+            if used + len(entry) > (compact_chars if table in compact else max_chars):
                 names_only.append(table)
                 continue
             parts.append(entry)

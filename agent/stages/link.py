@@ -40,7 +40,7 @@ def search_query(run: Run) -> str:
     names = [n for n in dict.fromkeys(names) if n.lower() not in run.question.lower()]
     if not names:
         return run.question
-    query = run.question + "\n" + " ".join(names)
+    query = run.question + " " + " ".join(names)
     return query if len(query) <= QUERY_CHARS else query[:QUERY_CHARS].rsplit(" ", 1)[0]
 
 

@@ -78,17 +78,17 @@ async def test_compare_results_called_with_the_source_the_prompt_asks_for_runs(s
 
 ACCIDENT = (
     ["state_number", "consecutive_number", "county", "hour_of_crash", "light_condition"]
-    + [f"accident_detail_{i:02d}" for i in range(60)]
+    + [f"reported_accident_detail_{i:02d}" for i in range(60)]
     + ["hour_of_arrival_at_scene", "hour_of_ems_arrival_at_hospital", "related_factors_crash_level_1"]
 )
 PERSON = (
     ["state_number", "consecutive_number", "vehicle_number", "person_number", "age"]
-    + [f"person_detail_{i:02d}" for i in range(80)]
+    + [f"reported_person_detail_{i:02d}" for i in range(80)]
     + ["injury_severity", "air_bag_deployed", "police_reported_drug_involvement"]
 )
 VEHICLE = (
     ["state_number", "consecutive_number", "vehicle_number", "body_type"]
-    + [f"vehicle_detail_{i:02d}" for i in range(90)]
+    + [f"reported_vehicle_detail_{i:02d}" for i in range(90)]
     + ["speeding_related", "roadway_surface_condition", "most_harmful_event"]
 )
 COMMENT = (
