@@ -15,6 +15,7 @@ from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.validate import ValidateSql, validate_sql
 from flexsql.tools.values.distinct import DistinctValues, distinct_values
 from flexsql.tools.values.profile import ProfileColumn, profile_column
+from tests.support.engines import engine_params
 from tests.support.warehouse import ROWS_2017, SHARDS_2016, SHARDS_2017, TOTAL_ROWS, warehouse_url
 
 
@@ -108,11 +109,10 @@ def test_two_column_sets_are_two_families_every_tool_takes(ga):
     assert shard.family and "3 tables" in shard.family
 
 
+# not on fakesnow: it runs no EXPLAIN, of a family or of a plain table, and answers one with server
+# errors that the connector retries for about 20 s
+@pytest.mark.parametrize("engine", engine_params("duckdb", "sqlite", "postgres"), indirect=True)
 def test_validate_sql_checks_the_union(ga, engine):
-    if engine == "snowflake":
-        # fakesnow runs no EXPLAIN, of a family or of a plain table
-        assert not validate_sql(ga, ValidateSql(sql="SELECT count(*) FROM ga_sessions_20170101")).valid
-        return
     assert validate_sql(ga, ValidateSql(sql="SELECT count(*) FROM ga_sessions_2017*")).valid
 
 
