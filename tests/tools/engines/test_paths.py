@@ -107,6 +107,12 @@ def test_paths_are_inferred_from_values_bounded():
     assert found["col.list[].x"].examples == ["'u'", "'v'"]
     cut = '[{"page": {"pagePath": "/a"}}, {"page": {"pagePath": "/b", "title": "cut he'  # a cell over the cap
     assert [p.path for p in infer_paths("hits", [cut])] == ["hits[].page.pagePath"]
+    # Parquet-style lists spend three levels per array: a leaf three arrays down is still listed
+    wrapped = {"list": [{"element": {"screens": {"list": [{"element": {"cellLine": "TF-1"}}]}}}]}
+    deep = {"list": [{"element": wrapped}]}
+    assert [p.path for p in infer_paths("e", [deep])] == [
+        "e.list[].element.list[].element.screens.list[].element.cellLine"
+    ]
     wide = [{f"k{i}": i for i in range(500)}]
     assert len(infer_paths("w", wide)) == 40
     assert parse_path("hits[].page.pagePath").after == ("page", "pagePath")
