@@ -171,6 +171,10 @@ async def _run_program(run: Run, program: Program) -> tuple[str | None, int | No
                 await TOOLS.acall(run.tools, "run_query", {"sql": program.code, "source": run.source}, env),
                 QueryOutput,
             )
+            if query.expanded_sql:  # a family reference (EVENTS_*): the trace keeps the union that ran
+                run.trace.event(
+                    "expanded_sql", result_id=query.result_id, families=query.families, sql=query.expanded_sql
+                )
             return query.result_id, query.total_rows, None, result_text(query, run.settings, PREVIEW_TOOLS)
         known = [rid for rid in dict.fromkeys(_RESULT_REF.findall(program.code))]
         out = expect(

@@ -1,5 +1,5 @@
 """`python -m flexsql.server …` is the `flexsql` command (used where no console script is on PATH)."""
 
-from flexsql.server.cli import main
+from flexsql.server.entry import run
 
-main()
+run()

@@ -1,9 +1,5 @@
-"""What every `flexsql` command shares: exit codes, errors, logging and output that behaves when piped,
-and the checks run before any work starts (source files exist, URLs are URLs).
-
-Exit codes (docs/cli.md): 0 success; 1 a runtime error (a query, the model endpoint, an unreachable
-source); 2 a usage or configuration error (a flag, a setting, a missing file) — whenever it is found;
-130 interrupted (Ctrl-C, or SIGTERM for `flexsql eval`)."""
+"""What every `flexsql` command shares: exit codes (server/exits.py), errors, logging and output that
+behaves when piped, and the checks run before any work starts (source files exist, URLs are URLs)."""
 
 from __future__ import annotations
 
@@ -20,8 +16,8 @@ from rich.console import Console
 
 from flexsql.config import Settings, SourceConfig
 from flexsql.errors import ConfigError, FlexSQLError, InvalidArgument, error_text
+from flexsql.server.exits import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE
 
-EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 USAGE_ERRORS = (ConfigError, InvalidArgument)
 
 

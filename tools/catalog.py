@@ -239,6 +239,19 @@ def list_tables(ctx: ToolContext, args: ListTables) -> TableList:
 
 
 # -- describe_table -------------------------------------------------------------------------------
+def _paths_hint(paths: list[str], budget: TextBudget) -> str:
+    """How the listed paths are read, naming only the tools the reader has: the value tools take a path
+    as a column (a path through an array too), sample_rows one without []."""
+    if not paths:
+        return ""
+    through = next((p for p in paths if "[]" in p), paths[0])
+    plain = next((p for p in paths if "[]" not in p), None)
+    uses = [f"{name}(column={through!r})" for name in budget.offered("distinct_values", "profile_column")]
+    if plain and budget.offers("sample_rows"):
+        uses.append(f'sample_rows(columns=[{plain!r}], where="{plain} = …")')
+    return ("paths read as columns: " + ", ".join(uses)) if uses else ""
+
+
 class ColumnDescription(BaseModel):
     name: str
     type: str
@@ -340,6 +353,9 @@ class TableDescription(ToolResult):
                 f"  - {p.path} {p.type}" + (" e.g. " + ", ".join(p.examples) if p.examples else "")
                 for p in c.paths
             ]
+        hint = _paths_hint([p.path for c in self.columns for p in c.paths], budget)
+        if hint:
+            lines.append(hint)
         if self.truncated:
             lines.append(
                 f"truncated: true — {len(self.columns)} of {self.total_columns} columns shown"

@@ -165,7 +165,10 @@ async def call_tool(
     cap = run.settings.agent.tool_result_chars
     if len(text) > cap:
         text = text[:cap] + f"\n… cut at {cap:,} characters"
-    run.trace.event("tool_result", tool=name, call_id=call.id, error=error, text=text)
+    # a query naming a family (EVENTS_*) ran as the union of its shards: the trace keeps what ran
+    expanded = None if error else getattr(model, "expanded_sql", None)
+    extra = {"expanded_sql": expanded} if expanded else {}
+    run.trace.event("tool_result", tool=name, call_id=call.id, error=error, text=text, **extra)
     if not error:
         run.notebook.tool(stage, name, arguments, text, branch, result=model)
     return text

@@ -67,7 +67,7 @@ def test_wheel_has_only_the_flexsql_package_and_ships_data(wheel):
         assert expected in names, expected
     assert any(n.startswith("flexsql/skills/") and n.endswith("/SKILL.md") for n in names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "flexsql = flexsql.server.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "flexsql = flexsql.server.entry:run" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
 def test_wheel_ships_every_python_file_of_every_package_folder(wheel):

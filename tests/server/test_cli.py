@@ -236,6 +236,18 @@ def test_ask_checks_its_input_before_any_model_call(tmp_path: Path) -> None:
         assert stub.requests == []  # not one model call
 
 
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    },
+}
+
+
 @pytest.mark.integration
 def test_ctrl_c_exits_130_without_a_traceback(tmp_path: Path) -> None:
     """Was: serve and ask printed "Aborted!" and exited 1 (eval exited 130)."""
@@ -258,10 +270,15 @@ def test_ctrl_c_exits_130_without_a_traceback(tmp_path: Path) -> None:
                 stderr=subprocess.PIPE,
                 env=server_env(),
             )
+            # interrupted once it is at work: serving a client, or waiting for the model
+            if args[0] == "serve":
+                assert proc.stdin is not None and proc.stdout is not None
+                proc.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
+                proc.stdin.flush()
+                assert b'"result"' in proc.stdout.readline()
             deadline = time.monotonic() + 60
             while args[0] == "ask" and stub.in_flight == 0 and time.monotonic() < deadline:
                 time.sleep(0.05)
-            time.sleep(1 if args[0] == "serve" else 0)
             proc.send_signal(signal.SIGINT)
             _, err = proc.communicate(timeout=30)
             assert proc.returncode == 130, (args, err.decode())

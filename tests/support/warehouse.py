@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,8 @@ def _rows(shard: str, n: int, start: int) -> list[tuple[Any, ...]]:
     return rows
 
 
-def statements(engine: str, prefix: str = "") -> list[str]:
+def statements(engine: str, prefix: str = "", extra: Sequence[str] = ()) -> list[str]:
+    """The warehouse's DDL and rows; `extra` statements run after them (`{prefix}` names the schema)."""
     out = []
     start = 0
     for shard in SHARDS_2016 + SHARDS_2017:
@@ -57,6 +58,7 @@ def statements(engine: str, prefix: str = "") -> list[str]:
     # a table whose name a glob of the family would match, though it is no shard
     out.append(f"CREATE TABLE {prefix}ga_sessions_notes (note {TEXT_TYPE[engine]})")
     out.append(f"INSERT INTO {prefix}ga_sessions_notes VALUES ('kept apart')")
+    out += [e.replace("{prefix}", prefix) for e in extra]
     return out
 
 
@@ -66,13 +68,13 @@ def _json(engine: str, value: Any) -> str:
 
 
 @contextlib.contextmanager
-def warehouse_url(engine: str, directory: Path) -> Iterator[str]:
+def warehouse_url(engine: str, directory: Path, extra: Sequence[str] = ()) -> Iterator[str]:
     if engine == "duckdb":
         import duckdb
 
         path = directory / "ga.duckdb"
         conn = duckdb.connect(str(path))
-        for s in statements(engine):
+        for s in statements(engine, extra=extra):
             conn.execute(s)
         conn.close()
         yield f"duckdb:///{path}"
@@ -81,15 +83,15 @@ def warehouse_url(engine: str, directory: Path) -> Iterator[str]:
 
         path = directory / "ga.sqlite"
         lite = sqlite3.connect(path)
-        for s in statements(engine):
+        for s in statements(engine, extra=extra):
             lite.execute(s)
         lite.commit()
         lite.close()
         yield f"sqlite:///{path}"
     elif engine == "postgres":
-        with pg_schema(*statements(engine)) as (url, _dsn):
+        with pg_schema(*statements(engine, extra=extra)) as (url, _dsn):
             yield url
     elif engine == "snowflake":
-        yield fakesnow_database("GA_", "WEB", lambda prefix: statements(engine, prefix))
+        yield fakesnow_database("GA_", "WEB", lambda prefix: statements(engine, prefix, extra))
     else:
         raise ValueError(engine)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import threading
+import time
 from contextvars import ContextVar
 from typing import Any
 
+from flexsql import background
 from flexsql.errors import QueryTimeout
 
 
@@ -73,6 +75,8 @@ class Deadline:
             self._done.wait(self.RETRY_S)
 
     def __enter__(self) -> Deadline:
+        with _RUNNING_LOCK:
+            _RUNNING.add(self)
         self._timer.start()
         if self._hooks is not None:
             self._hooks.add(self._fire)
@@ -83,6 +87,29 @@ class Deadline:
         self._timer.cancel()
         if self._hooks is not None:
             self._hooks.discard(self._fire)
+        with _RUNNING_LOCK:
+            _RUNNING.discard(self)
+
+
+# Statements running now, in any thread. A worker thread whose tool call was abandoned may still be
+# inside an engine's native code when the interpreter exits; CPython ends such a thread as it comes
+# back for the GIL, and unwinding through C++ there aborts the process (exit 134). So exit cancels
+# them all and waits, bounded, until each has come back to Python.
+_RUNNING: set[Deadline] = set()
+_RUNNING_LOCK = threading.Lock()
+
+
+def _cancel_running_at_exit(seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    with _RUNNING_LOCK:
+        running = list(_RUNNING)
+    for statement in running:
+        statement._fire()
+    for statement in running:
+        statement._done.wait(max(deadline - time.monotonic(), 0.0))
+
+
+background.on_exit(_cancel_running_at_exit)
 
 
 def timeout_error(seconds: float) -> QueryTimeout:

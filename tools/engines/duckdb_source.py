@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
+import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from sqlglot import exp
 
+from flexsql import background
 from flexsql.config import LimitsConfig
-from flexsql.errors import ConfigError, QueryError
+from flexsql.errors import ConfigError, QueryError, UnavailableError
 from flexsql.tools.engines.cancel import Deadline, timeout_error
 from flexsql.tools.engines.catalog import Catalog, Column, ForeignKey, TableInfo
 from flexsql.tools.engines.engine import CellCap, Engine
@@ -87,15 +90,19 @@ class DuckDBSource(Source):
         super().__init__(name, url, description, limits)
         self.path = file_path_of(url)
         self._conn: Any = None
-        self._open_lock = threading.Lock()
+        self._open_lock = threading.Condition()
         self._users = 0
+        self._cursors: set[Any] = set()  # open cursors, interrupted at interpreter exit
         self._idle_timer: threading.Timer | None = None
+        _SOURCES.add(self)
 
     # -- connection -----------------------------------------------------------------------------
     @contextlib.contextmanager
     def _cursor(self) -> Iterator[Any]:
         """A cursor on the shared handle, opening it if needed and scheduling its release."""
         with self._open_lock:
+            if background.exiting():
+                raise UnavailableError("the process is shutting down; no new statements start")
             if self._idle_timer is not None:
                 self._idle_timer.cancel()
                 self._idle_timer = None
@@ -103,23 +110,47 @@ class DuckDBSource(Source):
                 self._conn = self._open()
             self._users += 1
             cur = self._conn.cursor()
+            self._cursors.add(cur)
         try:
             yield cur
         finally:
             cur.close()
             with self._open_lock:
                 self._users -= 1
-                if self._users == 0 and self.IDLE_RELEASE_S is not None and self.path != ":memory:":
+                self._cursors.discard(cur)
+                self._open_lock.notify_all()
+                if background.exiting():
+                    pass  # the exit hook closes the handle
+                elif self._users == 0 and self.IDLE_RELEASE_S is not None and self.path != ":memory:":
                     self._idle_timer = threading.Timer(self.IDLE_RELEASE_S, self._release_if_idle)
                     self._idle_timer.daemon = True
                     self._idle_timer.start()
 
     def _release_if_idle(self) -> None:
         with self._open_lock:
-            if self._users == 0 and self._conn is not None:
+            if self._users == 0 and self._conn is not None and not background.exiting():
                 self._conn.close()
                 self._conn = None
             self._idle_timer = None
+
+    def _stop_at_exit(self, seconds: float) -> None:
+        """Interrupt the statements still running (a worker thread whose tool call was abandoned) and
+        wait for them to leave DuckDB, then close the handle here: a thread that CPython ends inside
+        DuckDB's C++ at shutdown aborts the whole process (exit 134)."""
+        deadline = time.monotonic() + seconds
+        with self._open_lock:
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()
+                self._idle_timer = None
+            while self._users and time.monotonic() < deadline:
+                for cur in list(self._cursors):
+                    with contextlib.suppress(Exception):
+                        cur.interrupt()
+                self._open_lock.wait(min(0.1, max(deadline - time.monotonic(), 0.0)))
+            if self._users == 0 and self._conn is not None:
+                with contextlib.suppress(Exception):
+                    self._conn.close()
+                self._conn = None
 
     def _open(self) -> Any:
         import duckdb
@@ -403,3 +434,15 @@ def _json(column_sql: str, column_type: str) -> str:
     if "JSON" in column_type.upper() or text_type(column_type):
         return column_sql
     return f"to_json({column_sql})"
+
+
+_SOURCES: weakref.WeakSet[DuckDBSource] = weakref.WeakSet()
+
+
+def _stop_all_at_exit(seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    for source in list(_SOURCES):
+        source._stop_at_exit(max(deadline - time.monotonic(), 0.0))
+
+
+background.on_exit(_stop_all_at_exit)

@@ -24,7 +24,9 @@ if TYPE_CHECKING:
     from flexsql.tools.engines.catalog import Catalog, Column, TableInfo
     from flexsql.tools.engines.engine import Engine
 
-MAX_DEPTH = 5  # keys below this depth are not listed
+# keys below this depth are not listed; Parquet-style lists (`{"list": [{"element": …}]}`, Spider 2.0's
+# OPEN_TARGETS) spend three levels per array, so a leaf three arrays down sits at depth 12
+MAX_DEPTH = 12
 MAX_PATHS = 40  # paths listed per column (the most often present first)
 MAX_EXAMPLES = 3
 _NESTED_TYPE = re.compile(r"JSON|VARIANT|OBJECT|STRUCT|MAP|ARRAY|\[\]|SUPER", re.IGNORECASE)

@@ -191,6 +191,9 @@ DEMONYMS: dict[str, tuple[str, ...]] = {
 
 
 # Porter (1980) stemmer: standard, predictable conflation for retrieval ('located' ~ 'location').
+# Kept over PyStemmer/snowballstemmer: their porter differs on 38 of 10,888 Spider and Spider 2.0-Snow
+# words ('as' -> 'a', 'histology' -> 'histologi'), and with a cache per word the speed (7.6 against
+# 1.6 us a word) costs a cold index 0.2 s at most.
 def _cons(w: str, i: int) -> bool:
     ch = w[i]
     if ch in "aeiou":

@@ -15,6 +15,7 @@ from flexsql.tools.engines import SourceRegistry, open_source
 from flexsql.tools.engines.paths import infer_paths, parse_path
 from flexsql.tools.query import SampleRows, sample_rows
 from flexsql.tools.runtime.context import ToolContext
+from flexsql.tools.runtime.render import TextBudget
 from flexsql.tools.toolbox import TOOLS
 from flexsql.tools.values.distinct import DistinctValues, distinct_values
 from flexsql.tools.values.profile import ProfileColumn, profile_column
@@ -95,6 +96,24 @@ def test_an_array_path_in_sample_rows_points_to_a_tool_the_planner_has(ga, engin
     assert pages.values[0].value == "/home"
 
 
+def test_describe_table_says_how_its_paths_are_read_with_the_tools_offered(ga, engine):
+    """A planner reading the listed paths is told that its value tools take one as a column (the tool
+    descriptions do not say so), naming only tools it has; and the call it is shown works."""
+    described = describe_table(ga, DescribeTable(table="ga_sessions_*"))
+    text = described.to_text(TextBudget(tools=frozenset(PLAN_TOOLS)))
+    hint = next(line for line in text.splitlines() if line.startswith("paths read as columns: "))
+    named = {name for name in TOOLS if re.search(rf"\b{name}\(", hint)}
+    assert named == {"distinct_values", "sample_rows"} <= set(PLAN_TOOLS), hint
+    column = re.search(r"distinct_values\(column='([^']+)'\)", hint)
+    assert column and "[]" in column.group(1), hint
+    values = distinct_values(ga, DistinctValues(table="ga_sessions_*", column=column.group(1)))
+    assert values.values and values.column == column.group(1)
+    plain = re.search(r"sample_rows\(columns=\['([^']+)'\]", hint)
+    assert plain and sample_rows(ga, SampleRows(table="ga_sessions_*", columns=[plain.group(1)])).row_count
+    alone = described.to_text(TextBudget(tools=frozenset({"describe_table"})))
+    assert "paths read as columns" not in alone  # no tool to name: no hint
+
+
 def test_paths_are_inferred_from_values_bounded():
     docs = [
         {"a": {"b": 1, "c": None}, "list": [{"x": "u"}, {"x": "v"}]},
@@ -107,6 +126,12 @@ def test_paths_are_inferred_from_values_bounded():
     assert found["col.list[].x"].examples == ["'u'", "'v'"]
     cut = '[{"page": {"pagePath": "/a"}}, {"page": {"pagePath": "/b", "title": "cut he'  # a cell over the cap
     assert [p.path for p in infer_paths("hits", [cut])] == ["hits[].page.pagePath"]
+    # Parquet-style lists spend three levels per array: a leaf three arrays down is still listed
+    wrapped = {"list": [{"element": {"screens": {"list": [{"element": {"cellLine": "TF-1"}}]}}}]}
+    deep = {"list": [{"element": wrapped}]}
+    assert [p.path for p in infer_paths("e", [deep])] == [
+        "e.list[].element.list[].element.screens.list[].element.cellLine"
+    ]
     wide = [{f"k{i}": i for i in range(500)}]
     assert len(infer_paths("w", wide)) == 40
     assert parse_path("hits[].page.pagePath").after == ("page", "pagePath")

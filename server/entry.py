@@ -1,0 +1,43 @@
+"""The `flexsql` command's process entry: the one place that decides how an interrupted run exits.
+
+Ctrl-C exits 130 with one line ("interrupted", printed by the command group) and no traceback, also
+while the command is still importing. The exit itself is made here rather than left to the interpreter's
+shutdown: under load, a server that had handled Ctrl-C and asked for 130 was seen ending by SIGINT
+during shutdown instead (exit -2, CPython's way of reporting an unhandled KeyboardInterrupt), and a
+thread still inside an engine's native code can abort a shutdown too. So an interrupted run flushes its
+output, runs the exit handlers (they stop background work and cancel statements still running) and
+leaves with `os._exit`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+from typing import NoReturn
+
+from flexsql.server.exits import EXIT_INTERRUPTED
+
+
+def run() -> None:
+    try:
+        from flexsql.server.cli import main
+
+        main()
+    except KeyboardInterrupt:  # before the command group's own handler exists (imports)
+        print("interrupted", file=sys.stderr)
+        _leave(EXIT_INTERRUPTED)
+    except SystemExit as exc:
+        if exc.code == EXIT_INTERRUPTED:
+            _leave(EXIT_INTERRUPTED)
+        raise
+
+
+def _leave(code: int) -> NoReturn:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more to say
+            pass
+    atexit._run_exitfuncs()
+    os._exit(code)
