@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import sqlglot
 from pydantic import Field
+from sqlglot import exp
 
 from flexsql.config import LimitsConfig
 from flexsql.errors import InvalidArgument, QueryTimeout
@@ -54,11 +56,13 @@ class QueryOutput(ToolResult):
         head = f"{self.result_id}: {total} rows, {len(self.columns)} cols, {self.elapsed_ms:g} ms"
         lines = [head, table]
         if self.total_rows == 0:
-            check = budget.offered("distinct_values", "find_values")
-            lines.append(
-                (self.hint or "no rows matched")
-                + (f" — look values up with {' / '.join(check)}" if check else "")
-            )
+            hint = self.hint or NO_ROWS_FILTERED
+            if hint.startswith(NO_ROWS_FILTERED):
+                check = budget.offered("distinct_values", "find_values")
+                hint += f" — look values up with {' / '.join(check)}" if check else ""
+            elif hint == NO_ROWS_JOINED and budget.offers("sample_rows"):
+                hint += " (sample_rows of each side)"
+            lines.append(hint)
         elif last < self.total_rows or self.total_is_lower_bound:
             kept = self.kept_rows
             if kept is not None and last >= kept:
@@ -108,11 +112,29 @@ def has_top_level_order(sql: str, dialect: str) -> bool:
     return orders_result(sql, dialect)
 
 
-def _empty_hint(sql: str) -> str:
-    hint = "no rows matched: check filter literals against real values"
-    if "'" in sql:
-        hint += "; string comparisons are case- and spelling-sensitive"
-    return hint
+NO_ROWS_FILTERED = "no rows matched: check filter literals against real values"
+NO_ROWS_JOINED = (
+    "no rows: the joins matched nothing — check that the join keys hold the same values on both sides"
+)
+NO_ROWS_EMPTY = "no rows: the tables it reads are empty"
+
+
+def _empty_hint(sql: str, dialect: str) -> str:
+    """Why a query may have returned nothing, from what it does: a filter (the literals), else a join
+    (the keys), else nothing to blame but the tables."""
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except sqlglot.errors.SqlglotError:
+        tree = None
+    filtered = tree is None or any(tree.find_all(exp.Where, exp.Having, exp.Qualify))
+    if filtered:
+        hint = NO_ROWS_FILTERED
+        if "'" in sql:
+            hint += "; string comparisons are case- and spelling-sensitive"
+        return hint
+    if any(j.args.get("on") or j.args.get("using") for j in tree.find_all(exp.Join)):
+        return NO_ROWS_JOINED
+    return NO_ROWS_EMPTY
 
 
 def store_limits(
@@ -226,7 +248,7 @@ def run_query(ctx: ToolContext, args: RunQuery) -> QueryOutput:
         sql=sql,
         source=src.name,
     )
-    hint = _empty_hint(sql) if result.total_rows == 0 and result.columns else None
+    hint = _empty_hint(sql, src.dialect) if result.total_rows == 0 and result.columns else None
     output = _output(stored, 0, limit, result.elapsed_ms, hint)
     if (result.truncated_reason or "").startswith(RESERVE_REFUSED):
         notes.append(

@@ -149,3 +149,19 @@ def test_hints_name_only_the_tools_the_reader_can_call(notes):
     assert "fetch_rows(" in many.to_text(TextBudget(max_chars=600))
     narrowed = many.to_text(TextBudget(max_chars=600, tools=frozenset({"run_query"})))
     assert "truncated: true" in narrowed and "fetch_rows" not in narrowed
+
+
+def test_an_empty_result_is_explained_by_what_the_query_does(notes):
+    """Was: 'check filter literals' for every empty result, also a join of unrelated rows with no filter
+    (seen through the relay on flight_4, where the sample rows of two tables did not join)."""
+    ctx = _ctx(notes)
+
+    def hint(sql: str) -> str:
+        return run_query(ctx, RunQuery(sql=sql)).to_text().splitlines()[-1]
+
+    assert hint("SELECT id FROM notes WHERE body = 'nope'").startswith(
+        "no rows matched: check filter literals"
+    )
+    joined = hint("SELECT a.id FROM notes a JOIN notes b ON a.id = b.id + 10")
+    assert "joins matched nothing" in joined and "sample_rows" in joined and "filter" not in joined
+    assert hint("SELECT * FROM range(0)") == "no rows: the tables it reads are empty"
