@@ -353,7 +353,7 @@ def result_text(model: ToolResult, settings: Settings, tools: frozenset[str] | N
     text = model.to_text(TextBudget.of(settings.limits, tools))
     cap = settings.limits.output_chars
     if len(text) > cap:
-        note = f"\n… truncated: true — text cut at {cap:,} of {len(text):,} characters; ask for less (limit, columns)"
+        note = f"\n… truncated: true — text cut at {cap:,} of {len(text):,} characters; ask for less (fewer rows, columns or tables)"
         text = text[: max(0, cap - len(note))].rstrip() + note
     return text
 
