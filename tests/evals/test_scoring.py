@@ -415,6 +415,8 @@ def test_ordered_comparison_reports_order() -> None:
 def test_one_predicted_column_cannot_serve_two() -> None:
     eq = compare_tables(["a", "b"], [(1, 1), (2, 2)], ["x", "y"], [(1, 0), (2, 0)], allow_extra_columns=True)
     assert not eq.equivalent and eq.kind == "no_assignment"
+    # said by name (was by position: "candidates 0->[0]; 1->[0]")
+    assert "'a' only like 'x'" in eq.reason and "'b' only like 'x'" in eq.reason
 
 
 def test_many_identical_columns_stay_fast() -> None:

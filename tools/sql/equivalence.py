@@ -336,10 +336,13 @@ def compare_tables(
         )
     if first_failure is None:
         # Each A column has candidates, but some B column would have to stand for two A columns.
-        shown = "; ".join(f"{i}->{candidates[i][:4]}" for i in order[:6])
+        def names(columns: Sequence[str], picks: Sequence[int]) -> str:
+            return ", ".join(f"{columns[k]!r}" for k in picks[:4]) + (" …" if len(picks) > 4 else "")
+
+        shown = "; ".join(f"{a_columns[i]!r} only like {names(b_columns, candidates[i])}" for i in order[:6])
         reason = (
             f"no one-to-one column assignment: several {a_label} columns match only the same "
-            f"{b_label} column(s) (candidates {shown})"
+            f"{b_label} column(s) ({shown})"
         )
         return Equivalence(equivalent=False, kind="no_assignment", reason=reason, **base)
     mapping_tried, why, samples = first_failure
