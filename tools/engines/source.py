@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, SkipValidation
 
 from flexsql.config import LimitsConfig
 from flexsql.errors import QueryError, QueryTimeout
@@ -37,7 +37,9 @@ class QueryResult(BaseModel):
 
     columns: list[str]
     types: list[str] = []
-    rows: list[tuple[Any, ...]]
+    # as collect() kept them: validating would copy every row's tuple and the list (a million rows held
+    # twice while the result is built, and pymalloc's arenas left half empty after)
+    rows: SkipValidation[list[tuple[Any, ...]]]
     total_rows: int
     total_is_lower_bound: bool = False
     truncated: bool = False  # rows were dropped: `rows` holds fewer than the total
