@@ -127,6 +127,7 @@ def store_limits(
         max_bytes=min(ctx.limits.store_mb * 1024 * 1024, ctx.results.max_result_bytes),
         count_limit=(rows if count is None else count) + 1,
         max_cell_bytes=ctx.limits.store_cell_kb * 1024,
+        held=True,  # the store charges what the rows hold in Python: one result is at most store_mb of it
         reserve=reserve,
     )
 

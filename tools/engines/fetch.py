@@ -25,6 +25,9 @@ class FetchLimits:
     max_bytes: int = DEFAULT_MAX_BYTES
     count_limit: int = DEFAULT_COUNT_LIMIT
     max_cell_bytes: int = DEFAULT_MAX_CELL_BYTES
+    # max_bytes bounds what the kept rows hold in memory — their data and the tuples and objects Python
+    # holds it in (held_bytes) — as the result store charges them, not only their printed size
+    held: bool = False
     # claims bytes of a budget shared with other fetches and kept results (the server's result
     # store budget) as rows are kept; False: no room left, keep no more rows
     reserve: Callable[[int], bool] | None = None
@@ -345,9 +348,10 @@ def collect(
             size = estimate_size(take)
             reserve = limits.reserve
             held = size + held_bytes(len(take), len(take[0]) if take else 0)
-            if kept_bytes + size <= limits.max_bytes and (reserve is None or reserve(held)):
+            cost = held if limits.held else size
+            if kept_bytes + cost <= limits.max_bytes and (reserve is None or reserve(held)):
                 rows.extend(r if isinstance(r, tuple) else tuple(r) for r in take)
-                kept_bytes += size
+                kept_bytes += cost
             else:
                 for row in take:
                     row = tuple(row)
@@ -357,7 +361,7 @@ def collect(
                         row = cell_rows[0]
                     row_size = approx_size(row)
                     row_held = row_size + held_bytes(1, len(row))
-                    kept_bytes += row_size
+                    kept_bytes += row_held if limits.held else row_size
                     if kept_bytes > limits.max_bytes:
                         reason = f"max_bytes={limits.max_bytes}"
                         break

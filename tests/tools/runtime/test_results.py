@@ -100,6 +100,28 @@ def test_fetches_in_flight_count_against_the_budget_too(duck_ctx) -> None:
     assert len(ctx.results.get(again.result_id).rows) == 10000 and not again.notes
 
 
+def test_one_result_holds_at_most_store_mb_in_memory(tmp_path) -> None:
+    """store_mb bounds what a result holds in Python (its data and the tuples and objects around it),
+    as the store charges it — not only the data's printed size, which let a 512 MB store keep 588 MB."""
+    import duckdb
+
+    path = tmp_path / "big.duckdb"
+    with duckdb.connect(str(path)) as conn:
+        conn.execute("CREATE TABLE big AS SELECT i, repeat('x', 1000) || i AS pad FROM range(40000) r(i)")
+    source = open_source(f"duckdb:///{path}", name="big")
+    try:
+        limits = LimitsConfig(store_mb=16, server_store_mb=1024)
+        ctx = ToolContext(
+            sources=SourceRegistry([source]), limits=limits, results=ResultStore(max_bytes=16 * MB)
+        )
+        out = run_query(ctx, RunQuery(sql="SELECT i, pad FROM big"))
+        stored = ctx.results.get(out.result_id)
+        assert stored.truncated and 0 < len(stored.rows) < 40000 and out.total_rows == 40000
+        assert stored.size_bytes <= 16 * MB, stored.size_bytes
+    finally:
+        source.close()
+
+
 def test_a_stored_result_is_held_once_while_it_is_fetched_and_kept(tmp_path) -> None:
     """Python's memory for a stored result, traced while run_query fetches and keeps 200,000 rows,
     never passes what the store charges for it: the rows are not copied on their way into the store (a
