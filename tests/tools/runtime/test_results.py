@@ -149,3 +149,33 @@ def test_a_stored_result_is_held_once_while_it_is_fetched_and_kept(tmp_path) -> 
         assert peak - before <= stored.size_bytes, (peak - before, stored.size_bytes)
     finally:
         source.close()
+
+
+def test_a_stored_result_takes_its_fetchs_claim_in_one_step() -> None:
+    """The bytes a fetch claimed become its result's charge under one lock: never counted twice (the
+    result evicting others for its own claim), never free in between (another fetch claiming them while
+    the rows are still held)."""
+    budget = StoreBudget(max_bytes=16 * MB)
+    other = ResultStore(budget=budget)
+    kept = other.put(columns=["s"], rows=rows(6), total_rows=1)
+    store = ResultStore(budget=budget)
+    with store.reservation() as reserve:
+        assert reserve is not None and reserve(8 * MB)
+        stored = store.put(columns=["s"], rows=rows(8), total_rows=1, reservation=reserve)
+        assert budget.bytes_reserved == 0
+        assert budget.bytes_used == stored.size_bytes + kept.size_bytes <= 16 * MB
+        assert other.get(kept.result_id) is kept  # 6 + 8 MB fit: nothing evicted for a double count
+
+
+def test_a_stored_result_makes_room_for_the_fetches_in_progress() -> None:
+    """Results and the claims of fetches still running together stay within the budget: a result stored
+    beside a claim evicts the least recently used result of another store."""
+    budget = StoreBudget(max_bytes=16 * MB)
+    old, busy, store = (ResultStore(budget=budget) for _ in range(3))
+    first = old.put(columns=["s"], rows=rows(6), total_rows=1)
+    with busy.reservation() as reserve:
+        assert reserve is not None and reserve(8 * MB)  # another session's fetch, still running
+        store.put(columns=["s"], rows=rows(6), total_rows=1)
+        assert budget.bytes_used + budget.bytes_reserved <= 16 * MB
+        with pytest.raises(NotFoundError, match="evicted to save memory"):
+            old.get(first.result_id)
