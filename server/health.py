@@ -1,6 +1,13 @@
 """GET /healthz over HTTP: whether the server is up, its version, how many sources it serves, and how
 many tool calls still have engine work running (a worker thread or the agent not yet returned).
 
+`memory` (MB) tells the server's RSS apart: `result_store_mb`, what all sessions' stored results hold
+(as the result store charges them), and `result_claims_mb`, what fetches in progress have claimed — the
+two stay within `server_store_mb` ([limits] server_store_mb); `engine_mb`, what embedded engines (DuckDB)
+hold by their own count, each within its [limits] engine_memory_mb (`engine_limit_mb`, summed); `rss_mb`,
+the whole process. What RSS holds beyond those is the interpreter, the libraries and the engines' memory
+outside their own count (a DuckDB query's streaming buffer, 10 MiB, and the chunks its threads build).
+
 `calls_in_flight` counts from the moment a call's work starts to the moment its worker actually
 returns — not when the client is answered or gives up — so a cancelled query that is still running
 on the engine is counted until it stops. Operators poll it; tests poll it instead of reading thread
@@ -9,16 +16,21 @@ states."""
 from __future__ import annotations
 
 import json
+import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
+import anyio
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from flexsql import __version__
+from flexsql.tools.engines import Source
+from flexsql.tools.runtime.results import StoreBudget
 
 T = TypeVar("T")
 PATH = "/healthz"
+MB = 1024 * 1024
 
 
 class InFlight:
@@ -54,12 +66,39 @@ class InFlight:
 CALLS_IN_FLIGHT = InFlight()  # per process: one server per `flexsql serve`
 
 
-class Health:
-    """Answers GET /healthz itself; passes every other request to `app`."""
+def rss_mb() -> float | None:
+    """The process's resident memory, from /proc (None where there is none)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            pages = int(statm.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return round(pages * os.sysconf("SC_PAGE_SIZE") / MB, 1)
 
-    def __init__(self, app: ASGIApp, sources: int) -> None:
+
+def memory_figures(budget: StoreBudget, sources: Iterable[Source]) -> dict[str, float | None]:
+    """/healthz's `memory`: the result store's budget, the embedded engines' own counts, the RSS."""
+    engines = [m for m in (source.engine_memory() for source in sources) if m is not None]
+    return {
+        "rss_mb": rss_mb(),
+        "result_store_mb": round(budget.bytes_used / MB, 1),
+        "result_claims_mb": round(budget.bytes_reserved / MB, 1),
+        "server_store_mb": round(budget.max_bytes / MB, 1),
+        "engine_mb": round(sum(m.used_bytes for m in engines) / MB, 1),
+        "engine_limit_mb": round(sum(m.limit_bytes for m in engines) / MB, 1),
+    }
+
+
+class Health:
+    """Answers GET /healthz itself; passes every other request to `app`. `memory`: the figures of
+    the body's `memory` (memory_figures), read in a worker thread (an engine is asked for its own)."""
+
+    def __init__(
+        self, app: ASGIApp, sources: int, memory: Callable[[], dict[str, float | None]] | None = None
+    ) -> None:
         self.app = app
         self.sources = sources
+        self.memory = memory
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("path") != PATH:
@@ -68,12 +107,14 @@ class Health:
         if scope.get("method") not in ("GET", "HEAD"):
             await _send(send, 405, {"error": "use GET /healthz"}, head=False)
             return
-        body = {
+        body: dict[str, object] = {
             "status": "ok",
             "version": __version__,
             "sources": self.sources,
             "calls_in_flight": CALLS_IN_FLIGHT.count,
         }
+        if self.memory is not None:
+            body["memory"] = await anyio.to_thread.run_sync(self.memory)
         await _send(send, 200, body, head=scope.get("method") == "HEAD")
 
 

@@ -8,6 +8,7 @@ import hmac
 import logging
 import socket
 import sys
+from functools import partial
 
 from mcp.server import MCPServer
 from mcp.server.auth.provider import AccessToken
@@ -19,7 +20,7 @@ from flexsql.config import Settings
 from flexsql.errors import ConfigError
 from flexsql.server.app import build_server
 from flexsql.server.disconnect import CancelOnDisconnect
-from flexsql.server.health import Health
+from flexsql.server.health import Health, memory_figures
 from flexsql.server.host_check import AllowedHosts, HostCheck, advertised_base, is_loopback
 from flexsql.tools.engines import SourceRegistry
 
@@ -78,7 +79,9 @@ def http_app(settings: Settings, sources: SourceRegistry) -> tuple[MCPServer, AS
     # address of a wildcard bind, so its own check is off
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app: ASGIApp = server.streamable_http_app(transport_security=security, host=host)
-    app = Health(CancelOnDisconnect(app), sources=len(list(sources)))
+    budget = server.flexsql_state.store_budget  # type: ignore[attr-defined]  # set by build_server
+    memory = partial(memory_figures, budget, list(sources))
+    app = Health(CancelOnDisconnect(app), sources=len(list(sources)), memory=memory)
     app = HostCheck(app, AllowedHosts.for_bind(host, port, settings.allowed_hosts))
     return server, app
 

@@ -149,6 +149,7 @@ def store_limits(
         max_bytes=min(ctx.limits.store_mb * 1024 * 1024, ctx.results.max_result_bytes),
         count_limit=(rows if count is None else count) + 1,
         max_cell_bytes=ctx.limits.store_cell_kb * 1024,
+        held=True,  # the store charges what the rows hold in Python: one result is at most store_mb of it
         reserve=reserve,
     )
 
@@ -222,10 +223,27 @@ def run_query(ctx: ToolContext, args: RunQuery) -> QueryOutput:
     keep = max(kept_rows(ctx.limits, args.max_rows), limit)
     try:
         # the rows being fetched claim the server's result budget as they come (other sessions' least
-        # recently used results make room), so concurrent fetches cannot together pass it
+        # recently used results make room), so concurrent fetches cannot together pass it; the stored
+        # result takes the claim's place in one step
         with ctx.results.reservation() as reserve:
             limits = store_limits(ctx, keep, count=max(ctx.limits.store_rows, keep), reserve=reserve)
             result = src.execute(sql, timeout_s=timeout, limits=limits)
+            stored = ctx.results.put(
+                reservation=reserve,
+                columns=result.columns,
+                types=result.types,
+                rows=result.rows,
+                total_rows=result.total_rows,
+                total_is_lower_bound=result.total_is_lower_bound,
+                truncated=result.truncated,
+                kept_by_max_rows=result.truncated
+                and keep < ctx.limits.store_rows
+                and (result.truncated_reason or "").startswith(f"max_rows={keep}"),
+                cells_cut=result.cells_cut,
+                ordered=has_top_level_order(sql, src.dialect),
+                sql=sql,
+                source=src.name,
+            )
     except QueryTimeout as exc:
         if args.timeout_s is None or notes:  # the server's limit stopped it: raising timeout_s cannot help
             raise QueryTimeout(
@@ -233,21 +251,6 @@ def run_query(ctx: ToolContext, args: RunQuery) -> QueryOutput:
                 + (f"; {notes[0]}" if notes else "")
             ) from None
         raise
-    stored = ctx.results.put(
-        columns=result.columns,
-        types=result.types,
-        rows=result.rows,
-        total_rows=result.total_rows,
-        total_is_lower_bound=result.total_is_lower_bound,
-        truncated=result.truncated,
-        kept_by_max_rows=result.truncated
-        and keep < ctx.limits.store_rows
-        and (result.truncated_reason or "").startswith(f"max_rows={keep}"),
-        cells_cut=result.cells_cut,
-        ordered=has_top_level_order(sql, src.dialect),
-        sql=sql,
-        source=src.name,
-    )
     hint = _empty_hint(sql, src.dialect) if result.total_rows == 0 and result.columns else None
     output = _output(stored, 0, limit, result.elapsed_ms, hint)
     if (result.truncated_reason or "").startswith(RESERVE_REFUSED):

@@ -92,7 +92,31 @@ async def test_healthz_reports_status_version_sources_and_calls_in_flight(tmp_pa
         async with httpx2.AsyncClient() as http:
             health = await http.get(endpoint.replace("/mcp", "/healthz"))
     assert health.status_code == 200
-    assert health.json() == {"status": "ok", "version": __version__, "sources": 2, "calls_in_flight": 0}
+    body = health.json()
+    memory = body.pop("memory")
+    assert body == {"status": "ok", "version": __version__, "sources": 2, "calls_in_flight": 0}
+    assert memory["result_store_mb"] == memory["result_claims_mb"] == 0 and memory["server_store_mb"] == 1024
+    assert memory["engine_limit_mb"] == 2048  # the DuckDB source's engine_memory_mb (SQLite has no count)
+    assert memory["rss_mb"] > 0 and memory["engine_mb"] >= 0
+
+
+async def test_healthz_tells_the_result_store_from_the_engine(tmp_path):
+    """/healthz's memory: what the sessions' stored results hold, within server_store_mb, apart from
+    what DuckDB holds by its own count within engine_memory_mb."""
+    from tests.support.engines import make_duckdb
+
+    config = tmp_path / "flexsql.toml"
+    config.write_text("[limits]\nserver_store_mb = 64\nengine_memory_mb = 128\n")
+    sql = "SELECT i, repeat('x', 1000) AS pad FROM range(20000) r(i)"
+    with http_server(make_duckdb(tmp_path), extra_args=["--config", str(config)]) as (endpoint, _proc):
+        async with Client(endpoint, mode="legacy") as client, httpx2.AsyncClient() as http:
+            ran = await client.call_tool("run_query", {"sql": sql})
+            assert not ran.is_error
+            memory = (await http.get(endpoint.replace("/mcp", "/healthz"))).json()["memory"]
+    assert 20 < memory["result_store_mb"] <= memory["server_store_mb"] == 64, memory
+    assert memory["result_claims_mb"] == 0  # the fetch is over: its claim became the result's charge
+    assert memory["engine_limit_mb"] == 128 and 0 <= memory["engine_mb"] <= 128
+    assert memory["rss_mb"] > memory["result_store_mb"]
 
 
 def test_a_taken_port_is_a_clear_error_before_serving(tmp_path):

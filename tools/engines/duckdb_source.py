@@ -24,7 +24,7 @@ from flexsql.tools.engines.catalog import Catalog, Column, ForeignKey, TableInfo
 from flexsql.tools.engines.engine import CellCap, Engine
 from flexsql.tools.engines.fetch import FetchLimits, collect, fetch_batches, plan_cells
 from flexsql.tools.engines.paths import json_path, text_type
-from flexsql.tools.engines.source import RunOutput, SafetyReport, Source, file_data_versions
+from flexsql.tools.engines.source import EngineMemory, RunOutput, SafetyReport, Source, file_data_versions
 from flexsql.tools.engines.urls import file_path_of
 
 
@@ -114,17 +114,43 @@ class DuckDBSource(Source):
         try:
             yield cur
         finally:
-            cur.close()
-            with self._open_lock:
-                self._users -= 1
-                self._cursors.discard(cur)
-                self._open_lock.notify_all()
-                if background.exiting():
-                    pass  # the exit hook closes the handle
-                elif self._users == 0 and self.IDLE_RELEASE_S is not None and self.path != ":memory:":
-                    self._idle_timer = threading.Timer(self.IDLE_RELEASE_S, self._release_if_idle)
-                    self._idle_timer.daemon = True
-                    self._idle_timer.start()
+            self._done_with(cur)
+
+    def _done_with(self, cur: Any) -> None:
+        """Close a cursor; the last one out schedules the handle's release (unless one is pending)."""
+        cur.close()
+        with self._open_lock:
+            self._users -= 1
+            self._cursors.discard(cur)
+            self._open_lock.notify_all()
+            if background.exiting():
+                pass  # the exit hook closes the handle
+            elif (
+                self._users == 0
+                and self._idle_timer is None
+                and self.IDLE_RELEASE_S is not None
+                and self.path != ":memory:"
+            ):
+                self._idle_timer = threading.Timer(self.IDLE_RELEASE_S, self._release_if_idle)
+                self._idle_timer.daemon = True
+                self._idle_timer.start()
+
+    def engine_memory(self) -> EngineMemory:
+        """DuckDB's own count of what it holds (duckdb_memory(): the file's blocks it caches, operators'
+        buffers — what memory_limit bounds), read on the open handle; a released handle holds nothing.
+        It neither opens the handle nor postpones its release: /healthz may poll it."""
+        limit = self.limits.engine_memory_mb * 1024 * 1024
+        with self._open_lock:
+            if self._conn is None or background.exiting():
+                return EngineMemory(used_bytes=0, limit_bytes=limit)
+            self._users += 1  # the handle stays open under this cursor, the idle timer keeps running
+            cur = self._conn.cursor()
+            self._cursors.add(cur)
+        try:
+            row = cur.execute("SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory()").fetchone()
+        finally:
+            self._done_with(cur)
+        return EngineMemory(used_bytes=int(row[0]) if row else 0, limit_bytes=limit)
 
     def _release_if_idle(self) -> None:
         with self._open_lock:

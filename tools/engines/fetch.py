@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from flexsql.config import LimitsConfig
@@ -24,6 +25,9 @@ class FetchLimits:
     max_bytes: int = DEFAULT_MAX_BYTES
     count_limit: int = DEFAULT_COUNT_LIMIT
     max_cell_bytes: int = DEFAULT_MAX_CELL_BYTES
+    # max_bytes bounds what the kept rows hold in memory — their data and the tuples and objects Python
+    # holds it in (held_bytes) — as the result store charges them, not only their printed size
+    held: bool = False
     # claims bytes of a budget shared with other fetches and kept results (the server's result
     # store budget) as rows are kept; False: no room left, keep no more rows
     reserve: Callable[[int], bool] | None = None
@@ -53,6 +57,7 @@ class FetchCut:
 
 
 _CELL_TYPES = (str, bytes, bytearray, memoryview)
+_TEXT_CLASSES = frozenset(_CELL_TYPES)
 _NESTED_TYPES = (list, tuple, dict)  # DuckDB lists/arrays, structs and maps; PostgreSQL arrays, json
 
 
@@ -139,29 +144,34 @@ def _is_cuttable(value: Any) -> bool:
 
 def cut_big_cells(rows: list[tuple[Any, ...]], max_cell_bytes: int) -> int:
     """Cut, in place, every text, binary, list or dict cell bigger than `max_cell_bytes`; returns
-    how many. Looks column-wise (C-level len over each text column) to stay cheap on million-row
-    results; lists and dicts are measured with a count that stops at the cap."""
+    how many. Looks column by column without building the column (a column, a list of a million
+    lengths and the length objects cost ~40 MB at the end of every big fetch): the classes in it and a
+    text column's longest cell by C-level passes over it; cell by cell only where something may be
+    too long, lists and dicts with a count that stops at the cap."""
     if not rows:
         return 0
     cut = 0
-    for j, column in enumerate(zip(*rows, strict=False)):
-        if not (len(column) <= 64 or any(_is_cuttable(v) for v in column[:64])):
+    for j in range(len(rows[0])):
+        if len(rows) > 64 and not any(_is_cuttable(row[j]) for row in rows[:64]):
             continue  # not a text or nested column (sampled): numbers and dates cannot be huge
-        lengths = [
-            len(v)
-            if v.__class__ in _CELL_TYPES
-            else nested_size(v, max_cell_bytes)
-            if isinstance(v, _NESTED_TYPES)  # an engine-cut list (_Sliced) is a list subclass
-            else 0
-            for v in column
-        ]
-        if max(lengths, default=0) <= max_cell_bytes:
+        classes = set(map(type, map(itemgetter(j), rows))) - {type(None)}
+        if classes <= _TEXT_CLASSES:  # text or binary (or NULL) only: len is the size
+            if max(map(len, filter(None, map(itemgetter(j), rows))), default=0) <= max_cell_bytes:
+                continue
+        elif not any(c in _CELL_TYPES or issubclass(c, _NESTED_TYPES) for c in classes):
             continue
-        for i, n in enumerate(lengths):
-            if n > max_cell_bytes:
-                row = list(rows[i])
-                row[j] = _cut_cell(row[j], max_cell_bytes)
-                rows[i] = tuple(row)
+        for i, row in enumerate(rows):
+            value = row[j]
+            if value.__class__ in _CELL_TYPES:
+                size = len(value)
+            elif isinstance(value, _NESTED_TYPES):  # an engine-cut list (_Sliced) is a list subclass
+                size = nested_size(value, max_cell_bytes)
+            else:
+                continue
+            if size > max_cell_bytes:
+                values = list(row)
+                values[j] = _cut_cell(value, max_cell_bytes)
+                rows[i] = tuple(values)
                 cut += 1
     return cut
 
@@ -196,8 +206,9 @@ def fetch_batches(cursor: Any, size: int = 2048) -> Iterator[Sequence[Sequence[A
         batch = cursor.fetchmany(rows)
         if not batch:
             return
-        yield batch
         per_row = max(estimate_size(batch) // len(batch), 1)
+        yield batch
+        del batch  # before the next one is fetched: one batch in memory at a time, not two
         rows = max(1, min(size, rows * 8, BATCH_BYTES // per_row))
 
 
@@ -232,7 +243,9 @@ class CellPlan:
                         cells[col] = value
                     values = tuple(cells)
                 out.append(values)
+            del batch  # the driver's rows, with their extra columns: gone before the next batch
             yield out
+            del out
 
 
 class _Sliced(list[Any]):
@@ -335,9 +348,10 @@ def collect(
             size = estimate_size(take)
             reserve = limits.reserve
             held = size + held_bytes(len(take), len(take[0]) if take else 0)
-            if kept_bytes + size <= limits.max_bytes and (reserve is None or reserve(held)):
+            cost = held if limits.held else size
+            if kept_bytes + cost <= limits.max_bytes and (reserve is None or reserve(held)):
                 rows.extend(r if isinstance(r, tuple) else tuple(r) for r in take)
-                kept_bytes += size
+                kept_bytes += cost
             else:
                 for row in take:
                     row = tuple(row)
@@ -346,18 +360,20 @@ def collect(
                         cells_cut += cut_big_cells(cell_rows, limits.max_cell_bytes)
                         row = cell_rows[0]
                     row_size = approx_size(row)
-                    kept_bytes += row_size
+                    row_held = row_size + held_bytes(1, len(row))
+                    kept_bytes += row_held if limits.held else row_size
                     if kept_bytes > limits.max_bytes:
                         reason = f"max_bytes={limits.max_bytes}"
                         break
-                    if reserve is not None and not reserve(row_size + held_bytes(1, len(row))):
+                    if reserve is not None and not reserve(row_held):
                         reason = RESERVE_REFUSED
                         break
-                    rows.append(tuple(row))
+                    rows.append(row)
             if reason is None and len(take) < len(batch):
                 reason = f"max_rows={limits.max_rows}"
         if more:
             return rows, counted, True, _cut(rows, limits, reason or f"max_rows={limits.max_rows}", cells_cut)
+        batch = take = ()  # rows not kept are freed before the next batch is fetched
     return rows, counted, False, _cut(rows, limits, reason, cells_cut)
 
 

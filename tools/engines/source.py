@@ -12,10 +12,11 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, SkipValidation
 
 from flexsql.config import LimitsConfig
 from flexsql.errors import QueryError, QueryTimeout
@@ -37,7 +38,9 @@ class QueryResult(BaseModel):
 
     columns: list[str]
     types: list[str] = []
-    rows: list[tuple[Any, ...]]
+    # as collect() kept them: validating would copy every row's tuple and the list (a million rows held
+    # twice while the result is built, and pymalloc's arenas left half empty after)
+    rows: SkipValidation[list[tuple[Any, ...]]]
     total_rows: int
     total_is_lower_bound: bool = False
     truncated: bool = False  # rows were dropped: `rows` holds fewer than the total
@@ -46,6 +49,16 @@ class QueryResult(BaseModel):
     elapsed_ms: float = 0.0
     families: list[FamilyRead] = []  # the family references (GA_SESSIONS_*) it read, and their shards
     expanded_sql: str | None = None  # what ran, when family references were expanded
+
+
+@dataclass(frozen=True)
+class EngineMemory:
+    """What an engine running inside this process holds in its memory, by its own count, and the
+    limit it keeps that count under ([limits] engine_memory_mb): what /healthz reports beside the
+    result store, so that the server's RSS can be told apart."""
+
+    used_bytes: int
+    limit_bytes: int
 
 
 class SafetyReport(BaseModel):
@@ -144,6 +157,11 @@ class Source(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections; the source reopens lazily on next use."""
+
+    def engine_memory(self) -> EngineMemory | None:
+        """The engine's memory in this process (an embedded engine's, by its own count); None for an
+        engine in another process or with nothing to say."""
+        return None
 
     def data_versions(self, tables: list[TableInfo]) -> dict[str, str] | None:
         """A token per table (by qualified name) that changes when its rows may have changed, from

@@ -19,7 +19,7 @@ import secrets
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any, Literal
 
 from pydantic import BaseModel, PrivateAttr
@@ -75,6 +75,11 @@ class StoreBudget:
     def bytes_used(self) -> int:
         return self._bytes
 
+    @property
+    def bytes_reserved(self) -> int:
+        """Bytes claimed by fetches in progress, not results yet."""
+        return self._reserved
+
     def _join(self, store: ResultStore) -> int:
         key = next(self._keys)
         self._stores[key] = weakref.ref(store)
@@ -87,12 +92,15 @@ class StoreBudget:
             for item in [k for k in self._lru if k[0] == key]:
                 self._bytes -= self._lru.pop(item)
 
-    def _charge(self, key: int, result_id: str, size: int) -> None:
-        """Under `lock`: count a result (again, when its size grew) as the most recently used, then
-        evict the least recently used results of any store (never this one) while over budget."""
+    def _charge(self, key: int, result_id: str, size: int, reserved: int = 0) -> None:
+        """Under `lock`: count a result (again, when its size grew) as the most recently used — in place
+        of the `reserved` bytes its fetch claimed, in one step, so that no other fetch can claim them in
+        between — then evict the least recently used results of any store (never this one) while the
+        results and the fetches in progress together are over budget."""
+        self._reserved = max(self._reserved - reserved, 0)
         self._bytes += size - self._lru.pop((key, result_id), 0)
         self._lru[(key, result_id)] = size
-        while self._bytes > self.max_bytes:
+        while self._bytes + self._reserved > self.max_bytes:
             victim = next((k for k in self._lru if k != (key, result_id)), None)
             if victim is None:
                 break
@@ -132,6 +140,21 @@ class StoreBudget:
         self._bytes -= self._lru.pop((key, result_id), 0)
 
 
+class Reservation:
+    """The room one fetch in progress has claimed in a StoreBudget: called as `reserve(size)` for each
+    rows it keeps (FetchLimits.reserve); False when there is no room left."""
+
+    def __init__(self, budget: StoreBudget) -> None:
+        self.budget = budget
+        self.claimed = 0
+
+    def __call__(self, size: int) -> bool:
+        if not self.budget.reserve(size):
+            return False
+        self.claimed += size
+        return True
+
+
 class ResultStore:
     """A bounded LRU of results, by total approximate memory.
 
@@ -159,27 +182,19 @@ class ResultStore:
         self._key = budget._join(self) if budget is not None else 0
 
     @contextlib.contextmanager
-    def reservation(self) -> Iterator[Callable[[int], bool] | None]:
+    def reservation(self) -> Iterator[Reservation | None]:
         """For one fetch that will become a result here: a `reserve(size)` that claims room in the
-        server's budget as rows are kept (None without a budget); released when the fetch is over,
-        then `put` counts the result itself."""
+        server's budget as rows are kept (None without a budget). `put(..., reservation=)` turns the
+        claim into the result's charge; whatever is still claimed when the fetch is over is released."""
         budget = self.budget
         if budget is None:
             yield None
             return
-        claimed = 0
-
-        def reserve(size: int) -> bool:
-            nonlocal claimed
-            if not budget.reserve(size):
-                return False
-            claimed += size
-            return True
-
+        claim = Reservation(budget)
         try:
-            yield reserve
+            yield claim
         finally:
-            budget.unreserve(claimed)
+            budget.unreserve(claim.claimed)
 
     @property
     def max_result_bytes(self) -> int:
@@ -195,7 +210,9 @@ class ResultStore:
             if candidate not in self._items:
                 return candidate
 
-    def put(self, **fields: Any) -> StoredResult:
+    def put(self, reservation: Reservation | None = None, **fields: Any) -> StoredResult:
+        """Keep a result; `reservation`: the claim its fetch made (`reservation()`), which the result's
+        charge replaces."""
         rows = fields.get("rows", [])
         columns = len(fields.get("columns", []))
         size = estimate_size(rows) + held_bytes(len(rows), columns) + 64 * columns
@@ -209,7 +226,10 @@ class ResultStore:
             self._bytes += size
             self._evict()
             if self.budget is not None:
-                self.budget._charge(self._key, result_id, size)
+                claimed = 0
+                if reservation is not None:
+                    claimed, reservation.claimed = reservation.claimed, 0
+                self.budget._charge(self._key, result_id, size, reserved=claimed)
             return stored
 
     def _evict(self) -> None:

@@ -165,3 +165,39 @@ def test_duckdb_releases_its_file_lock_when_idle(tmp_path, monkeypatch):
     assert source.catalog(refresh=True).resolve("added").name == "added"
     assert source.execute("SELECT count(*) FROM orders").rows == [(7,)]
     source.close()
+
+
+def test_duckdb_reports_its_own_memory_without_holding_its_handle(tmp_path, monkeypatch):
+    """engine_memory (what /healthz reports): DuckDB's count of what it holds — the file's blocks a
+    scan cached — under [limits] engine_memory_mb; nothing for a handle not open, and asking neither
+    opens the handle nor keeps it from being released when idle."""
+    from flexsql.tools.engines.duckdb_source import DuckDBSource
+
+    path = tmp_path / "big.duckdb"
+    with duckdb.connect(str(path)) as conn:
+        conn.execute("CREATE TABLE big AS SELECT i, md5(i::VARCHAR) AS h FROM range(300000) r(i)")
+    monkeypatch.setattr(DuckDBSource, "IDLE_RELEASE_S", None)
+    source = open_source(f"duckdb:///{path}", limits=LimitsConfig(engine_memory_mb=256))
+    try:
+        memory = source.engine_memory()
+        assert memory is not None and memory.used_bytes == 0 and memory.limit_bytes == 256 * 1024 * 1024
+        assert source._conn is None  # not opened to be asked
+        source.execute("SELECT count(DISTINCT h) FROM big")
+        memory = source.engine_memory()
+        assert memory is not None and 1024 * 1024 < memory.used_bytes <= memory.limit_bytes
+        source.close()
+        assert source.engine_memory() == type(memory)(used_bytes=0, limit_bytes=256 * 1024 * 1024)
+    finally:
+        source.close()
+
+    monkeypatch.setattr(DuckDBSource, "IDLE_RELEASE_S", 0.2)
+    polled = open_source(f"duckdb:///{path}")
+    try:
+        polled.execute("SELECT count(*) FROM big")
+        deadline = time.monotonic() + 30
+        while polled._conn is not None and time.monotonic() < deadline:
+            polled.engine_memory()  # a poll every 20 ms, as a busy /healthz: the handle still goes
+            time.sleep(0.02)
+        assert polled._conn is None
+    finally:
+        polled.close()

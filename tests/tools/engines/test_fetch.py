@@ -95,3 +95,36 @@ def test_fetch_caps_bytes(shop):
     result = shop.execute("SELECT * FROM customers", limits=FetchLimits(max_rows=100, max_bytes=60))
     assert 0 < len(result.rows) < 5
     assert result.truncated and "max_bytes" in (result.truncated_reason or "")
+
+
+@pytest.mark.parametrize("flagged", [False, True], ids=["plain", "with-engine-flags"])
+def test_counting_past_the_kept_rows_holds_one_batch_at_a_time(tmp_path, flagged):
+    """Rows fetched only to be counted are freed before the next batch comes: Python's memory while 10
+    rows are kept and 100,000 counted stays about one batch (2,048 rows of ~1 KB), not two (the driver's
+    batch was still referenced while the next was built), also when the engine adds flag columns (a
+    DATE's infinity flag) that are dropped from each row."""
+    import sys
+    import tracemalloc
+
+    path = tmp_path / "t.duckdb"
+    extra = ", DATE '2020-01-01' + CAST(i % 1000 AS INTEGER) AS d" if flagged else ""
+    with duckdb.connect(str(path)) as conn:
+        conn.execute(
+            f"CREATE TABLE t AS SELECT i, repeat('x', 1000) || i AS s{extra} FROM range(100000) r(i)"
+        )
+    src = open_source(f"duckdb:///{path}", name="t")
+    try:
+        src.execute("SELECT * FROM t LIMIT 10")  # catalog and guard loaded first
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            result = src.execute("SELECT * FROM t", limits=FetchLimits(max_rows=10, count_limit=1_000_000))
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert len(result.rows) == 10 and result.total_rows == 100_000
+        row = result.rows[5]
+        batch = 2048 * (sys.getsizeof(row) + sum(sys.getsizeof(cell) for cell in row))
+        assert peak - before <= 1.5 * batch, (peak - before) / batch
+    finally:
+        src.close()

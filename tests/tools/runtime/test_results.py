@@ -6,11 +6,13 @@ one session may hold (the fetch stops there, and says so)."""
 from __future__ import annotations
 
 import gc
+import tracemalloc
 
 import pytest
 
 from flexsql.config import LimitsConfig
 from flexsql.errors import NotFoundError
+from flexsql.tools.engines import SourceRegistry, open_source
 from flexsql.tools.query import FetchRows, RunQuery, fetch_rows, run_query
 from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.runtime.results import ResultStore, StoreBudget
@@ -96,3 +98,84 @@ def test_fetches_in_flight_count_against_the_budget_too(duck_ctx) -> None:
         assert budget.bytes_used + 12 * MB <= 16 * MB + 1024 * 1024  # the stored part fits beside it
     again = run_query(ctx, RunQuery(sql="SELECT i, repeat('x', 1000) AS pad FROM range(10000) t(i)"))
     assert len(ctx.results.get(again.result_id).rows) == 10000 and not again.notes
+
+
+def test_one_result_holds_at_most_store_mb_in_memory(tmp_path) -> None:
+    """store_mb bounds what a result holds in Python (its data and the tuples and objects around it),
+    as the store charges it — not only the data's printed size, which let a 512 MB store keep 588 MB."""
+    import duckdb
+
+    path = tmp_path / "big.duckdb"
+    with duckdb.connect(str(path)) as conn:
+        conn.execute("CREATE TABLE big AS SELECT i, repeat('x', 1000) || i AS pad FROM range(40000) r(i)")
+    source = open_source(f"duckdb:///{path}", name="big")
+    try:
+        limits = LimitsConfig(store_mb=16, server_store_mb=1024)
+        ctx = ToolContext(
+            sources=SourceRegistry([source]), limits=limits, results=ResultStore(max_bytes=16 * MB)
+        )
+        out = run_query(ctx, RunQuery(sql="SELECT i, pad FROM big"))
+        stored = ctx.results.get(out.result_id)
+        assert stored.truncated and 0 < len(stored.rows) < 40000 and out.total_rows == 40000
+        assert stored.size_bytes <= 16 * MB, stored.size_bytes
+    finally:
+        source.close()
+
+
+def test_a_stored_result_is_held_once_while_it_is_fetched_and_kept(tmp_path) -> None:
+    """Python's memory for a stored result, traced while run_query fetches and keeps 200,000 rows,
+    never passes what the store charges for it: the rows are not copied on their way into the store (a
+    validated QueryResult built every tuple again), and the cut of big cells does not build the columns
+    and a list of their lengths (15 MB more here, 56 MB at a million rows)."""
+    import duckdb
+
+    path = tmp_path / "t.duckdb"
+    with duckdb.connect(str(path)) as conn:
+        conn.execute("CREATE TABLE t AS SELECT i, repeat('x', 100) || i AS s FROM range(200000) r(i)")
+    source = open_source(f"duckdb:///{path}", name="t")
+    try:
+        ctx = ToolContext(sources=SourceRegistry([source]))
+        run_query(ctx, RunQuery(sql="SELECT i, s FROM t LIMIT 10"))  # catalog and guard loaded first
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            out = run_query(ctx, RunQuery(sql="SELECT i, s FROM t"))
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        stored = ctx.results.get(out.result_id)
+        assert len(stored.rows) == 200_000
+        assert peak - before <= stored.size_bytes, (peak - before, stored.size_bytes)
+    finally:
+        source.close()
+
+
+def test_a_stored_result_takes_its_fetchs_claim_in_one_step() -> None:
+    """The bytes a fetch claimed become its result's charge under one lock: never counted twice (the
+    result evicting others for its own claim), never free in between (another fetch claiming them while
+    the rows are still held)."""
+    budget = StoreBudget(max_bytes=16 * MB)
+    other = ResultStore(budget=budget)
+    kept = other.put(columns=["s"], rows=rows(6), total_rows=1)
+    store = ResultStore(budget=budget)
+    with store.reservation() as reserve:
+        assert reserve is not None and reserve(8 * MB)
+        stored = store.put(columns=["s"], rows=rows(8), total_rows=1, reservation=reserve)
+        assert budget.bytes_reserved == 0
+        assert budget.bytes_used == stored.size_bytes + kept.size_bytes <= 16 * MB
+        assert other.get(kept.result_id) is kept  # 6 + 8 MB fit: nothing evicted for a double count
+
+
+def test_a_stored_result_makes_room_for_the_fetches_in_progress() -> None:
+    """Results and the claims of fetches still running together stay within the budget: a result stored
+    beside a claim evicts the least recently used result of another store."""
+    budget = StoreBudget(max_bytes=16 * MB)
+    old, busy, store = (ResultStore(budget=budget) for _ in range(3))
+    first = old.put(columns=["s"], rows=rows(6), total_rows=1)
+    with busy.reservation() as reserve:
+        assert reserve is not None and reserve(8 * MB)  # another session's fetch, still running
+        store.put(columns=["s"], rows=rows(6), total_rows=1)
+        assert budget.bytes_used + budget.bytes_reserved <= 16 * MB
+        with pytest.raises(NotFoundError, match="evicted to save memory"):
+            old.get(first.result_id)
