@@ -123,11 +123,10 @@ def _empty_hint(sql: str, dialect: str) -> str:
     """Why a query may have returned nothing, from what it does: a filter (the literals), else a join
     (the keys), else nothing to blame but the tables."""
     try:
-        tree = sqlglot.parse_one(sql, read=dialect)
+        tree: exp.Expr | None = sqlglot.parse_one(sql, read=dialect)
     except sqlglot.errors.SqlglotError:
         tree = None
-    filtered = tree is None or any(tree.find_all(exp.Where, exp.Having, exp.Qualify))
-    if filtered:
+    if tree is None or any(tree.find_all(exp.Where, exp.Having, exp.Qualify)):
         hint = NO_ROWS_FILTERED
         if "'" in sql:
             hint += "; string comparisons are case- and spelling-sensitive"
