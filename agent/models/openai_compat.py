@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import json
 import os
 import random
 import re
+import ssl
 import threading
 import time
 import weakref
@@ -73,6 +75,13 @@ class _EndpointSlot:
 
     async def __aexit__(self, *exc: object) -> None:
         self._semaphore.release()
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """One TLS context for every client of the process: building one reads the CA bundle (about 50 ms,
+    paid by each new client, i.e. each run and event loop, before)."""
+    return httpx.create_ssl_context()
 
 
 def _loop_key() -> Any:
@@ -325,7 +334,7 @@ class OpenAICompatModel:
         if client is None:
             # per event loop: a client's connection pool belongs to the loop it was made on
             client = self._clients[key] = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.cfg.timeout_s), follow_redirects=True
+                timeout=httpx.Timeout(self.cfg.timeout_s), follow_redirects=True, verify=_tls()
             )
         return client
 

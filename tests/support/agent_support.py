@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from flexsql.agent.answer import Answer
 from flexsql.agent.service import ask_question
@@ -68,7 +69,7 @@ def build_shop(directory: Path, seed: int = 7) -> Shop:
         "price DECIMAL(10, 2))"
     )
     customers = [(i, f"customer {i:02d}", CITIES[i % len(CITIES)]) for i in range(1, 41)]
-    con.executemany("INSERT INTO customers VALUES (?, ?, ?)", customers)
+    _insert(con, "customers", customers)
     orders = [
         (
             i,
@@ -78,7 +79,7 @@ def build_shop(directory: Path, seed: int = 7) -> Shop:
         )
         for i in range(1, 301)
     ]
-    con.executemany("INSERT INTO orders VALUES (?, ?, ?, ?)", orders)
+    _insert(con, "orders", orders)
     items, item_id = [], 0
     for order_id, *_ in orders:
         for _ in range(rng.randint(1, 4)):
@@ -86,7 +87,7 @@ def build_shop(directory: Path, seed: int = 7) -> Shop:
             items.append(
                 (item_id, order_id, rng.choice(PRODUCTS), rng.randint(1, 5), rng.randint(100, 9999) / 100)
             )
-    con.executemany("INSERT INTO order_items VALUES (?, ?, ?, ?, ?)", items)
+    _insert(con, "order_items", items)
     con.close()
     url = f"duckdb:///{path}"
     # one open source for all the tests (closed by Shop.close): a run cancelled mid-query leaves
@@ -99,6 +100,15 @@ def build_shop(directory: Path, seed: int = 7) -> Shop:
         paris_customers=sorted(name for _, name, city in customers if city == "Paris"),
         sources=SourceRegistry([open_source(url, name="shop")]),
     )
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[tuple[Any, ...]]) -> None:
+    """All the rows in one statement (executemany inserts a row at a time: 1.8 s for this shop)."""
+    names = [row[1] for row in con.execute(f"PRAGMA table_info('{table}')").fetchall()]
+    frame = pa.table({name: [row[i] for row in rows] for i, name in enumerate(names)})
+    con.register("new_rows", frame)
+    con.execute(f"INSERT INTO {table} SELECT * FROM new_rows")
+    con.unregister("new_rows")
 
 
 def settings_for(
