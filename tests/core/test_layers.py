@@ -8,6 +8,7 @@ dependency on it). Only type-checking imports are left out of the cycle check: t
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -75,10 +76,16 @@ def _type_checking_lines(tree: ast.Module) -> set[int]:
     return lines
 
 
+@functools.cache
+def _parsed(path: Path) -> tuple[ast.Module, frozenset[int]]:
+    """A module's syntax tree and its TYPE_CHECKING lines, read once for all the tests here."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return tree, frozenset(_type_checking_lines(tree))
+
+
 def imports(module: str, path: Path, known: dict[str, Path]) -> Iterator[tuple[str, int, bool]]:
     """(imported flexsql module, line, only for type checking) for every import in the file."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    typing_only = _type_checking_lines(tree)
+    tree, typing_only = _parsed(path)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     for node in ast.walk(tree):
         targets: list[str] = []
