@@ -6,7 +6,9 @@ its top 3. Three scopes on the same one-schema-per-database DuckDB catalog as sc
 - database: `schema='<db>'`, the question's own database (what an agent working on one database sees);
 - catalog+context: all 142 databases at once, `context=` the question (columns ranked by relevance to it);
 - catalog: the bare literal over all 142 databases (many share values such as 'France').
-Questions: all of train.json and dev_open.json.
+Questions: all of train.json and dev_open.json. Every figure is also given per half of the databases
+(A, B: by a crc32 of the database name, the split of value_variants.py), so a weight tuned on one half
+can be checked on the other.
 
     /work/venv/bin/python benchmarks/value_linking.py [--data ../shared/data/spider] [--workdir DIR]
 
@@ -23,6 +25,7 @@ import statistics
 import sys
 import tempfile
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,11 @@ from spider_gold import sqlite_schema  # noqa: E402
 from flexsql.tools.values.find import FindValues  # noqa: E402
 
 TOP = 3
+
+
+def db_half(db: str) -> str:
+    """The database's half, as value_variants.fold_of splits them."""
+    return "A" if zlib.crc32(db.encode()) % 2 == 0 else "B"
 
 
 def literal_comparisons(sql: str, schema: dict[str, dict[str, str]]) -> list[tuple[str, str, str]]:
@@ -150,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     for scope in args.scopes.split(","):
         hits = {"train": [0, 0], "dev_open": [0, 0]}
         part_hits = {"tune": [0, 0], "held-out": [0, 0]}
+        half_hits = {"A": [0, 0], "B": [0, 0]}
         top1 = 0
         times = []
         misses[scope] = []
@@ -174,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
             hits[case["set"]][1] += 1
             part_hits[case["part"]][0] += ok
             part_hits[case["part"]][1] += 1
+            half_hits[db_half(case["db"])][0] += ok
+            half_hits[db_half(case["db"])][1] += 1
             if not ok:
                 misses[scope].append(
                     {**case, "got": [f"{m.table}.{m.column}={m.value!r} ({m.match})" for m in result.matches]}
@@ -188,6 +199,9 @@ def main(argv: list[str] | None = None) -> int:
             "by_part": {
                 k: {"cases": v[1], f"top{TOP}": round(v[0] / max(v[1], 1), 4)} for k, v in part_hits.items()
             },
+            "by_db_half": {
+                k: {"cases": v[1], f"top{TOP}": round(v[0] / max(v[1], 1), 4)} for k, v in half_hits.items()
+            },
             "median_ms": round(statistics.median(times), 2) if times else None,
             "p95_ms": round(sorted(times)[int(0.95 * (len(times) - 1))], 2) if times else None,
         }
@@ -199,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     header = (
         f"{'scope':<16} | top{TOP}   top1  | train top{TOP} | dev_open top{TOP} | tune / held-out top{TOP} "
-        "| median ms | p95 ms"
+        f"| db half A / B top{TOP} | median ms | p95 ms"
     )
     print(header)
     print("-" * len(header))
@@ -208,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{scope:<16} | {r[f'top{TOP}']:.3f}  {r['top1']:.3f} | {r['by_set']['train'][f'top{TOP}']:.3f}      "
             f"| {r['by_set']['dev_open'][f'top{TOP}']:.3f}         "
             f"| {r['by_part']['tune'][f'top{TOP}']:.3f} / {r['by_part']['held-out'][f'top{TOP}']:.3f}        "
+            f"| {r['by_db_half']['A'][f'top{TOP}']:.3f} / {r['by_db_half']['B'][f'top{TOP}']:.3f}        "
             f"| {r['median_ms']:<9} | {r['p95_ms']}"
         )
     out = (

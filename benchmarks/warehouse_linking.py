@@ -398,11 +398,13 @@ def _fusion(t: float, c: float = 0.0, **more: float) -> dict[str, float]:
 
 # The fusions a --folds run compares (an earlier grid over t in 0..3, c in 0..2, pool 0/30 chose t1 c0,
 # and further fusions tried and dropped are listed in Params). q256: the question's vector from 256
-# tokens rather than 64 (q96, q128: likewise).
+# tokens rather than 64 (q96, q128, q48, q32: likewise).
 SEMANTIC_GRID: dict[str, dict[str, float]] = {
     "t1.0 q256": _fusion(1.0, semantic_question_tokens=256),
     "t1.0 q128": _fusion(1.0, semantic_question_tokens=128),
     "t1.0 q96": _fusion(1.0, semantic_question_tokens=96),
+    "t1.0 q48": _fusion(1.0, semantic_question_tokens=48),
+    "t1.0 q32": _fusion(1.0, semantic_question_tokens=32),
     "t1.0": _fusion(1.0),
     "t1.5": _fusion(1.5),
     "t2.0": _fusion(2.0),
