@@ -201,3 +201,51 @@ def test_duckdb_reports_its_own_memory_without_holding_its_handle(tmp_path, monk
         assert polled._conn is None
     finally:
         polled.close()
+
+
+EXIT_PROGRAM = """
+import atexit, subprocess, sys
+from pathlib import Path
+
+path, report, hook = sys.argv[1:4]
+WRITE = "import duckdb, sys; duckdb.connect(sys.argv[1]).execute('CREATE TABLE w AS SELECT 1')"
+
+
+def after_flexsql_exit() -> None:  # registered first, so it runs after flexsql's handler
+    writer = subprocess.run([sys.executable, "-c", WRITE, path], capture_output=True)
+    Path(report).write_text("free" if writer.returncode == 0 else "held")
+
+
+atexit.register(after_flexsql_exit)
+from flexsql import background
+from flexsql.tools.engines import open_source
+from flexsql.tools.engines.duckdb_source import DuckDBSource
+
+DuckDBSource.IDLE_RELEASE_S = 600  # the handle is still open when the process exits
+source = open_source(f"duckdb:///{path}", name="shop")
+source.execute("SELECT count(*) FROM orders")
+if hook == "off":
+    background._stoppers.clear()  # the positive control: no exit hooks
+"""
+
+
+@pytest.mark.integration
+def test_exit_closes_the_handle_itself_instead_of_leaving_it_to_an_idle_timer(tmp_path) -> None:
+    """Was: each source's idle timer closed its handle in a daemon thread; a timer that fired while the
+    interpreter shut down ended inside DuckDB's C++ close and aborted the process (exit 134 after every
+    test had passed, 5 runs in 5 of `pytest tests/tools/search tests/tools/values`). Now exit closes the
+    handles from the main thread first: the file is free for a writer before the interpreter goes down."""
+    from tests.support.engines import make_duckdb
+
+    path = make_duckdb(tmp_path).removeprefix("duckdb:///")
+    outcomes = {}
+    for hook in ("on", "off"):
+        report = tmp_path / f"{hook}.txt"
+        proc = subprocess.run(
+            [sys.executable, "-P", "-c", EXIT_PROGRAM, "/" + path.lstrip("/"), str(report), hook],
+            capture_output=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+        outcomes[hook] = report.read_text()
+    assert outcomes == {"on": "free", "off": "held"}
