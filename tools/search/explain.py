@@ -116,10 +116,14 @@ def _explain_table(s: SearchState, ti: int) -> list[str]:
     if name_hits:
         why.append(f"name matches {_quote_words(name_hits, words)}")
     col_hits: dict[str, list[str]] = {}
+    # a column's few words against the question's terms, not every term against every column: a
+    # long question over a table of a thousand columns made this the search's largest cost
+    terms = set(weights).difference(name_hits)
+    order = {t: i for i, t in enumerate(weights)}
     for ci in engine.table_columns[ti]:
-        for t in weights:
-            if t in engine.column_words[ci] and t not in name_hits:
-                col_hits.setdefault(engine.columns[ci][1], []).append(t)
+        found = terms.intersection(engine.column_words[ci])
+        if found:
+            col_hits.setdefault(engine.columns[ci][1], []).extend(sorted(found, key=order.__getitem__))
     if col_hits:
         shown = sorted(col_hits.items(), key=lambda kv: -len(kv[1]))[:3]
         why.append("columns " + ", ".join(f"{c} ({_quote_words(ts, words)})" for c, ts in shown))

@@ -407,13 +407,14 @@ class SearchIndex:
         post: dict[str, dict[int, float]], idf: dict[str, float], terms: dict[str, float], k1: float
     ) -> dict[int, float]:
         scores: dict[int, float] = defaultdict(float)
+        k = k1 + 1  # the same value, and so the same scores, as computed per posting
         for term, qweight in terms.items():
             docs = post.get(term)
             if not docs:
                 continue
             w = idf[term] * qweight
             for doc, tf in docs.items():
-                scores[doc] += w * tf * (k1 + 1) / (tf + k1)
+                scores[doc] += w * tf * k / (tf + k1)
         return scores
 
 

@@ -300,10 +300,10 @@ def add_top_table_columns(s: SearchState) -> None:
 
 def share_table_scores(s: SearchState) -> None:
     """Columns of the best tables first: each gets a share of its table's score relative to the best."""
-    best_table = _best_table(s)
-    for ci in list(s.col_scores):
-        ti = s.engine.columns[ci][0]
-        s.col_scores[ci] += s.params.column_table_share * s.scores.get(ti, 0.0) / best_table
+    share, best_table = s.params.column_table_share, _best_table(s)
+    columns, table_score, col_scores = s.engine.columns, s.scores.get, s.col_scores
+    for ci, score in col_scores.items():  # values change, keys do not: safe while iterating
+        col_scores[ci] = score + share * table_score(columns[ci][0], 0.0) / best_table
 
 
 def lift_join_columns(s: SearchState) -> None:
@@ -327,11 +327,13 @@ def _best_table(s: SearchState) -> float:
 
 def rank_columns(s: SearchState) -> None:
     """The top columns with any score, best first (ties by name)."""
-    s.col_ranked = heapq.nsmallest(
-        s.limit,
-        (ci for ci in s.col_scores if s.col_scores[ci] > 0),
-        key=lambda ci: (-s.col_scores[ci], s.engine.columns[ci][1]),
-    )
+    scored = [(score, ci) for ci, score in s.col_scores.items() if score > 0]
+    if len(scored) > s.limit:  # the limit-th best score, compared in C; only ties on it need names
+        cut = heapq.nlargest(s.limit, scored)[-1][0]
+        scored = [pair for pair in scored if pair[0] >= cut]
+    columns = s.engine.columns
+    scored.sort(key=lambda pair: (-pair[0], columns[pair[1]][1]))
+    s.col_ranked = [ci for _, ci in scored[: s.limit]]
 
 
 RULES: tuple[Rule, ...] = (
