@@ -9,6 +9,7 @@ over HTTP on loopback).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import sys
@@ -138,7 +139,27 @@ def ddl(engine: str, prefix: str = "") -> list[str]:
 
 
 def pg_dsn() -> str | None:
-    return os.environ.get("FLEXSQL_TEST_PG_DSN") or None
+    """The test server's DSN; under pytest-xdist, a database of this worker's own on it (created once),
+    because a source sees every schema of its database and two workers' shops would meet there."""
+    dsn = os.environ.get("FLEXSQL_TEST_PG_DSN") or None
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if dsn is None or not worker:
+        return dsn
+    return _worker_database(dsn, worker)
+
+
+@functools.cache
+def _worker_database(dsn: str, worker: str) -> str:
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+
+    parts = urlsplit(dsn)
+    name = f"{parts.path.lstrip('/') or 'postgres'}_{worker}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+            conn.execute(f'CREATE DATABASE "{name}"')
+    return urlunsplit(parts._replace(path=f"/{name}"))
 
 
 def require_pg() -> str:
