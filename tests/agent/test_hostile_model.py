@@ -15,7 +15,6 @@ import base64
 import json
 import os
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +27,8 @@ from flexsql.config import Settings
 from flexsql.server.app import build_server
 from flexsql.server.cli import main as flexsql_main
 from tests.support.agent_support import (
-    Shop,
     StageScript,
     ask,
-    build_shop,
     requests_for,
     settings_for,
 )
@@ -53,13 +50,6 @@ pytestmark = pytest.mark.anyio
 
 QUESTION = "How many orders are there?"
 COUNT_SQL = "SELECT count(*) AS n FROM orders"
-
-
-@pytest.fixture(scope="module")
-def shop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shop]:
-    built = build_shop(tmp_path_factory.mktemp("shop"))
-    yield built
-    built.close()
 
 
 def well_behaved(**on: Any) -> StageScript:

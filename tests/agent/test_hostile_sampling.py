@@ -5,7 +5,6 @@ the parser's depth. Each ends in an answer (failed, with a reason), never an int
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,20 +12,13 @@ from mcp import Client, types
 
 from flexsql.config import AgentConfig, ModelConfig, Settings
 from flexsql.server.app import build_server
-from tests.support.agent_support import Shop, build_shop
+from tests.support.agent_support import Shop
 from tests.support.hostile_model import braces
 from tests.support.mcp_support import text_of
 
 pytestmark = pytest.mark.anyio
 
 QUESTION = "How many orders are there?"
-
-
-@pytest.fixture(scope="module")
-def shop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shop]:
-    built = build_shop(tmp_path_factory.mktemp("shop"))
-    yield built
-    built.close()
 
 
 def no_endpoint() -> Settings:

@@ -12,7 +12,6 @@ loopback stub, over a real DuckDB shop.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
 
@@ -22,7 +21,6 @@ from tests.support.agent_support import (
     Shop,
     StageScript,
     ask,
-    build_shop,
     first_user_text,
     plan,
     requests_for,
@@ -53,13 +51,6 @@ CLIENT_FORMATS = [
 TOOL_NAME = re.compile(
     r"\b(" + "|".join(sorted((t.name for t in TOOLS.available(True)), key=len)[::-1]) + r")\b"
 )
-
-
-@pytest.fixture(scope="module")
-def shop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shop]:
-    built = build_shop(tmp_path_factory.mktemp("shop"))
-    yield built
-    built.close()
 
 
 def _has_tool_results(req: StubRequest) -> bool:

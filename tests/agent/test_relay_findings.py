@@ -28,7 +28,6 @@ from tests.support.agent_support import (
     Shop,
     StageScript,
     ask,
-    build_shop,
     first_user_text,
     requests_for,
     settings_for,
@@ -40,13 +39,6 @@ pytestmark = pytest.mark.anyio
 
 COUNT = "SELECT count(*) AS n FROM orders WHERE status = 'shipped'"
 COUNT_IDS = "SELECT count(order_id) AS n FROM orders WHERE status = 'shipped'"
-
-
-@pytest.fixture(scope="module")
-def shop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shop]:
-    built = build_shop(tmp_path_factory.mktemp("shop"))
-    yield built
-    built.close()
 
 
 def _tool_texts(req: StubRequest) -> list[str]:

@@ -12,7 +12,6 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -20,10 +19,8 @@ import pytest
 
 from flexsql.agent.contract import STAGES
 from tests.support.agent_support import (
-    Shop,
     StageScript,
     ask,
-    build_shop,
     first_user_text,
     plan,
     program,
@@ -41,13 +38,6 @@ pytestmark = pytest.mark.anyio
 
 COUNT_QUESTION = "How many orders are there?"
 SHIPPED_QUESTION = "How many orders were shipped?"
-
-
-@pytest.fixture(scope="module")
-def shop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shop]:
-    built = build_shop(tmp_path_factory.mktemp("shop"))
-    yield built
-    built.close()
 
 
 def by_id(answer, candidate_id: str):
