@@ -4,12 +4,14 @@ each run a query whose result fills a session's store, against the configured se
 ([limits] server_store_mb) — the idle RSS of the same process, measured first, is the baseline.
 
 RSS over idle is told apart with the server's own /healthz `memory`, polled while the sessions run:
-`store` is what the result store holds at the RSS peak (stored results and the claims of fetches in
-progress: within server_store_mb by construction), `engine` what DuckDB holds by its own count
+`store` is what the result store holds at the RSS peak (stored results, the claims of fetches in
+progress and the working memory held for running statements — [limits] statement_mb each, at most
+[limits] server_statements at once: within server_store_mb by construction), `engine` what DuckDB holds by its own count
 (duckdb_memory(): the file's blocks it caches, within [limits] engine_memory_mb) over its idle count,
 `rest` the RSS beyond both: the Python allocators' slack, the one batch each fetch holds before it is
 counted, and DuckDB's memory outside its own count (each running query's 10 MiB streaming buffer and
-the chunks its threads build). The `engine 64` case runs the same sessions with engine_memory_mb =
+the chunks its threads build), which the statements' working memory holds room for; `beyond-engine`,
+RSS over idle less the engine's own count: what server_store_mb has to bound. The `engine 64` case runs the same sessions with engine_memory_mb =
 64 (below the 76 MB of blocks the scans read): the engine's count follows its own setting, not the
 result store's. DuckDB's count (and its allocator's `resident`) includes what it has reserved but not
 touched yet: in the list(range) case, where DuckDB builds a 20M-element list, both are above the RSS it
@@ -275,7 +277,7 @@ def split(sampler: Sampler, idle: float, engine_idle: float) -> dict[str, Any]:
     the rest; and the most either part held during the run."""
     over = sampler.peak - idle
     figures = sampler.at_peak()
-    store = (figures.get("result_store_mb") or 0.0) + (figures.get("result_claims_mb") or 0.0)
+    store = sum(figures.get(k) or 0.0 for k in ("result_store_mb", "result_claims_mb", "statements_mb"))
     engine = (figures.get("engine_mb") or 0.0) - engine_idle
     known = bool(figures)
     allocator = {}
@@ -294,7 +296,11 @@ def split(sampler: Sampler, idle: float, engine_idle: float) -> dict[str, Any]:
         "store_at_peak_mb": round(store, 1) if known else None,
         "engine_at_peak_mb": round(engine, 1) if known else None,
         "rest_at_peak_mb": round(over - store - engine, 1) if known else None,
-        "store_max_mb": round(sampler.most("result_store_mb", "result_claims_mb"), 1) if known else None,
+        # what server_store_mb has to bound: everything over idle but the engine's own count
+        "beyond_engine_mb": round(over - engine, 1) if known else None,
+        "store_max_mb": round(sampler.most("result_store_mb", "result_claims_mb", "statements_mb"), 1)
+        if known
+        else None,
         "engine_max_mb": round(sampler.most("engine_mb") - engine_idle, 1) if known else None,
         "engine_limit_mb": figures.get("engine_limit_mb"),
         **allocator,
@@ -410,8 +416,8 @@ def main() -> None:
                 }
             )
 
-    keys = ["store_at_peak_mb", "engine_at_peak_mb", "rest_at_peak_mb"]
-    titles = ["store", "engine", "rest"]
+    keys = ["store_at_peak_mb", "engine_at_peak_mb", "rest_at_peak_mb", "beyond_engine_mb"]
+    titles = ["store", "engine", "rest", "beyond-engine"]
     if args.allocators:
         keys += ["duckdb_outside_count_mb", "python_beyond_store_mb"]
         titles += ["duckdb-out", "python"]
@@ -430,8 +436,9 @@ def main() -> None:
             f"{r['peak_over_idle_mb']:>9} {split} {r['seconds']:>6}"
         )
     print(
-        "store: results and fetch claims at the RSS peak (within the budget); engine: DuckDB's own count "
-        "over idle (within engine_memory_mb); rest: RSS beyond both"
+        "store: results, fetch claims and running statements' working memory at the RSS peak (within the "
+        "budget); engine: DuckDB's own count over idle (within engine_memory_mb); rest: RSS beyond both; "
+        "beyond-engine: peak-idle less the engine's own count, which server_store_mb bounds"
         + (
             "; duckdb-out: DuckDB's allocator beyond its own count; python: the rest less all of DuckDB's"
             if args.allocators

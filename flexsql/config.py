@@ -137,6 +137,22 @@ class LimitsConfig(StrictModel):
         description="All sessions' result stores together, in MB: the least recently used result of any "
         "session is evicted first (one result is at most the smaller of this and store_mb)",
     )
+    server_statements: int = Field(
+        8,
+        ge=1,
+        le=1024,
+        description="Statements running at once in the server, over all sources and clients (one past them "
+        "waits for a slot, within its timeout)",
+    )
+    statement_mb: int = Field(
+        32,
+        ge=0,
+        le=65536,
+        description="Memory each running statement holds of server_store_mb while it runs, in MB: what the "
+        "engine uses outside its own count (DuckDB's streaming buffer and threads' chunks, ~20 MB a query "
+        "on 2 cores; more with more cores) and the batch a fetch holds before it is counted; all running statements together hold at most half of "
+        "server_store_mb",
+    )
     store_cell_kb: int = Field(
         1024,
         ge=1,

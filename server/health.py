@@ -2,11 +2,13 @@
 many tool calls still have engine work running (a worker thread or the agent not yet returned).
 
 `memory` (MB) tells the server's RSS apart: `result_store_mb`, what all sessions' stored results hold
-(as the result store charges them), and `result_claims_mb`, what fetches in progress have claimed — the
-two stay within `server_store_mb` ([limits] server_store_mb); `engine_mb`, what embedded engines (DuckDB)
+(as the result store charges them), `result_claims_mb`, what fetches in progress have claimed, and
+`statements_mb`, the working memory held for the statements running now (engines/gate.py) — the three
+stay within `server_store_mb` ([limits] server_store_mb); `engine_mb`, what embedded engines (DuckDB)
 hold by their own count, each within its [limits] engine_memory_mb (`engine_limit_mb`, summed); `rss_mb`,
-the whole process. What RSS holds beyond those is the interpreter, the libraries and the engines' memory
-outside their own count (a DuckDB query's streaming buffer, 10 MiB, and the chunks its threads build).
+the whole process. What RSS holds beyond those is the interpreter and the libraries; the engines' memory
+outside their own count (a DuckDB query's streaming buffer, 10 MiB, and the chunks its threads build) is
+what `statements_mb` holds room for.
 
 `calls_in_flight` counts from the moment a call's work starts to the moment its worker actually
 returns — not when the client is answered or gives up — so a cancelled query that is still running
@@ -83,6 +85,7 @@ def memory_figures(budget: StoreBudget, sources: Iterable[Source]) -> dict[str, 
         "rss_mb": rss_mb(),
         "result_store_mb": round(budget.bytes_used / MB, 1),
         "result_claims_mb": round(budget.bytes_reserved / MB, 1),
+        "statements_mb": round(budget.bytes_working / MB, 1),
         "server_store_mb": round(budget.max_bytes / MB, 1),
         "engine_mb": round(sum(m.used_bytes for m in engines) / MB, 1),
         "engine_limit_mb": round(sum(m.limit_bytes for m in engines) / MB, 1),

@@ -17,7 +17,7 @@ from mcp.server.mcpserver import Context
 
 from flexsql.config import AgentConfig, Settings
 from flexsql.errors import BusyError
-from flexsql.tools.engines import SourceRegistry
+from flexsql.tools.engines import SourceRegistry, StatementGate
 from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.runtime.registry import LOCAL, Principal
 from flexsql.tools.runtime.results import ResultStore, StoreBudget
@@ -115,7 +115,16 @@ class SessionState:
         self._contexts: OrderedDict[str, ToolContext] = OrderedDict()
         self._lock = threading.Lock()
         # every session's result store draws from one budget ([limits] server_store_mb)
-        self.store_budget = StoreBudget(settings.limits.server_store_mb * 1024 * 1024)
+        limits = settings.limits
+        self.store_budget = StoreBudget(
+            limits.server_store_mb * 1024 * 1024,
+            statements=limits.server_statements,
+            statement_bytes=limits.statement_mb * 1024 * 1024,
+        )
+        # one gate for every source: the statements at once, and their working memory, are the server's
+        gate = StatementGate(limits.server_statements, self.store_budget.statement_bytes, self.store_budget)
+        for source in sources:
+            source.gate = gate
 
     def new_context(self, shared: bool = False) -> ToolContext:
         """`shared`: the store serves several clients (stateless HTTP), so its ids are capabilities.

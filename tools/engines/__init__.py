@@ -12,6 +12,7 @@ from flexsql.tools.engines.engine import (
     engine_for_url,
 )
 from flexsql.tools.engines.fetch import RESERVE_REFUSED, FetchCut, FetchLimits
+from flexsql.tools.engines.gate import StatementGate
 from flexsql.tools.engines.names import split_name
 from flexsql.tools.engines.registry import SourceRegistry, open_source
 from flexsql.tools.engines.source import QueryResult, SafetyReport, Source
@@ -31,6 +32,7 @@ __all__ = [
     "SafetyReport",
     "Source",
     "SourceRegistry",
+    "StatementGate",
     "TableInfo",
     "active_cancel_hooks",
     "all_engines",

@@ -24,6 +24,7 @@ from flexsql.tools.engines.catalog import Catalog, TableInfo
 from flexsql.tools.engines.engine import Engine
 from flexsql.tools.engines.families import FamilyRead, expand_families
 from flexsql.tools.engines.fetch import FetchCut, FetchLimits
+from flexsql.tools.engines.gate import StatementGate
 from flexsql.tools.engines.urls import redact, scrub_secrets
 from flexsql.tools.sql.guard import check_sql
 
@@ -84,6 +85,8 @@ class Source(ABC):
         self.limits = limits or LimitsConfig()
         self._catalog: Catalog | None = None
         self._catalog_lock = threading.Lock()
+        # statements at once: this source's own, until a server puts all its sources behind one gate
+        self.gate = StatementGate(self.limits.server_statements)
 
     # -- public surface ------------------------------------------------------------------------
     @property
@@ -126,7 +129,10 @@ class Source(ABC):
         limits = limits or FetchLimits()
         started = time.perf_counter()
         try:
-            columns, types, rows, counted, more, cut = self._run(text, timeout_s, limits)
+            with self.gate.slot(timeout_s) as waited:
+                columns, types, rows, counted, more, cut = self._run(
+                    text, max(timeout_s - waited, 0.001), limits
+                )
         except QueryTimeout:
             raise
         except QueryError:

@@ -9,7 +9,9 @@ the results whose ids it was given.
 
 Memory is bounded twice: each store by its own `max_bytes` ([limits] store_mb), and all the stores of
 one server together by a `StoreBudget` ([limits] server_store_mb) they share: the least recently used
-result of any store is evicted first, and one result is never bigger than the smaller of the two."""
+result of any store is evicted first, and one result is never bigger than the smaller of the two. The
+same budget holds the working memory of the statements running now ([limits] statement_mb each, at
+most [limits] server_statements of them: tools/engines/gate.py)."""
 
 from __future__ import annotations
 
@@ -61,8 +63,14 @@ class StoreBudget:
     The stores share the budget's lock, so a put, a get and an eviction across stores are atomic. A
     store that goes away (a dropped session) gives its bytes back."""
 
-    def __init__(self, max_bytes: int) -> None:
+    def __init__(self, max_bytes: int, statements: int = 0, statement_bytes: int = 0) -> None:
         self.max_bytes = max_bytes
+        # the working memory of running statements (engines/gate.py): `statements` slots, each holding
+        # `statement_bytes` while its statement runs — together at most half of the budget
+        self.statements = statements
+        self.statement_bytes = min(statement_bytes, max_bytes // (2 * statements)) if statements else 0
+        self._working = 0
+        self._running = 0
         self.lock = threading.RLock()
         # (store key, result id) -> bytes, least recently used first
         self._lru: OrderedDict[tuple[int, str], int] = OrderedDict()
@@ -79,6 +87,43 @@ class StoreBudget:
     def bytes_reserved(self) -> int:
         """Bytes claimed by fetches in progress, not results yet."""
         return self._reserved
+
+    @property
+    def bytes_working(self) -> int:
+        """Bytes held for the statements running now (their engines' memory outside any count)."""
+        return self._working
+
+    @property
+    def result_room(self) -> int:
+        """The most results may hold while every statement slot is busy."""
+        return self.max_bytes - self.statements * self.statement_bytes
+
+    def _held(self) -> int:
+        return self._bytes + self._reserved + self._working
+
+    def _evict_lru(self, until: int) -> None:
+        """Under `lock`: drop the least recently used results of any store until at most `until`
+        bytes are held (or none is left)."""
+        while self._held() > until and self._lru:
+            owner, evicted = next(iter(self._lru))
+            ref = self._stores.get(owner)
+            store = ref() if ref is not None else None
+            if store is not None:
+                store._drop(evicted)
+            self._release(owner, evicted)
+
+    def hold_working(self, size: int) -> None:
+        """A statement starts: hold `size` bytes for it, evicting results for them. Fetch claims leave
+        room for every idle slot (`reserve`), so this always fits within the budget."""
+        with self.lock:
+            self._running += 1
+            self._working += size
+            self._evict_lru(self.max_bytes)
+
+    def release_working(self, size: int) -> None:
+        with self.lock:
+            self._running = max(self._running - 1, 0)
+            self._working = max(self._working - size, 0)
 
     def _join(self, store: ResultStore) -> int:
         key = next(self._keys)
@@ -100,7 +145,7 @@ class StoreBudget:
         self._reserved = max(self._reserved - reserved, 0)
         self._bytes += size - self._lru.pop((key, result_id), 0)
         self._lru[(key, result_id)] = size
-        while self._bytes + self._reserved > self.max_bytes:
+        while self._held() > self.max_bytes:
             victim = next((k for k in self._lru if k != (key, result_id)), None)
             if victim is None:
                 break
@@ -116,14 +161,11 @@ class StoreBudget:
         least recently used results of any store are evicted for it; False when even with none
         left the reservations in flight fill the budget. Release it with `unreserve`."""
         with self.lock:
-            while self._bytes + self._reserved + size > self.max_bytes and self._lru:
-                owner, evicted = next(iter(self._lru))
-                ref = self._stores.get(owner)
-                store = ref() if ref is not None else None
-                if store is not None:
-                    store._drop(evicted)
-                self._release(owner, evicted)
-            if self._bytes + self._reserved + size > self.max_bytes:
+            # the slots not running now keep their working memory free: a statement starting later
+            # finds it without pushing the server over its budget
+            idle = max(self.statements - self._running, 0) * self.statement_bytes
+            self._evict_lru(self.max_bytes - idle - size)
+            if self._held() + size + idle > self.max_bytes:
                 return False
             self._reserved += size
             return True
@@ -199,7 +241,7 @@ class ResultStore:
     @property
     def max_result_bytes(self) -> int:
         """The most one result may hold: this store's size, or the server's budget when smaller."""
-        return min(self.max_bytes, self.budget.max_bytes) if self.budget is not None else self.max_bytes
+        return min(self.max_bytes, self.budget.result_room) if self.budget is not None else self.max_bytes
 
     def _new_id(self) -> str:
         if self.ids == "sequential":

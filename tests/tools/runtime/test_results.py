@@ -179,3 +179,49 @@ def test_a_stored_result_makes_room_for_the_fetches_in_progress() -> None:
         assert budget.bytes_used + budget.bytes_reserved <= 16 * MB
         with pytest.raises(NotFoundError, match="evicted to save memory"):
             old.get(first.result_id)
+
+
+# -- the working memory of running statements (tools/engines/gate.py) --------------------------------
+
+
+def test_a_starting_statement_evicts_results_for_its_working_memory() -> None:
+    """A statement that starts holds statement_bytes of the budget: the least recently used result goes
+    to make room, and the room comes back when the statement ends."""
+    budget = StoreBudget(max_bytes=16 * MB, statements=2, statement_bytes=4 * MB)
+    store = ResultStore(budget=budget)
+    old = store.put(columns=["s"], rows=rows(7), total_rows=1)
+    new = store.put(columns=["s"], rows=rows(7), total_rows=1)
+    budget.hold_working(budget.statement_bytes)
+    assert budget.bytes_working == 4 * MB
+    assert budget.bytes_used + budget.bytes_working <= 16 * MB
+    with pytest.raises(NotFoundError, match="evicted to save memory"):
+        store.get(old.result_id)
+    assert store.get(new.result_id) is new
+    budget.release_working(budget.statement_bytes)
+    assert budget.bytes_working == 0
+
+
+def test_fetch_claims_leave_room_for_the_statements_not_started_yet() -> None:
+    """Claims of fetches in progress cannot be evicted, so they stop short of the idle slots' working
+    memory: a statement that starts later finds its room, and the budget holds with every slot busy."""
+    budget = StoreBudget(max_bytes=16 * MB, statements=2, statement_bytes=4 * MB)
+    store = ResultStore(budget=budget)
+    budget.hold_working(budget.statement_bytes)  # one statement running, one slot idle
+    with store.reservation() as reserve:
+        assert reserve is not None
+        assert not reserve(9 * MB)  # 4 running + 4 idle + 9 > 16
+        assert reserve(8 * MB)
+        budget.hold_working(budget.statement_bytes)  # the second statement starts
+        assert budget.bytes_reserved + budget.bytes_working == 16 * MB
+        assert not reserve(1)
+    budget.release_working(budget.statement_bytes)
+    budget.release_working(budget.statement_bytes)
+
+
+def test_running_statements_hold_at_most_half_the_budget() -> None:
+    """statement_mb × server_statements over half of a small server_store_mb: each slot's share shrinks,
+    so results keep half of the budget and one result's room says so."""
+    budget = StoreBudget(max_bytes=64 * MB, statements=8, statement_bytes=32 * MB)
+    assert budget.statement_bytes == 4 * MB
+    assert budget.result_room == 32 * MB
+    assert ResultStore(max_bytes=512 * MB, budget=budget).max_result_bytes == 32 * MB
