@@ -18,7 +18,7 @@ from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnno
 from flexsql.config import Settings
 from flexsql.errors import BusyError, FlexSQLError, UnavailableError, error_text
 from flexsql.server.health import CALLS_IN_FLIGHT
-from flexsql.tools.engines import CancelHooks, active_cancel_hooks
+from flexsql.tools.engines import CancelHooks, active_cancel_hooks, statement_owner
 from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.runtime.registry import (
     ERROR_META,
@@ -115,6 +115,7 @@ async def run_spec(
     """Validate and run one call; a cancelled call cancels its query on the engine."""
     hooks = CancelHooks()
     token = active_cancel_hooks.set(hooks)
+    owner = statement_owner.set(env.principal.key)  # one client holds at most half the statement slots
     try:
         if spec.is_async:
             with CALLS_IN_FLIGHT:
@@ -132,6 +133,7 @@ async def run_spec(
         return error_result(exc)
     finally:
         active_cancel_hooks.reset(token)
+        statement_owner.reset(owner)
     return tool_result(model, env.settings)
 
 

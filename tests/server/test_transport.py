@@ -140,3 +140,41 @@ def test_a_taken_port_is_a_clear_error_before_serving(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert f"port {port} on 127.0.0.1 is already in use" in proc.stderr and "--port" in proc.stderr
     assert "serving" not in proc.stderr and "errno" not in proc.stderr.lower()
+
+
+async def test_a_client_with_slow_queries_cannot_hold_every_statement_slot(tmp_path):
+    """Two sessions over HTTP, server_statements = 2: one session's slow query holds its share (half
+    the slots) — its next query waits and fails naming the limit — while the other session's query runs
+    at once, and /healthz shows the working memory the running statement holds."""
+    import anyio
+
+    from tests.support.engines import make_duckdb
+
+    config = tmp_path / "flexsql.toml"
+    config.write_text("[limits]\nserver_statements = 2\nstatement_mb = 16\n")
+    slow = "SELECT count(*) FROM range(100000000000) t(i) WHERE i % 7 = 3"
+    with http_server(make_duckdb(tmp_path), extra_args=["--config", str(config)]) as (endpoint, _proc):
+        health = endpoint.replace("/mcp", "/healthz")
+        async with (
+            Client(endpoint, mode="legacy") as greedy,
+            Client(endpoint, mode="legacy") as other,
+            httpx2.AsyncClient() as http,
+        ):
+            outcome: dict[str, object] = {}
+
+            async def hold() -> None:
+                outcome["slow"] = await greedy.call_tool("run_query", {"sql": slow, "timeout_s": 4})
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(hold)
+                with anyio.fail_after(10):
+                    while (await http.get(health)).json()["memory"]["statements_mb"] == 0:
+                        await anyio.sleep(0.05)
+                second = await greedy.call_tool("run_query", {"sql": "SELECT 1", "timeout_s": 0.5})
+                assert second.is_error and "most one client may run at once" in text_of(second)
+                with anyio.fail_after(2):
+                    ran = await other.call_tool("run_query", {"sql": "SELECT 42 AS x"})
+                assert not ran.is_error and "42" in text_of(ran)
+            assert outcome["slow"].is_error  # cancelled at its own timeout
+            memory = (await http.get(health)).json()["memory"]
+            assert memory["statements_mb"] == 0

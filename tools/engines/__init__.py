@@ -12,7 +12,7 @@ from flexsql.tools.engines.engine import (
     engine_for_url,
 )
 from flexsql.tools.engines.fetch import RESERVE_REFUSED, FetchCut, FetchLimits
-from flexsql.tools.engines.gate import StatementGate
+from flexsql.tools.engines.gate import StatementGate, statement_owner
 from flexsql.tools.engines.names import split_name
 from flexsql.tools.engines.registry import SourceRegistry, open_source
 from flexsql.tools.engines.source import QueryResult, SafetyReport, Source
@@ -43,5 +43,6 @@ __all__ = [
     "open_source",
     "redact",
     "split_name",
+    "statement_owner",
     "timeout_error",
 ]

@@ -7,18 +7,27 @@ once, and no engine setting bounds that number. The gate does: at most `slots` s
 over all the sources of a server ([limits] server_statements), a statement past them waits (within its
 own timeout), and each running statement holds `allowance` bytes ([limits] statement_mb) of the
 server's memory budget (`WorkingMemory`, the result store's budget), which evicts stored results to
-make room for it."""
+make room for it.
+
+One client (`statement_owner`, the server's principal for the call) holds at most half of the slots:
+a client that keeps slow queries running cannot make every other client's `SELECT 1` wait."""
 
 from __future__ import annotations
 
 import contextlib
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Protocol
 
 from flexsql.errors import QueryError, QueryTimeout
 from flexsql.tools.engines.cancel import active_cancel_hooks
+
+statement_owner: ContextVar[str | None] = ContextVar("flexsql_statement_owner", default=None)
+"""Who the statements of the current tool call run for (set by the server per call; worker threads
+inherit it); None: no client to tell apart (a script, the CLI)."""
 
 
 class WorkingMemory(Protocol):
@@ -39,7 +48,12 @@ class StatementGate:
         self.allowance = allowance
         self.memory = memory
         self.running = 0
+        self.per_owner = max(slots // 2, 1)
+        self._owners: Counter[str] = Counter()
         self._cond = threading.Condition()
+
+    def _full_for(self, owner: str | None) -> bool:
+        return self.running >= self.slots or (owner is not None and self._owners[owner] >= self.per_owner)
 
     @contextlib.contextmanager
     def slot(self, timeout_s: float) -> Iterator[float]:
@@ -47,6 +61,7 @@ class StatementGate:
         timeout keeps counting from the call). Raises QueryTimeout when no slot frees in `timeout_s`,
         QueryError when the tool call is cancelled while waiting."""
         started = time.monotonic()
+        owner = statement_owner.get()
         hooks = active_cancel_hooks.get()
         cancelled = threading.Event()
 
@@ -59,18 +74,16 @@ class StatementGate:
             hooks.add(wake)
         try:
             with self._cond:
-                while self.running >= self.slots and not cancelled.is_set():
+                while self._full_for(owner) and not cancelled.is_set():
                     left = timeout_s - (time.monotonic() - started)
                     if left <= 0:
-                        raise QueryTimeout(
-                            f"the statement waited {timeout_s:g} s for one of this server's {self.slots} "
-                            "statement slots ([limits] server_statements): other queries held them all; "
-                            "try again when they finish"
-                        )
+                        raise QueryTimeout(self._busy(timeout_s, owner))
                     self._cond.wait(left)
                 if cancelled.is_set():
                     raise QueryError("the query was cancelled while it waited for a statement slot")
                 self.running += 1
+                if owner is not None:
+                    self._owners[owner] += 1
         finally:
             if hooks is not None:
                 hooks.discard(wake)
@@ -83,7 +96,23 @@ class StatementGate:
                 self.memory.release_working(self.allowance)
             with self._cond:
                 self.running -= 1
-                self._cond.notify()
+                if owner is not None:
+                    self._owners[owner] -= 1
+                    if not self._owners[owner]:
+                        del self._owners[owner]
+                self._cond.notify_all()  # the waiter that may run now can be any client's
+
+    def _busy(self, timeout_s: float, owner: str | None) -> str:
+        if owner is not None and self._owners[owner] >= self.per_owner:
+            return (
+                f"the statement waited {timeout_s:g} s: this client already runs {self._owners[owner]} "
+                f"statements, the most one client may run at once (half of [limits] server_statements = "
+                f"{self.slots}); wait for them to finish"
+            )
+        return (
+            f"the statement waited {timeout_s:g} s for one of this server's {self.slots} statement slots "
+            "([limits] server_statements): other queries held them all; try again when they finish"
+        )
 
 
-__all__ = ["StatementGate", "WorkingMemory"]
+__all__ = ["StatementGate", "WorkingMemory", "statement_owner"]

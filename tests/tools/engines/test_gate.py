@@ -13,7 +13,13 @@ import pytest
 from flexsql.config import LimitsConfig, Settings
 from flexsql.errors import QueryError, QueryTimeout
 from flexsql.server.sessions import SessionState
-from flexsql.tools.engines import CancelHooks, SourceRegistry, active_cancel_hooks, open_source
+from flexsql.tools.engines import (
+    CancelHooks,
+    SourceRegistry,
+    active_cancel_hooks,
+    open_source,
+    statement_owner,
+)
 
 SLOW = "SELECT count(*) FROM range(100000000000) t(i) WHERE i % 7 = 3"  # minutes, unless cancelled
 
@@ -36,14 +42,15 @@ def _files(tmp_path, *names: str) -> list[str]:
 class Slow(threading.Thread):
     """A statement that runs until its timeout cancels it, in a thread; `error` is what it raised."""
 
-    def __init__(self, source, timeout_s: float) -> None:
+    def __init__(self, source, timeout_s: float, owner: str | None = None) -> None:
         super().__init__()
-        self.source, self.timeout_s = source, timeout_s
+        self.source, self.timeout_s, self.owner = source, timeout_s, owner
         self.error: BaseException | None = None
         self.start()
         _wait_until(lambda: source.gate.running >= 1)
 
     def run(self) -> None:
+        statement_owner.set(self.owner)  # as the server sets it for each tool call
         try:
             self.source.execute(SLOW, timeout_s=self.timeout_s)
         except BaseException as exc:
@@ -116,3 +123,26 @@ def test_without_a_server_each_source_has_its_own_slots(tmp_path) -> None:
     runner.finish()
     a.close()
     b.close()
+
+
+def test_one_client_holds_at_most_half_the_slots(tmp_path) -> None:
+    """A client that keeps slow queries running waits for its own; another client's SELECT 1 runs."""
+    limits = LimitsConfig(server_statements=2)
+    urls = _files(tmp_path, "a")
+    sources = SourceRegistry([open_source(urls[0], name="a", limits=limits)])
+    SessionState(sources, Settings(limits=limits))
+    a = sources.get("a")
+    runner = Slow(a, timeout_s=3, owner="session:greedy")
+    token = statement_owner.set("session:greedy")
+    try:
+        with pytest.raises(QueryTimeout, match="this client already runs 1 statements"):
+            a.execute("SELECT 1", timeout_s=0.3)
+    finally:
+        statement_owner.reset(token)
+    token = statement_owner.set("session:other")
+    try:
+        assert a.execute("SELECT 1", timeout_s=0.3).rows == [(1,)]
+    finally:
+        statement_owner.reset(token)
+    runner.finish()
+    sources.close()
