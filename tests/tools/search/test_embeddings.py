@@ -109,6 +109,38 @@ def test_padding_does_not_change_a_vector(tiny: emb.MiniLM) -> None:
     assert tiny.encode([]).shape == (0, 8)
 
 
+def test_onnx_runtime_runs_the_same_forward(tmp_path: Path) -> None:
+    """The ONNX graph built from the loaded weights (onnx_forward.py) gives the reference's vectors,
+    padded batches included, and the numpy forward's."""
+    pytest.importorskip("onnxruntime", reason="onnxruntime is part of the default install")
+    from flexsql.tools.search.onnx_forward import onnx_forward
+
+    files = tiny_model_files(hidden=8, heads=2, layers=2)
+    model = emb.MiniLM.load(write_tiny_model(tmp_path / "m.zip"))
+    runtime = onnx_forward(model)
+    assert runtime is not None
+    texts = ["how many singers from the country", "price", "singer of the town in the year of the song"]
+    numpy_vectors = model.encode(texts)
+    model.runtime = runtime
+    onnx_vectors = model.encode(texts)  # one padded batch
+    assert np.allclose(onnx_vectors, numpy_vectors, atol=1e-6)
+    for text, vec in zip(texts, onnx_vectors, strict=True):
+        assert np.allclose(vec, _reference(files, model.tokenizer.encode(text)), atol=1e-5)
+
+
+def test_the_loaded_model_runs_on_onnx_runtime_unless_told_numpy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("onnxruntime", reason="onnxruntime is part of the default install")
+    monkeypatch.setenv(emb.ENV, str(write_tiny_model(tmp_path / "m.zip")))
+    loaded = emb.model(wait=True)
+    assert loaded is not None and loaded.runtime is not None
+    monkeypatch.setenv(emb.ENV, str(write_tiny_model(tmp_path / "other.zip")))
+    monkeypatch.setenv(emb.RUNTIME_ENV, "numpy")
+    loaded = emb.model(wait=True)
+    assert loaded is not None and loaded.runtime is None
+
+
 def test_a_folder_loads_like_a_zip_and_weights_can_be_pinned(tmp_path: Path) -> None:
     folder = write_tiny_model(tmp_path / "folder", as_zip=False)
     zipped = write_tiny_model(tmp_path / "m.zip")
