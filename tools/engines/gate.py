@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Protocol
 
-from flexsql.errors import QueryError, QueryTimeout
+from flexsql.errors import QueryTimeout
 from flexsql.tools.engines.cancel import active_cancel_hooks
 
 statement_owner: ContextVar[str | None] = ContextVar("flexsql_statement_owner", default=None)
@@ -31,9 +31,10 @@ inherit it); None: no client to tell apart (a script, the CLI)."""
 
 
 class WorkingMemory(Protocol):
-    """The server's memory budget as the gate uses it: room for one running statement."""
+    """The server's memory budget as the gate uses it: room for one running statement (False: none
+    now, the fetches in progress and the other statements fill it)."""
 
-    def hold_working(self, size: int) -> None: ...
+    def hold_working(self, size: int) -> bool: ...
 
     def release_working(self, size: int) -> None: ...
 
@@ -57,9 +58,9 @@ class StatementGate:
 
     @contextlib.contextmanager
     def slot(self, timeout_s: float) -> Iterator[float]:
-        """Hold one slot for the block; yields the seconds spent waiting for it (the statement's
-        timeout keeps counting from the call). Raises QueryTimeout when no slot frees in `timeout_s`,
-        QueryError when the tool call is cancelled while waiting."""
+        """Hold one slot, and the statement's working memory, for the block; yields the seconds spent
+        waiting for them (the statement's timeout keeps counting from the call). Raises QueryTimeout
+        when they do not free in `timeout_s`, or when the tool call is cancelled while waiting."""
         started = time.monotonic()
         owner = statement_owner.get()
         hooks = active_cancel_hooks.get()
@@ -73,34 +74,60 @@ class StatementGate:
         if hooks is not None:
             hooks.add(wake)
         try:
-            with self._cond:
-                while self._full_for(owner) and not cancelled.is_set():
-                    left = timeout_s - (time.monotonic() - started)
-                    if left <= 0:
-                        raise QueryTimeout(self._busy(timeout_s, owner))
-                    self._cond.wait(left)
-                if cancelled.is_set():
-                    raise QueryError("the query was cancelled while it waited for a statement slot")
-                self.running += 1
-                if owner is not None:
-                    self._owners[owner] += 1
+            self._enter(owner, started + timeout_s, cancelled, timeout_s)
+            try:
+                self._hold_memory(started + timeout_s, cancelled)
+            except BaseException:
+                self._leave(owner)
+                raise
         finally:
             if hooks is not None:
                 hooks.discard(wake)
-        if self.memory is not None and self.allowance:
-            self.memory.hold_working(self.allowance)
         try:
             yield time.monotonic() - started
         finally:
             if self.memory is not None and self.allowance:
                 self.memory.release_working(self.allowance)
-            with self._cond:
-                self.running -= 1
-                if owner is not None:
-                    self._owners[owner] -= 1
-                    if not self._owners[owner]:
-                        del self._owners[owner]
-                self._cond.notify_all()  # the waiter that may run now can be any client's
+            self._leave(owner)
+
+    def _enter(
+        self, owner: str | None, deadline: float, cancelled: threading.Event, timeout_s: float
+    ) -> None:
+        with self._cond:
+            while self._full_for(owner) and not cancelled.is_set():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise QueryTimeout(self._busy(timeout_s, owner))
+                self._cond.wait(left)
+            if cancelled.is_set():  # as an engine reports a statement cancelled before it started
+                raise QueryTimeout("the query was cancelled before it started")
+            self.running += 1
+            if owner is not None:
+                self._owners[owner] += 1
+
+    def _leave(self, owner: str | None) -> None:
+        with self._cond:
+            self.running -= 1
+            if owner is not None:
+                self._owners[owner] -= 1
+                if not self._owners[owner]:
+                    del self._owners[owner]
+            self._cond.notify_all()  # the waiter that may run now can be any client's
+
+    MEMORY_POLL_S = 0.05  # rare (fetches in progress fill the budget): polled rather than signalled
+
+    def _hold_memory(self, deadline: float, cancelled: threading.Event) -> None:
+        if self.memory is None or not self.allowance:
+            return
+        while not self.memory.hold_working(self.allowance):
+            if cancelled.is_set():
+                raise QueryTimeout("the query was cancelled before it started")
+            if time.monotonic() >= deadline:
+                raise QueryTimeout(
+                    "the statement waited for memory to run in: fetches in progress fill the server's "
+                    "result budget ([limits] server_store_mb); try again when they finish"
+                )
+            cancelled.wait(self.MEMORY_POLL_S)
 
     def _busy(self, timeout_s: float, owner: str | None) -> str:
         if owner is not None and self._owners[owner] >= self.per_owner:

@@ -130,9 +130,9 @@ class Source(ABC):
         started = time.perf_counter()
         try:
             with self.gate.slot(timeout_s) as waited:
-                columns, types, rows, counted, more, cut = self._run(
-                    text, max(timeout_s - waited, 0.001), limits
-                )
+                # the wait for a slot counts against the statement's timeout (a moment's wait does not)
+                left = timeout_s if waited < 0.01 else max(timeout_s - waited, 0.001)
+                columns, types, rows, counted, more, cut = self._run(text, left, limits)
         except QueryTimeout:
             raise
         except QueryError:

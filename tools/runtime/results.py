@@ -95,8 +95,8 @@ class StoreBudget:
 
     @property
     def result_room(self) -> int:
-        """The most results may hold while every statement slot is busy."""
-        return self.max_bytes - self.statements * self.statement_bytes
+        """The most one result may hold: the budget less its own statement's working memory."""
+        return self.max_bytes - self.statement_bytes
 
     def _held(self) -> int:
         return self._bytes + self._reserved + self._working
@@ -112,13 +112,17 @@ class StoreBudget:
                 store._drop(evicted)
             self._release(owner, evicted)
 
-    def hold_working(self, size: int) -> None:
-        """A statement starts: hold `size` bytes for it, evicting results for them. Fetch claims leave
-        room for every idle slot (`reserve`), so this always fits within the budget."""
+    def hold_working(self, size: int) -> bool:
+        """A statement starts: hold `size` bytes for it, evicting results for them; False (nothing held)
+        when even with no result left the fetches in progress and the other running statements fill
+        the budget — the gate then waits for them."""
         with self.lock:
+            self._evict_lru(self.max_bytes - size)
+            if self._held() + size > self.max_bytes:
+                return False
             self._running += 1
             self._working += size
-            self._evict_lru(self.max_bytes)
+            return True
 
     def release_working(self, size: int) -> None:
         with self.lock:
@@ -161,11 +165,8 @@ class StoreBudget:
         least recently used results of any store are evicted for it; False when even with none
         left the reservations in flight fill the budget. Release it with `unreserve`."""
         with self.lock:
-            # the slots not running now keep their working memory free: a statement starting later
-            # finds it without pushing the server over its budget
-            idle = max(self.statements - self._running, 0) * self.statement_bytes
-            self._evict_lru(self.max_bytes - idle - size)
-            if self._held() + size + idle > self.max_bytes:
+            self._evict_lru(self.max_bytes - size)
+            if self._held() + size > self.max_bytes:
                 return False
             self._reserved += size
             return True

@@ -191,7 +191,7 @@ def test_a_starting_statement_evicts_results_for_its_working_memory() -> None:
     store = ResultStore(budget=budget)
     old = store.put(columns=["s"], rows=rows(7), total_rows=1)
     new = store.put(columns=["s"], rows=rows(7), total_rows=1)
-    budget.hold_working(budget.statement_bytes)
+    assert budget.hold_working(budget.statement_bytes)
     assert budget.bytes_working == 4 * MB
     assert budget.bytes_used + budget.bytes_working <= 16 * MB
     with pytest.raises(NotFoundError, match="evicted to save memory"):
@@ -201,27 +201,52 @@ def test_a_starting_statement_evicts_results_for_its_working_memory() -> None:
     assert budget.bytes_working == 0
 
 
-def test_fetch_claims_leave_room_for_the_statements_not_started_yet() -> None:
-    """Claims of fetches in progress cannot be evicted, so they stop short of the idle slots' working
-    memory: a statement that starts later finds its room, and the budget holds with every slot busy."""
+def test_a_statement_finds_no_room_while_fetches_in_progress_fill_the_budget() -> None:
+    """Claims of fetches in progress cannot be evicted: a statement starting beside them is refused its
+    working memory (the gate waits) rather than pushing the server over its budget."""
     budget = StoreBudget(max_bytes=16 * MB, statements=2, statement_bytes=4 * MB)
     store = ResultStore(budget=budget)
-    budget.hold_working(budget.statement_bytes)  # one statement running, one slot idle
+    assert budget.hold_working(budget.statement_bytes)  # one statement running, fetching
     with store.reservation() as reserve:
-        assert reserve is not None
-        assert not reserve(9 * MB)  # 4 running + 4 idle + 9 > 16
-        assert reserve(8 * MB)
-        budget.hold_working(budget.statement_bytes)  # the second statement starts
-        assert budget.bytes_reserved + budget.bytes_working == 16 * MB
-        assert not reserve(1)
-    budget.release_working(budget.statement_bytes)
-    budget.release_working(budget.statement_bytes)
+        assert reserve is not None and reserve(12 * MB) and not reserve(1)
+        assert not budget.hold_working(budget.statement_bytes)  # 4 + 12 + 4 > 16
+        assert budget.bytes_working == 4 * MB
+    assert budget.hold_working(budget.statement_bytes)  # the claim is released: room again
+    assert budget.bytes_reserved + budget.bytes_working <= 16 * MB
+
+
+def test_a_statement_waits_for_memory_then_runs(tmp_path) -> None:
+    """Through a source behind the server's gate: while fetches in progress hold the whole budget, a
+    statement waits (it does not run over budget) and runs once they let go."""
+    import threading
+
+    import duckdb
+
+    from flexsql.tools.engines import StatementGate
+
+    duckdb.connect(str(tmp_path / "w.duckdb")).close()
+    budget = StoreBudget(max_bytes=16 * MB, statements=2, statement_bytes=4 * MB)
+    source = open_source(f"duckdb:///{tmp_path}/w.duckdb")
+    source.gate = StatementGate(2, budget.statement_bytes, budget)
+    claim = ResultStore(budget=budget).reservation()
+    reserve = claim.__enter__()
+    assert reserve is not None and reserve(16 * MB)
+    released = threading.Event()
+
+    def release() -> None:
+        claim.__exit__(None, None, None)
+        released.set()
+
+    threading.Timer(0.3, release).start()
+    assert source.execute("SELECT 7", timeout_s=5).rows == [(7,)]
+    assert released.is_set()  # it ran only once the claims let go
+    assert budget.bytes_working == 0
+    source.close()
 
 
 def test_running_statements_hold_at_most_half_the_budget() -> None:
     """statement_mb × server_statements over half of a small server_store_mb: each slot's share shrinks,
-    so results keep half of the budget and one result's room says so."""
+    so results keep half of the budget."""
     budget = StoreBudget(max_bytes=64 * MB, statements=8, statement_bytes=32 * MB)
     assert budget.statement_bytes == 4 * MB
-    assert budget.result_room == 32 * MB
-    assert ResultStore(max_bytes=512 * MB, budget=budget).max_result_bytes == 32 * MB
+    assert ResultStore(max_bytes=512 * MB, budget=budget).max_result_bytes == 60 * MB
