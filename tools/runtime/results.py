@@ -105,12 +105,16 @@ class StoreBudget:
         """Under `lock`: drop the least recently used results of any store until at most `until`
         bytes are held (or none is left)."""
         while self._held() > until and self._lru:
-            owner, evicted = next(iter(self._lru))
-            ref = self._stores.get(owner)
-            store = ref() if ref is not None else None
-            if store is not None:
-                store._drop(evicted)
-            self._release(owner, evicted)
+            self._evict(next(iter(self._lru)))
+
+    def _evict(self, victim: tuple[int, str]) -> None:
+        """Under `lock`: drop one result from its store and from the budget."""
+        owner, evicted = victim
+        ref = self._stores.get(owner)
+        store = ref() if ref is not None else None
+        if store is not None:
+            store._drop(evicted)
+        self._release(owner, evicted)
 
     def hold_working(self, size: int) -> bool:
         """A statement starts: hold `size` bytes for it, evicting results for them; False (nothing held)
@@ -153,12 +157,7 @@ class StoreBudget:
             victim = next((k for k in self._lru if k != (key, result_id)), None)
             if victim is None:
                 break
-            owner, evicted = victim
-            ref = self._stores.get(owner)
-            store = ref() if ref is not None else None
-            if store is not None:
-                store._drop(evicted)
-            self._release(owner, evicted)
+            self._evict(victim)
 
     def reserve(self, size: int) -> bool:
         """Room for `size` more bytes of a fetch in progress (its rows are not a result yet): the
