@@ -324,8 +324,7 @@ class MiniLM:
             raise ValueError(
                 f"model.safetensors in {location} is not the expected file (sha256 {digest[:16]}…)"
             )
-        # the checked weights are all-MiniLM-L6-v2; other weights are named by their hash
-        name = MODEL_ID if digest == PACKAGE_WEIGHTS_SHA256 else f"custom-{digest[:16]}"
+        name = _name_for(digest)
         return cls(
             read_safetensors(files["model.safetensors"]),
             json.loads(files["config.json"]),
@@ -404,6 +403,34 @@ def _one_blas_thread() -> contextlib.AbstractContextManager[object]:
     return limited
 
 
+def _name_for(digest: str) -> str:
+    """The checked weights are all-MiniLM-L6-v2; other weights are named by their hash (vectors stored
+    on disk are keyed by the name)."""
+    return MODEL_ID if digest == PACKAGE_WEIGHTS_SHA256 else f"custom-{digest[:16]}"
+
+
+def model_name() -> str | None:
+    """The name the configured model will have once loaded (None: none configured), without loading it:
+    the package's model is all-MiniLM-L6-v2 (its weights are checked when it loads); a model named by
+    FLEXSQL_EMBEDDINGS is hashed (once per file version)."""
+    location = model_location()
+    if location is None:
+        return None
+    if not os.environ.get(ENV, "").strip():
+        return MODEL_ID
+    try:
+        st = location.stat()
+        return _hashed_name(location, st.st_mtime_ns, st.st_size)
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return None
+
+
+@lru_cache(maxsize=8)
+def _hashed_name(location: Path, mtime_ns: int, size: int) -> str:
+    weights = _read_files(location, ("model.safetensors",))["model.safetensors"]
+    return _name_for(hashlib.sha256(weights).hexdigest())
+
+
 # -- the process's model ------------------------------------------------------------------------------------
 
 _MODEL: dict[Path, MiniLM] = {}
@@ -465,5 +492,6 @@ __all__ = [
     "available",
     "model",
     "model_location",
+    "model_name",
     "read_safetensors",
 ]

@@ -31,12 +31,13 @@ from flexsql.tools.search.index import SearchIndex, search_index
 from flexsql.tools.search.results import SchemaSearchResult
 from flexsql.tools.search.rules import RULES
 from flexsql.tools.search.scoring import ValueHit, score
-from flexsql.tools.search.semantic import attach
+from flexsql.tools.search.semantic import attach, tables_stored
 from flexsql.tools.search.text import DEMONYMS, STOPWORDS, stem
 from flexsql.tools.values.index import ValueIndex
 from flexsql.tools.values.normalize import fold, normalize
 
 MAX_QUERY_CHARS = 2000
+FIRST_SEARCH_WAIT_S = 2.0  # the most a first search waits for stored table vectors (model load + read)
 
 
 class SearchSchema(ToolArgs):
@@ -64,7 +65,10 @@ def search_schema(ctx: ToolContext, args: SearchSchema) -> SchemaSearchResult:
     src = ctx.source(args.source)
     engine = search_index(ctx, src)
     if engine.params.semantic_weight or engine.params.semantic_column_weight:
-        attach(engine)  # starts the table vectors in the background; this search ranks without them
+        # starts the table vectors in the background, and this search ranks without them — unless the
+        # on-disk store has them all (a later start): then it waits the second they take to load
+        first = engine.semantic is None and not engine.semantic_started
+        attach(engine, wait=FIRST_SEARCH_WAIT_S if first and tables_stored(engine) else False)
     vindex = _value_index_if_built(ctx, src)
     state = score(engine, query, limit, _value_hits(vindex, engine, query) if vindex is not None else [])
     for rule in RULES:

@@ -12,6 +12,7 @@ The ranking rule that uses them is `fuse_semantic` (rules.py); its weights are i
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import sqlite3
@@ -41,6 +42,7 @@ TABLE_TOKENS = embeddings.MAX_TOKENS
 COLUMN_TOKENS = 64
 COMMENT_CHARS = 300  # of a table's comment in its text; a column's comment is cut at COLUMN_TOKENS
 SAVE_EVERY = 512  # texts encoded between two writes to the store (a stopped build keeps its work)
+FINISH_AT_EXIT = 64  # texts still encoded when the process exits before they are (a small catalog's)
 
 
 def _words(name: str) -> str:
@@ -64,8 +66,9 @@ def column_text(name: str, comment: str | None) -> str:
     return f"{words}: {comment.strip()}" if comment and comment.strip() else words
 
 
-def _key(model: embeddings.MiniLM, text: str) -> bytes:
-    return hashlib.sha1(f"{model.name}|{FORMAT}|{text}".encode()).digest()
+def _key(model: embeddings.MiniLM | str, text: str) -> bytes:
+    name = model if isinstance(model, str) else model.name
+    return hashlib.sha1(f"{name}|{FORMAT}|{text}".encode()).digest()
 
 
 class VectorStore:
@@ -108,10 +111,11 @@ class VectorStore:
             self._conn.close()
 
 
-def store_file(model: embeddings.MiniLM) -> Path:
+def store_file(model: embeddings.MiniLM | str) -> Path:
     from flexsql.paths import cache_dir, private_dir
 
-    return private_dir(cache_dir() / "embeddings") / f"{model.name.lower()}-v{FORMAT}.sqlite"
+    name = model if isinstance(model, str) else model.name
+    return private_dir(cache_dir() / "embeddings") / f"{name.lower()}-v{FORMAT}.sqlite"
 
 
 _STORES: dict[Path, VectorStore] = {}
@@ -144,7 +148,10 @@ def encode_cached(
         else:
             out[i] = vec
     for start in range(0, len(missing), SAVE_EVERY):
-        if stop is not None and stop():
+        # a stop (the process exiting) abandons the work — except a small catalog's few texts, which
+        # take a fraction of a second: a one-shot command (`flexsql call`) then leaves them stored, and
+        # the next one's first search ranks with them (tables_stored)
+        if stop is not None and stop() and (start or len(missing) > FINISH_AT_EXIT):
             return None
         chunk = missing[start : start + SAVE_EVERY]
         vecs = model.encode([texts[i] for i in chunk], max_tokens=max_tokens)
@@ -192,8 +199,7 @@ def build_vectors(
     started = time.perf_counter()
     if columns is None:
         columns = bool(index.params.semantic_column_weight)
-    names = [f[0] if f else None for f in index.family]
-    ttexts = [table_text(t, n) for t, n in zip(index.tables, names, strict=True)]
+    ttexts = _table_texts(index)
     comments = {(ti, c.name): c.comment for ti, t in enumerate(index.tables) for c in t.columns}
     ctexts_all = [column_text(name, comments.get((ti, name))) for ti, name in index.columns]
     distinct: dict[str, int] = {}
@@ -227,6 +233,36 @@ _BUILDS: dict[int, threading.Thread] = {}
 _BUILD_LOCK = threading.Lock()
 
 
+def _table_texts(index: SearchIndex) -> list[str]:
+    names = [f[0] if f else None for f in index.family]
+    return [table_text(t, n) for t, n in zip(index.tables, names, strict=True)]
+
+
+def tables_stored(index: SearchIndex) -> bool:
+    """Whether the on-disk store already holds every table vector of `index` (a later start on this
+    catalog): then building them costs the model's load and a read, about a second, and a first search
+    can wait for them. Known before the model loads, from the name the store is keyed by
+    (embeddings.model_name)."""
+    name = embeddings.model_name()
+    if name is None or not index.tables:
+        return False
+    path = store_file(name)
+    if not path.exists():
+        return False
+    keys = list({_key(name, f"{TABLE_TOKENS}|{t}") for t in _table_texts(index)})
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)) as conn:
+            found = 0
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                row = conn.execute(f"SELECT count(*) FROM vectors WHERE key IN ({marks})", chunk).fetchone()
+                found += int(row[0])
+    except sqlite3.Error:
+        return False
+    return found == len(keys)
+
+
 def _build_into(index: SearchIndex, columns: bool | None) -> None:
     try:
         model = embeddings.model(wait=True)
@@ -242,10 +278,13 @@ def _build_into(index: SearchIndex, columns: bool | None) -> None:
             _BUILDS.pop(id(index), None)
 
 
-def attach(index: SearchIndex, wait: bool = False, columns: bool | None = None) -> CatalogVectors | None:
+def attach(
+    index: SearchIndex, wait: bool | float = False, columns: bool | None = None
+) -> CatalogVectors | None:
     """The index's vectors when ready; otherwise start building them in a background thread (once per
-    index) and answer None, or with `wait` block until they are built. None without a model. `columns`:
-    see build_vectors (benchmarks that try column weights on one index ask for them)."""
+    index) and answer None, or with `wait` block until they are built (a number: at most that many
+    seconds). None without a model. `columns`: see build_vectors (benchmarks that try column weights on
+    one index ask for them)."""
     if index.semantic is not None or not embeddings.available():
         return index.semantic
     with _BUILD_LOCK:
@@ -255,8 +294,8 @@ def attach(index: SearchIndex, wait: bool = False, columns: bool | None = None) 
             thread = _BUILDS[id(index)] = background.start(
                 _build_into, index, columns, name="flexsql-table-embeddings"
             )
-    if wait and thread is not None:
-        thread.join()
+    if wait is not False and thread is not None:
+        thread.join(None if wait is True else float(wait))
     return index.semantic
 
 

@@ -240,3 +240,31 @@ def test_a_repeated_search_encodes_its_question_once(
     assert encoded == ["teacher subject"]
     assert [(t.table, t.score) for t in again.tables] == [(t.table, t.score) for t in first.tables]
     assert any("close in meaning" in w for t in first.tables for w in t.why)
+
+
+def test_a_first_search_waits_for_table_vectors_the_store_already_has(
+    school: ToolContext, tiny_model: emb.MiniLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A later start: every table vector is on disk, so the first search of a new index (a new process,
+    a `flexsql call`) loads them and ranks with them instead of without; with an empty store it does
+    not wait."""
+    fresh = search_index(school, school.source(None))
+    assert not semantic.tables_stored(fresh)
+    search_schema(school, SearchSchema(query="pupils"))  # starts the build; ranks without vectors
+    assert fresh.semantic is None
+    assert semantic.attach(fresh, wait=True) is not None
+    assert semantic.tables_stored(fresh)
+
+    ranked_with: list[CatalogVectors] = []
+    similarities = CatalogVectors.similarities
+
+    def spy(self: CatalogVectors, question: np.ndarray):  # type: ignore[no-untyped-def]
+        ranked_with.append(self)
+        return similarities(self, question)
+
+    monkeypatch.setattr(CatalogVectors, "similarities", spy)
+    school.caches.clear()  # the next process: a new index over the same catalog
+    later = ToolContext(sources=school.sources)
+    search_schema(later, SearchSchema(query="pupils"))
+    index = search_index(later, later.source(None))
+    assert index is not fresh and ranked_with == [index.semantic]  # the first search ranked with them
