@@ -1,13 +1,13 @@
 """The embedding model's forward pass on ONNX Runtime, when it is installed: the same BERT encoder as
 embeddings.MiniLM._forward (the same weights, float32, the exact GELU), written as an ONNX graph in
-memory from the loaded arrays — nothing is downloaded or written to disk.
+memory from the loaded arrays (onnx_proto.py) — nothing is downloaded or written to disk.
 
 Why: its fused kernels run the forward in one native call, ~1.4x faster than numpy's ~150 calls on
 one core (a 64-token question: 28.5 -> 19.8 ms on a busy 2-core machine; search_schema's warm p95 on
 COVID19_USA 60.7 -> 44.6 ms in the same run). Encoding in a thread beside the lexical scoring (ONNX
 Runtime does not hold the GIL) was measured too and left out: on a busy machine it made the p95 worse
 (54.9 ms). Vectors match the numpy forward's to ~3e-7 (tests/tools/search/test_embeddings.py). Without
-`onnxruntime` and `onnx`, or if either fails, the numpy forward runs and nothing else changes."""
+`onnxruntime`, or if it fails, the numpy forward runs and nothing else changes."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
+
+from flexsql.tools.search import onnx_proto as proto
 
 if TYPE_CHECKING:
     from flexsql.tools.search.embeddings import MiniLM
@@ -34,11 +36,8 @@ class _Graph:
     are not copied into a protobuf, its serialisation and the session on top of the arrays."""
 
     def __init__(self) -> None:
-        from onnx import TensorProto, helper, numpy_helper
-
-        self.tensor_proto, self.helper, self.numpy_helper = TensorProto, helper, numpy_helper
-        self.nodes: list[Any] = []
-        self.inits: list[Any] = []
+        self.nodes: list[bytes] = []
+        self.inits: list[bytes] = []
         self.externals: dict[str, npt.NDArray[Any]] = {}
         self._n = 0
 
@@ -46,24 +45,16 @@ class _Graph:
         self._n += 1
         name = f"c{self._n}"
         array = np.ascontiguousarray(array)
-        if array.size < EXTERNAL_ELEMENTS:
-            self.inits.append(self.numpy_helper.from_array(array, name))
-            return name
-        tensor = self.tensor_proto()
-        tensor.name = name
-        tensor.data_type = self.helper.np_dtype_to_tensor_dtype(array.dtype)
-        tensor.dims.extend(array.shape)
-        tensor.data_location = self.tensor_proto.EXTERNAL
-        where = tensor.external_data.add()
-        where.key, where.value = "location", "memory"  # given as an OrtValue, never read from a file
-        self.inits.append(tensor)
-        self.externals[name] = array
+        external = array.size >= EXTERNAL_ELEMENTS
+        self.inits.append(proto.tensor(name, array, external=external))
+        if external:
+            self.externals[name] = array
         return name
 
     def op(self, kind: str, *inputs: str, **attrs: Any) -> str:
         self._n += 1
         name = f"t{self._n}"
-        self.nodes.append(self.helper.make_node(kind, list(inputs), [name], **attrs))
+        self.nodes.append(proto.node(kind, inputs, [name], **attrs))
         return name
 
 
@@ -71,8 +62,6 @@ def build_graph(m: MiniLM) -> tuple[bytes, dict[str, npt.NDArray[Any]]]:
     """The serialised ONNX model of `m`'s encoder, and the weights it names (by initialiser name, to
     hand over as memory): inputs ids (B, L) int64, positions (L) int64 and mask (B, L) float32; output
     (B, hidden) unit vectors, mean-pooled over the mask."""
-    from onnx import TensorProto, helper
-
     g = _Graph()
     h, heads = m.hidden, m.heads
     d = h // heads
@@ -124,21 +113,18 @@ def build_graph(m: MiniLM) -> tuple[bytes, dict[str, npt.NDArray[Any]]]:
     summed = g.op("ReduceSum", g.op("Mul", x, mask3), tokens, keepdims=0)
     count = g.op("Max", g.op("ReduceSum", mask3, tokens, keepdims=0), g.const(np.array(1e-9, f32)))
     pooled = g.op("Div", summed, count)
-    g.nodes.append(helper.make_node("LpNormalization", [pooled], ["vectors"], axis=-1, p=2))
-    graph = helper.make_graph(
+    g.nodes.append(proto.node("LpNormalization", [pooled], ["vectors"], axis=-1, p=2))
+    data = proto.model(
         g.nodes,
-        "sentence_encoder",
-        [
-            helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "tokens"]),
-            helper.make_tensor_value_info("positions", TensorProto.INT64, ["tokens"]),
-            helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["batch", "tokens"]),
-        ],
-        [helper.make_tensor_value_info("vectors", TensorProto.FLOAT, ["batch", h])],
         g.inits,
+        [
+            proto.value_info("ids", proto.INT64, ["batch", "tokens"]),
+            proto.value_info("positions", proto.INT64, ["tokens"]),
+            proto.value_info("mask", proto.FLOAT, ["batch", "tokens"]),
+        ],
+        [proto.value_info("vectors", proto.FLOAT, ["batch", h])],
+        opset=OPSET,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
-    model.ir_version = 8  # what onnxruntime releases since 1.14 read
-    data: bytes = model.SerializeToString()
     return data, g.externals
 
 
@@ -168,9 +154,8 @@ class OnnxForward:
 
 
 def onnx_forward(m: MiniLM) -> OnnxForward | None:
-    """`m`'s forward on ONNX Runtime, or None when onnxruntime or onnx is missing or fails."""
+    """`m`'s forward on ONNX Runtime, or None when onnxruntime is missing or fails."""
     try:
-        import onnx  # noqa: F401
         import onnxruntime  # noqa: F401
     except ImportError:
         return None
