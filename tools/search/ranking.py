@@ -26,6 +26,7 @@ from flexsql.tools.engines import Source
 from flexsql.tools.runtime.context import SourceName, ToolContext
 from flexsql.tools.runtime.registry import ToolArgs, tool
 from flexsql.tools.runtime.schema import unlisted
+from flexsql.tools.search import embeddings
 from flexsql.tools.search.explain import column_hits, table_hits
 from flexsql.tools.search.index import SearchIndex, search_index
 from flexsql.tools.search.results import SchemaSearchResult
@@ -37,7 +38,7 @@ from flexsql.tools.values.index import ValueIndex
 from flexsql.tools.values.normalize import fold, normalize
 
 MAX_QUERY_CHARS = 2000
-FIRST_SEARCH_WAIT_S = 2.0  # the most a first search waits for stored table vectors (model load + read)
+FIRST_SEARCH_WAIT_S = 1.5  # the most a first search waits for stored table vectors (model load + read)
 
 
 class SearchSchema(ToolArgs):
@@ -63,6 +64,7 @@ def search_schema(ctx: ToolContext, args: SearchSchema) -> SchemaSearchResult:
         )
     started = time.perf_counter()
     src = ctx.source(args.source)
+    embeddings.model()  # a first search starts loading the model here: it loads while the index builds
     engine = search_index(ctx, src)
     if engine.params.semantic_weight or engine.params.semantic_column_weight:
         # starts the table vectors in the background, and this search ranks without them — unless the
