@@ -197,7 +197,14 @@ def format_instruction(stage: str, plans: int = 4, tools: bool = True) -> str:
     """What the system message says about the final answer (the schema, in words and as JSON); the
     plan count K is stated here and nowhere else in a request."""
     schema = json.dumps(output_schema(stage, plans), separators=(",", ":"))
-    extra = f" Write exactly {plans} plans." if stage == "plan" else ""
+    extra = ""
+    if stage == "plan":
+        # one plan cannot cover several readings or check one by a second method: say what it is for
+        extra = (
+            f" Write exactly {plans} plans."
+            if plans > 1
+            else " Write exactly 1 plan: the most likely reading, by its most direct method."
+        )
     lead = "When you have what you need, stop calling tools and reply" if tools else "Reply"
     return f"{lead} with ONE JSON object and nothing else.{extra} Its JSON schema: {schema}"
 

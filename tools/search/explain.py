@@ -88,18 +88,18 @@ def _table_hit(s: SearchState, ti: int) -> TableHit:
 
 
 def _meaning(s: SearchState, ti: int) -> str | None:
-    """'close in meaning to the question: the table 0.48, column pupil_name 0.61', when the embedding
-    similarity is at least half of the table's score."""
+    """'close in meaning to the question (cosine: the table 0.48, column pupil_name 0.61)', when the
+    embedding similarity is at least half of the table's score (the table: its name and columns' text)."""
     found = s.semantic.get(ti)
     if found is None or found[0] < 0.5 * s.scores[ti]:
         return None
     added, table_cos, column_cos = found
-    text = f"close in meaning to the question: the table {table_cos:.2f}"
+    text = f"close in meaning to the question (cosine: the table {table_cos:.2f}"
     cols = s.engine.table_columns[ti]
     if s.column_cos is not None and cols:
         best = max(cols, key=lambda ci: float(s.column_cos[ci]))
         text += f", column {s.engine.columns[best][1]} {column_cos:.2f}"
-    return text
+    return text + ")"
 
 
 def _quote_words(terms: list[str], words: dict[str, str]) -> str:
