@@ -163,7 +163,9 @@ def test_meaning_brings_in_a_table_that_shares_no_word(
     )
     fused = search_schema(school, SearchSchema(query=query, limit=3))
     assert fused.tables[0].table.endswith(".student")
-    assert any(w.startswith("close in meaning to the question (cosine: the table 1.00") for w in fused.tables[0].why)
+    assert any(
+        w.startswith("close in meaning to the question (cosine: the table 1.00") for w in fused.tables[0].why
+    )
 
 
 def test_words_still_count_beside_meaning(school: ToolContext, monkeypatch: pytest.MonkeyPatch) -> None:
