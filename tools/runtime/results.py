@@ -67,10 +67,8 @@ class StoreBudget:
         self.max_bytes = max_bytes
         # the working memory of running statements (engines/gate.py): `statements` slots, each holding
         # `statement_bytes` while its statement runs — together at most half of the budget
-        self.statements = statements
         self.statement_bytes = min(statement_bytes, max_bytes // (2 * statements)) if statements else 0
         self._working = 0
-        self._running = 0
         self.lock = threading.RLock()
         # (store key, result id) -> bytes, least recently used first
         self._lru: OrderedDict[tuple[int, str], int] = OrderedDict()
@@ -124,13 +122,11 @@ class StoreBudget:
             self._evict_lru(self.max_bytes - size)
             if self._held() + size > self.max_bytes:
                 return False
-            self._running += 1
             self._working += size
             return True
 
     def release_working(self, size: int) -> None:
         with self.lock:
-            self._running = max(self._running - 1, 0)
             self._working = max(self._working - size, 0)
 
     def _join(self, store: ResultStore) -> int:
