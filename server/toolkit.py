@@ -115,7 +115,8 @@ async def run_spec(
     """Validate and run one call; a cancelled call cancels its query on the engine."""
     hooks = CancelHooks()
     token = active_cancel_hooks.set(hooks)
-    owner = statement_owner.set(env.principal.key)  # one client holds at most half the statement slots
+    # one client holds at most half of the statement slots; the one local client (stdio) may hold all
+    owner = statement_owner.set(None if env.principal == LOCAL else env.principal.key)
     try:
         if spec.is_async:
             with CALLS_IN_FLIGHT:

@@ -9,8 +9,9 @@ own timeout), and each running statement holds `allowance` bytes ([limits] state
 server's memory budget (`WorkingMemory`, the result store's budget), which evicts stored results to
 make room for it.
 
-One client (`statement_owner`, the server's principal for the call) holds at most half of the slots:
-a client that keeps slow queries running cannot make every other client's `SELECT 1` wait."""
+One client (`statement_owner`, the server's principal for the call: an HTTP session or token) holds
+at most half of the slots: a client that keeps slow queries running cannot make every other client's
+`SELECT 1` wait. The one local client (stdio, the CLI) is not told apart: it may hold them all."""
 
 from __future__ import annotations
 
