@@ -105,6 +105,12 @@ class StoreBudget:
         while self._held() > until and self._lru:
             self._evict(next(iter(self._lru)))
 
+    def _room_for(self, size: int) -> bool:
+        """Under `lock`: evict least recently used results until `size` more bytes fit; False when even
+        with none left they do not (claims and running statements cannot be evicted)."""
+        self._evict_lru(self.max_bytes - size)
+        return self._held() + size <= self.max_bytes
+
     def _evict(self, victim: tuple[int, str]) -> None:
         """Under `lock`: drop one result from its store and from the budget."""
         owner, evicted = victim
@@ -119,8 +125,7 @@ class StoreBudget:
         when even with no result left the fetches in progress and the other running statements fill
         the budget — the gate then waits for them."""
         with self.lock:
-            self._evict_lru(self.max_bytes - size)
-            if self._held() + size > self.max_bytes:
+            if not self._room_for(size):
                 return False
             self._working += size
             return True
@@ -160,8 +165,7 @@ class StoreBudget:
         least recently used results of any store are evicted for it; False when even with none
         left the reservations in flight fill the budget. Release it with `unreserve`."""
         with self.lock:
-            self._evict_lru(self.max_bytes - size)
-            if self._held() + size > self.max_bytes:
+            if not self._room_for(size):
                 return False
             self._reserved += size
             return True
