@@ -7,10 +7,12 @@ import re
 
 from pydantic import BaseModel, Field
 
-from flexsql.errors import InvalidArgument
+from flexsql.errors import FlexSQLError, InvalidArgument
 from flexsql.tools.engines import Catalog, FetchLimits, TableInfo
-from flexsql.tools.engines.families import family_of, named_families, reads_all
-from flexsql.tools.engines.paths import NestedPath, infer_paths, remember_paths
+from flexsql.tools.engines.families import family_of, named_families, reads_all, summed_rows
+from flexsql.tools.engines.nested_sample import NestedSample, nested_paths
+from flexsql.tools.engines.paths import MAX_PATHS, NestedPath
+from flexsql.tools.engines.row_counts import estimate_note, rows_text
 from flexsql.tools.runtime.context import SourceName, ToolContext
 from flexsql.tools.runtime.registry import ToolArgs, ToolResult, tool
 from flexsql.tools.runtime.render import TextBudget, cell_text
@@ -94,6 +96,8 @@ class TableEntry(BaseModel):
     kind: str  # table, view or family
     columns: int
     row_estimate: int | None = None
+    rows_exact: bool = False  # counted; else row_estimate is the engine's estimate, from rows_from
+    rows_from: str | None = None
     comment: str | None = None
     family_size: int | None = None
     family_range: str | None = None
@@ -121,10 +125,15 @@ class TableList(ToolResult):
                 parts.append("[view]")
             parts.append(f"{t.columns} cols")
             if t.row_estimate is not None:
-                parts.append(f"~{t.row_estimate} rows")
+                parts.append(rows_text(t.row_estimate, t.rows_exact))
             if t.comment:
                 parts.append("— " + cell_text(t.comment, 80))
             lines.append(" ".join(parts))
+        note = estimate_note(
+            [t.rows_from for t in self.tables if t.row_estimate is not None and not t.rows_exact]
+        )
+        if note:
+            lines.append(note)
         shown = len(self.tables)
         if self.next_cursor:
             lines.append(
@@ -211,17 +220,21 @@ def list_tables(ctx: ToolContext, args: ListTables) -> TableList:
                     kind=first.kind,
                     columns=len(first.columns),
                     row_estimate=first.row_estimate,
+                    rows_exact=first.rows_exact,
+                    rows_from=None if first.rows_exact else first.rows_from,
                     comment=first.comment,
                 )
             )
         else:
-            estimates = [m.row_estimate for m in members if m.row_estimate is not None]
+            rows, exact, source = summed_rows(members)
             items.append(
                 TableEntry(
                     name=name,
                     kind="family",
                     columns=len(first.columns),
-                    row_estimate=sum(estimates) if estimates else None,
+                    row_estimate=rows,
+                    rows_exact=exact,
+                    rows_from=source,
                     comment=first.comment,
                     family_size=len(members),
                     family_range=f"{members[0].name} … {members[-1].name}",
@@ -262,7 +275,8 @@ class ColumnDescription(BaseModel):
     inferred_why: str | None = None
     comment: str | None = None
     examples: list[str] = []
-    paths: list[NestedPath] = []  # keys inside a nested column, inferred from the sample rows
+    paths: list[NestedPath] = []  # keys inside a nested column, from samples of its values
+    more_paths: int = 0  # paths found past those listed (search_schema indexes them all)
 
 
 class TableDescription(ToolResult):
@@ -271,10 +285,13 @@ class TableDescription(ToolResult):
     kind: str
     comment: str | None = None
     row_estimate: int | None = None
+    rows_exact: bool = False  # counted; else row_estimate is the engine's estimate, from rows_from
+    rows_from: str | None = None
     columns: list[ColumnDescription]
     total_columns: int
     truncated: bool = False
     family: str | None = None
+    paths_from: str | None = None  # where a family's nested paths were found: "values of 32 of 92 tables"
 
     def to_text(self, budget: TextBudget = TextBudget()) -> str:
         """Every column, fitted to the budget: a wide warehouse table (91 columns with long
@@ -322,7 +339,9 @@ class TableDescription(ToolResult):
     def _text(self, budget: TextBudget, comment_chars: int, examples: bool, why: bool = True) -> str:
         head = f"{self.table} ({self.kind}"
         if self.row_estimate is not None:
-            head += f", ~{self.row_estimate} rows"
+            head += ", " + rows_text(self.row_estimate, self.rows_exact)
+            if not self.rows_exact and self.rows_from:
+                head += f" estimated from {self.rows_from}"
         head += ")"
         if self.comment:
             head += " — " + cell_text(self.comment, 200)
@@ -353,8 +372,15 @@ class TableDescription(ToolResult):
                 f"  - {p.path} {p.type}" + (" e.g. " + ", ".join(p.examples) if p.examples else "")
                 for p in c.paths
             ]
+            if c.more_paths:
+                lines.append(
+                    f"  - … {c.more_paths} more paths"
+                    + (" (search_schema finds them)" if budget.offers("search_schema") else "")
+                )
         hint = _paths_hint([p.path for c in self.columns for p in c.paths], budget)
         if hint:
+            if self.paths_from:
+                hint += f" (paths from {self.paths_from})"
             lines.append(hint)
         if self.truncated:
             lines.append(
@@ -379,20 +405,26 @@ EXAMPLE_CHARS = 1500  # the examples of all columns together, before each is cut
 
 def example_values(
     ctx: ToolContext, table: TableInfo, source_name: str, per_column: int = 3
-) -> tuple[dict[str, list[str]], dict[str, list[NestedPath]]]:
+) -> tuple[dict[str, list[str]], dict[str, list[NestedPath]], NestedSample]:
     """A few distinct non-NULL values per column from the first rows, and the paths inside nested
-    columns found in those rows (cached per table)."""
+    columns: those of every shard of the table's column set (or family), found where values are
+    (nested_sample.py). Cached per table."""
     src = ctx.source(source_name)
     # kept with the catalog object, so a refresh (a new catalog) never serves the old examples
-    cache: dict[str, tuple[dict[str, list[str]], dict[str, list[NestedPath]]]] = src.catalog().derived(
-        "describe_examples", dict
+    cache: dict[str, tuple[dict[str, list[str]], dict[str, list[NestedPath]], NestedSample]] = (
+        src.catalog().derived("describe_examples", dict)
     )
     key = table.qualified
     if key in cache:
         return cache[key]
+    budget = min(ctx.limits.query_timeout_s, 10.0)
+    sample = nested_paths(src, path_shards(src.catalog(), table), budget, probe_text=not src.engine.cloud)
+    by_name = {name.lower(): found for name, found in sample.paths.items()}
     columns = table.columns[:MAX_DESCRIBE_COLUMNS]
     examples: dict[str, list[str]] = {c.name: [] for c in columns}
-    paths: dict[str, list[NestedPath]] = {}
+    paths: dict[str, list[NestedPath]] = {
+        c.name: by_name[c.name.lower()] for c in columns if c.name.lower() in by_name
+    }
     try:
         result = src.execute(
             f"SELECT * FROM {src.engine.quote_table(table)} LIMIT 50",
@@ -400,19 +432,15 @@ def example_values(
             limits=FetchLimits(max_rows=50, count_limit=50),
         )
     except Exception:  # examples are a nicety: a slow or odd table still gets described
-        cache[key] = examples, paths
-        return examples, paths
+        cache[key] = examples, paths, sample
+        return cache[key]
     index = {name: i for i, name in enumerate(result.columns)}
     # a narrow table (a code table: code, description) shows its texts whole up to 160 characters; a
     # wide one keeps each example short so the description stays readable
     example_chars = max(40, min(160, EXAMPLE_CHARS // max(len(columns) * per_column, 1)))
     for col in columns:
         i = index.get(col.name)
-        if i is None:
-            continue
-        found = infer_paths(col.name, [row[i] for row in result.rows])
-        if found:  # the paths carry the examples that matter, not a blob's first characters
-            paths[col.name] = found
+        if i is None or col.name in paths:  # the paths carry the examples that matter, not a blob's start
             continue
         seen: list[str] = []
         for row in result.rows:
@@ -425,14 +453,24 @@ def example_values(
             if len(seen) >= per_column:
                 break
         examples[col.name] = seen
-    cache[key] = examples, paths
-    remember_paths(
-        src.catalog(),
-        table.qualified,
-        [(p.path, p.type) for found in paths.values() for p in found],
-        typed=True,
-    )
-    return examples, paths
+    cache[key] = examples, paths, sample
+    return cache[key]
+
+
+def path_shards(catalog: Catalog, table: TableInfo) -> list[TableInfo]:
+    """The tables whose nested values describe `table`'s paths: a family's shards, a shard's column set
+    (a warehouse's schema does not depend on which rows a sample hit), else the table itself."""
+    if table.shards:
+        return list(table.shards)
+    label = family_of(catalog, table)
+    if label is not None:
+        try:
+            family = catalog.resolve(label.name)
+        except FlexSQLError:
+            return [table]
+        if family.shards:
+            return list(family.shards)
+    return [table]
 
 
 DESCRIBE_MIN_WEIGHT = 0.5  # weaker inferred links (a shared plain name) are left to find_join_path
@@ -473,7 +511,7 @@ def describe_table(ctx: ToolContext, args: DescribeTable) -> TableDescription:
         for col, ref in zip(fk.columns, fk.ref_columns or [""] * len(fk.columns), strict=False):
             fk_by_col[col] = f"{fk.ref_table}.{ref}" if ref else fk.ref_table
     inferred = _inferred_references(catalog, info, set(fk_by_col))
-    examples, paths = example_values(ctx, info, src.name)
+    examples, paths, sample = example_values(ctx, info, src.name)
     family = None
     if info.shards:  # a family read as one table
         family = (
@@ -495,18 +533,27 @@ def describe_table(ctx: ToolContext, args: DescribeTable) -> TableDescription:
             inferred_why=inferred.get(c.name, (None, None))[1],
             comment=c.comment,
             examples=examples.get(c.name, []),
-            paths=paths.get(c.name, []),
+            paths=paths.get(c.name, [])[:MAX_PATHS],
+            more_paths=max(len(paths.get(c.name, [])) - MAX_PATHS, 0),
         )
         for c in info.columns[:MAX_DESCRIBE_COLUMNS]
     ]
+    paths_from = None
+    if paths and (sample.shards > 1 or not sample.complete):
+        paths_from = f"values of {sample.shards_read} of {sample.shards} tables" + (
+            "" if sample.complete else " (time ran out before the others)"
+        )
     return TableDescription(
         source=src.name,
         table=info.qualified,
         kind="family" if info.shards else info.kind,
         comment=info.comment,
         row_estimate=info.row_estimate,
+        rows_exact=info.rows_exact,
+        rows_from=None if info.rows_exact else info.rows_from,
         columns=columns,
         total_columns=len(info.columns),
         truncated=len(info.columns) > MAX_DESCRIBE_COLUMNS,
         family=family,
+        paths_from=paths_from,
     )

@@ -97,10 +97,16 @@ class PythonResult(ToolResult):
                 "run_python" + (f"; usable in {' and '.join(usable)})" if usable else ")")
             )
             used = sum(len(line) + 1 for line in lines)
+            shortened: list[str] = []
             table, shown = table_text(
-                self.columns, self.rows, cell_chars=cell_chars, max_chars=max(500, max_chars - used - 200)
+                self.columns,
+                self.rows,
+                cell_chars=cell_chars,
+                max_chars=max(500, max_chars - used - 200),
+                notes=shortened,
             )
             lines.append(table)
+            lines += [f"note: {note}" for note in shortened]
             if shown < total:
                 more = (
                     f"fetch_rows(result_id={self.result_id!r}, offset={shown}) for more"

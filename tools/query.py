@@ -51,15 +51,24 @@ class QueryOutput(ToolResult):
         if not self.columns:
             return f"{self.result_id}: statement returned no result set ({self.elapsed_ms:g} ms)"
         # room for the head line and both notes below the table (the truncation and cells-cut lines)
-        table, shown = table_text(self.columns, self.rows, cell_chars=cell_chars, max_chars=max_chars - 320)
+        shortened: list[str] = []
+        table, shown = table_text(
+            self.columns, self.rows, cell_chars=cell_chars, max_chars=max_chars - 320, notes=shortened
+        )
         first, last = self.offset + 1, self.offset + shown
         head = f"{self.result_id}: {total} rows, {len(self.columns)} cols, {self.elapsed_ms:g} ms"
         lines = [head, table]
         if self.total_rows == 0:
             hint = self.hint or NO_ROWS_FILTERED
             if hint.startswith(NO_ROWS_FILTERED):
+                # an empty answer can be the right one: it is not called a mistake, only how to tell
                 check = budget.offered("distinct_values", "find_values")
-                hint += f" — look values up with {' / '.join(check)}" if check else ""
+                hint += (
+                    f" — if a literal is unchecked, look it up ({' / '.join(check)}); with the literals "
+                    "checked, no such rows exist and the empty result stands"
+                    if check
+                    else " — with the literals checked, no such rows exist and the empty result stands"
+                )
             elif hint == NO_ROWS_JOINED and budget.offers("sample_rows"):
                 hint += " (sample_rows of each side)"
             lines.append(hint)
@@ -78,7 +87,7 @@ class QueryOutput(ToolResult):
                 f"cells cut: {self.cells_cut} value(s) were too big to keep whole and end in a '…' marker; "
                 "select a part (substr, length) to read them"
             )
-        lines += [f"note: {note}" for note in self.notes]
+        lines += [f"note: {note}" for note in [*shortened, *self.notes]]
         lines += [f"family: {read}" for read in self.families]
         return "\n".join(lines)
 
@@ -112,7 +121,7 @@ def has_top_level_order(sql: str, dialect: str) -> bool:
     return orders_result(sql, dialect)
 
 
-NO_ROWS_FILTERED = "no rows matched: check filter literals against real values"
+NO_ROWS_FILTERED = "no rows matched the filters"
 NO_ROWS_JOINED = (
     "no rows: the joins matched nothing — check that the join keys hold the same values on both sides"
 )
@@ -129,7 +138,7 @@ def _empty_hint(sql: str, dialect: str) -> str:
     if tree is None or any(tree.find_all(exp.Where, exp.Having, exp.Qualify)):
         hint = NO_ROWS_FILTERED
         if "'" in sql:
-            hint += "; string comparisons are case- and spelling-sensitive"
+            hint += " (string comparisons are case- and spelling-sensitive)"
         return hint
     if any(j.args.get("on") or j.args.get("using") for j in tree.find_all(exp.Join)):
         return NO_ROWS_JOINED
@@ -193,7 +202,10 @@ def sample_rows(ctx: ToolContext, args: SampleRows) -> QueryOutput:
     sql = select_sql(src.engine, info, args.columns, condition) + f" LIMIT {limit}"
     output = run_query(ctx, RunQuery(sql=sql, max_rows=limit, source=src.name))
     if output.total_rows == 0 and where:
-        output.hint = f"no rows where {where}: check the literal's spelling against real values"
+        output.hint = (
+            f"no rows where {where}: if a literal is unchecked, compare its spelling with real values; "
+            "with the literals checked, no such rows exist"
+        )
     return output
 
 

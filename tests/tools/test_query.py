@@ -142,7 +142,7 @@ def test_hints_name_only_the_tools_the_reader_can_call(notes):
     empty = run_query(ctx, RunQuery(sql="SELECT id FROM notes WHERE body = 'nope'"))
     assert "distinct_values / find_values" in empty.to_text()
     only_values = empty.to_text(TextBudget(tools=frozenset({"run_query", "find_values"})))
-    assert "look values up with find_values" in only_values and "distinct_values" not in only_values
+    assert "look it up (find_values)" in only_values and "distinct_values" not in only_values
     bare = empty.to_text(TextBudget(tools=frozenset({"run_query"})))
     assert "no rows matched" in bare and "find_values" not in bare and "distinct_values" not in bare
     many = run_query(ctx, RunQuery(sql="SELECT range AS n FROM range(500)"))
@@ -159,9 +159,10 @@ def test_an_empty_result_is_explained_by_what_the_query_does(notes):
     def hint(sql: str) -> str:
         return run_query(ctx, RunQuery(sql=sql)).to_text().splitlines()[-1]
 
-    assert hint("SELECT id FROM notes WHERE body = 'nope'").startswith(
-        "no rows matched: check filter literals"
-    )
+    filtered = hint("SELECT id FROM notes WHERE body = 'nope'")
+    assert filtered.startswith("no rows matched the filters") and "find_values" in filtered
+    # an empty result over checked literals is an answer, not a mistake: the hint says it stands
+    assert "the empty result stands" in filtered
     joined = hint("SELECT a.id FROM notes a JOIN notes b ON a.id = b.id + 10")
     assert "joins matched nothing" in joined and "sample_rows" in joined and "filter" not in joined
     assert hint("SELECT * FROM range(0)") == "no rows: the tables it reads are empty"

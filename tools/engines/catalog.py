@@ -43,7 +43,9 @@ class TableInfo(BaseModel):
     columns: list[Column] = []
     foreign_keys: list[ForeignKey] = []
     comment: str | None = None
-    row_estimate: int | None = None
+    row_estimate: int | None = None  # rows: counted (rows_exact) or the engine's estimate
+    rows_exact: bool = False
+    rows_from: str | None = None  # where an estimate came from ("sqlite_stat1", "pg_class.reltuples")
 
     model_config = {"populate_by_name": True}
     # DuckDB: the catalog (database) name to prefix when the schema's name is also a catalog's name

@@ -24,6 +24,7 @@ from flexsql.tools.engines.catalog import Catalog, Column, ForeignKey, TableInfo
 from flexsql.tools.engines.engine import CellCap, Engine
 from flexsql.tools.engines.fetch import FetchLimits, collect, fetch_batches, plan_cells
 from flexsql.tools.engines.paths import json_path, text_type
+from flexsql.tools.engines.row_counts import count_rows, worth_counting
 from flexsql.tools.engines.source import EngineMemory, RunOutput, SafetyReport, Source, file_data_versions
 from flexsql.tools.engines.urls import file_path_of
 
@@ -60,8 +61,12 @@ class DuckDB(Engine):
         return f"isinf({expr})" if type_name.upper() in _TIME_TYPES else None
 
     # paths: json_extract_string over the JSON (STRUCT and MAP values turned to JSON first)
+    def json_text(self, expr: str, column_type: str) -> str:
+        return f"CAST({_json(expr, column_type)} AS VARCHAR)"
+
     def path_value(self, column_sql: str, column_type: str, keys: Sequence[str]) -> str:
-        return f"json_extract_string({_json(column_sql, column_type)}, {self.literal(json_path(keys))})"
+        # a JSON pointer (/a/b): any key spells in it, the empty key too, which `$.""` cannot
+        return f"json_extract_string({_json(column_sql, column_type)}, {self.literal(_pointer(keys))})"
 
     def path_elements(
         self,
@@ -72,8 +77,20 @@ class DuckDB(Engine):
         after: Sequence[str],
         alias: str,
     ) -> str:
-        path = self.literal(json_path(before, array=True, after=after))
-        return f"SELECT unnest(json_extract_string({_json(column_sql, column_type)}, {path})) AS {alias} FROM {table_sql}"
+        doc = _json(column_sql, column_type)
+        if "" not in before and "" not in after:
+            path = self.literal(json_path(before, array=True, after=after))
+            return f"SELECT unnest(json_extract_string({doc}, {path})) AS {alias} FROM {table_sql}"
+        # an empty key: the array by pointer, each element's value by pointer
+        array = f"json_extract({doc}, {self.literal(_pointer(before))})" if before else doc
+        value = f"json_extract_string(flexsql_e, {self.literal(_pointer(after))})" if after else "flexsql_e"
+        elements = f"SELECT unnest(CAST({array} AS JSON[])) AS flexsql_e FROM {table_sql}"
+        return f"SELECT {value} AS {alias} FROM ({elements}) AS flexsql_u"
+
+
+def _pointer(keys: Sequence[str]) -> str:
+    """A JSON pointer (RFC 6901) to `keys`: '~' and '/' inside a key escaped as ~0 and ~1."""
+    return "".join("/" + k.replace("~", "~0").replace("/", "~1") for k in keys)
 
 
 class DuckDBSource(Source):
@@ -258,7 +275,13 @@ class DuckDBSource(Source):
                 "WHERE NOT internal AND NOT temporary ORDER BY schema_name, table_name"
             ).fetchall():
                 tables[(schema, name)] = TableInfo(
-                    schema_name=schema, name=name, kind="table", comment=comment, row_estimate=estimate
+                    schema_name=schema,
+                    name=name,
+                    kind="table",
+                    comment=comment,
+                    row_estimate=estimate,
+                    # rows ever stored: deleted ones count until the file is vacuumed
+                    rows_from="DuckDB's table metadata",
                 )
             for schema, name, comment in cur.execute(
                 "SELECT schema_name, view_name, comment FROM duckdb_views() "
@@ -309,7 +332,15 @@ class DuckDBSource(Source):
             for info in tables.values():  # "sales"."orders" is ambiguous when a catalog is named sales too
                 if info.schema_name.lower() in catalogs:
                     info.sql_catalog = current
-            return Catalog(tables=list(tables.values()), default_schema=default)
+
+            def run(sql: str, timeout_s: float) -> list[tuple[Any, ...]]:
+                with Deadline(timeout_s, cur.interrupt):
+                    rows: list[tuple[Any, ...]] = cur.execute(sql).fetchall()
+                    return rows
+
+            listed = list(tables.values())
+            count_rows(worth_counting(listed, lambda t: t.row_estimate), self.engine, run)
+            return Catalog(tables=listed, default_schema=default)
 
     # -- execution ------------------------------------------------------------------------------
     def _run(self, sql: str, timeout_s: float, limits: FetchLimits) -> RunOutput:
@@ -392,7 +423,19 @@ def _cap(expr: str, kind: Any, chars: int, top: bool = False) -> CellCap | None:
     prints in 2 bytes or more), a struct field by field; anything else (maps, lists of text, arrays)
     as its text when that is over the cap — only at the top, where an extra column can carry it."""
     type_id = kind.id
-    if type_id == "varchar":  # JSON too; strlen counts bytes (cheap), substr characters
+    if type_id == "varchar" and str(kind) == "JSON":
+        # a cut document is no JSON: cast back to JSON it fails the query ("Malformed JSON"), so its
+        # prefix comes as text beside it, the value itself NULL — a struct field of JSON has no room
+        # for that: the struct is cut as text at the top
+        if not top:
+            return None
+        text = f"CAST({expr} AS VARCHAR)"
+        over = f"strlen({text}) > {chars}"
+        return CellCap(
+            f"CASE WHEN {over} THEN NULL ELSE {expr} END",
+            text=f"CASE WHEN {over} THEN substr({text}, 1, {chars + 1}) END",
+        )
+    if type_id == "varchar":  # strlen counts bytes (cheap), substr characters
         return CellCap(
             f"CASE WHEN strlen({expr}) > {chars} THEN substr({expr}, 1, {chars + 1}) ELSE {expr} END"
         )

@@ -264,17 +264,30 @@ def family_table(catalog: Catalog, name: str) -> TableInfo | None:
     for t in members:
         for c in t.columns:
             columns.setdefault(c.name.lower(), c.model_copy(update={"primary_key": False}))
-    estimates = [t.row_estimate for t in members if t.row_estimate is not None]
+    rows, exact, source = summed_rows(members)
     first = members[0]
     return first.model_copy(
         update={
             "name": last,
             "columns": list(columns.values()),
             "foreign_keys": [],
-            "row_estimate": sum(estimates) if estimates else None,
+            "row_estimate": rows,
+            "rows_exact": exact,
+            "rows_from": source,
             "shards": members,
         }
     )
+
+
+def summed_rows(members: Sequence[TableInfo]) -> tuple[int | None, bool, str | None]:
+    """A family's rows: the sum of its shards' (None when none has a figure), exact when every shard
+    was counted, else an estimate from the first source an uncounted shard names."""
+    figures = [t.row_estimate for t in members if t.row_estimate is not None]
+    if not figures:
+        return None, False, None
+    exact = len(figures) == len(members) and all(t.rows_exact for t in members)
+    source = None if exact else next((t.rows_from for t in members if not t.rows_exact and t.rows_from), None)
+    return sum(figures), exact, source
 
 
 # -- SQL ----------------------------------------------------------------------------------------------
@@ -392,5 +405,6 @@ __all__ = [
     "pattern",
     "reads_all",
     "shape",
+    "summed_rows",
     "union_sql",
 ]

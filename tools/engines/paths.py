@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 MAX_DEPTH = 12
 MAX_PATHS = 40  # paths listed per column (the most often present first)
 MAX_EXAMPLES = 3
+MAX_KNOWN_PER_TABLE = (
+    4000  # paths recorded for search per table (every column's, nested_sample keeps 400 each)
+)
 _NESTED_TYPE = re.compile(r"JSON|VARIANT|OBJECT|STRUCT|MAP|ARRAY|\[\]|SUPER", re.IGNORECASE)
 _TEXT_TYPE = re.compile(r"CHAR|TEXT|STRING|CLOB", re.IGNORECASE)
 
@@ -43,6 +46,16 @@ def text_type(type_name: str) -> bool:
     return bool(_TEXT_TYPE.search(type_name)) or not type_name.strip()
 
 
+_BARE = re.compile(r"[^\W\d]\w*")  # an identifier-like key (unicode letters too) stays unquoted
+
+
+def key_text(key: str) -> str:
+    """One key (or the column) as a path spells it: bare when it is a plain word, else in double quotes
+    with a quote doubled (`"dot.key"`, `""`, `"q""uote"`), so that any key reads back exactly and a
+    condition that names it parses as SQL."""
+    return key if _BARE.fullmatch(key) else '"' + key.replace('"', '""') + '"'
+
+
 @dataclass(frozen=True)
 class PathSpec:
     """`hits[].page.pagePath` -> column hits, keys before the array [] (none), keys after [page, pagePath]."""
@@ -53,29 +66,90 @@ class PathSpec:
 
     @property
     def text(self) -> str:
-        out = ".".join((self.column, *self.before))
+        out = ".".join(key_text(k) for k in (self.column, *self.before))
         if self.after is not None:
-            out += "[]" + "".join("." + k for k in self.after)
+            out += "[]" + "".join("." + key_text(k) for k in self.after)
         return out
 
 
+def _segments(text: str) -> list[str | None]:
+    """`a."b.c"[].d` -> ['a', 'b.c', None, 'd']: names (quoted ones unquoted) and None for each `[]`."""
+    out: list[str | None] = []
+    i, n = 0, len(text)
+    expect_name = True
+    while i < n:
+        ch = text[i]
+        if expect_name:
+            if ch == '"':
+                j, name = i + 1, []
+                while True:
+                    end = text.find('"', j)
+                    if end < 0:
+                        raise InvalidArgument(
+                            f'path {text!r} has an unclosed quote: close it, doubling any " inside'
+                        )
+                    name.append(text[j:end])
+                    if text.startswith('"', end + 1):  # "" inside quotes is one quote
+                        name.append('"')
+                        j = end + 2
+                        continue
+                    i = end + 1
+                    break
+                out.append("".join(name))
+            else:
+                j = i
+                while j < n and text[j] not in '."[':
+                    j += 1
+                name_text = text[i:j].strip()
+                if not name_text:
+                    raise InvalidArgument(
+                        f"path {text!r} is not column.key[.key…] (e.g. trafficSource.source, hits[].page, "
+                        'j."dot.key" for a key that holds a dot or is empty)'
+                    )
+                out.append(name_text)
+                i = j
+            expect_name = False
+        elif text.startswith("[]", i):
+            out.append(None)
+            i += 2
+        elif ch == ".":
+            expect_name = True
+            i += 1
+        else:
+            raise InvalidArgument(
+                f"path {text!r} is not column.key[.key…]: after a name comes '.', '[]' or the end "
+                '(quote a key that holds a dot, quote or bracket: j."a.b")'
+            )
+    if expect_name and out:
+        raise InvalidArgument(f"path {text!r} ends in '.': name the key after it")
+    return out
+
+
 def parse_path(text: str) -> PathSpec | None:
-    """A path as tools take it; None when `text` has no '.' or '[]' (a plain column name)."""
+    """A path as tools take it; None when `text` names no key (a plain column name). Keys are bare words
+    or double-quoted (`j."dot.key"`, `j.""`)."""
     text = text.strip()
     if "." not in text and "[]" not in text:
         return None
-    head, sep, tail = text.partition("[]")
-    if "[]" in tail:
-        raise InvalidArgument(
-            f"path {text!r} goes through two arrays; distinct_values reads one ([] once): unnest the rest in SQL"
-        )
-    parts = head.split(".")
-    after = tuple(k for k in tail.split(".") if k) if sep else None
-    if not parts[0] or any(not p for p in parts[1:]):
+    parts = _segments(text)
+    if len(parts) < 2 or parts[0] is None:
+        if len(parts) == 1 and parts[0] is not None:
+            return None  # a quoted column name holding a dot: no key
         raise InvalidArgument(
             f"path {text!r} is not column.key[.key…] (e.g. trafficSource.source, hits[].page)"
         )
-    return PathSpec(parts[0], tuple(parts[1:]), after)
+    arrays = [i for i, p in enumerate(parts) if p is None]
+    if len(arrays) > 1:
+        raise InvalidArgument(
+            f"path {text!r} goes through two arrays; distinct_values reads one ([] once): unnest the rest in SQL"
+        )
+    names = [p for p in parts if p is not None]
+    if not arrays:
+        return PathSpec(names[0], tuple(names[1:]))
+    at = arrays[0]
+    before = tuple(p for p in parts[1:at] if p is not None)
+    after = tuple(p for p in parts[at + 1 :] if p is not None)
+    return PathSpec(names[0], before, after)
 
 
 # -- inference ----------------------------------------------------------------------------------------
@@ -91,7 +165,8 @@ class NestedPath(BaseModel):
 
 
 def as_document(value: Any) -> Any:
-    """A nested value as Python (dict/list), parsing JSON text; None for anything else."""
+    """A nested value as Python (dict/list), parsing JSON text; None for anything else (a document
+    nested too deep to parse is none either: it is shown and read as text)."""
     if isinstance(value, dict | list):
         return value
     if isinstance(value, str):
@@ -99,6 +174,8 @@ def as_document(value: Any) -> Any:
         if text[:1] in ("{", "["):
             try:
                 return json.loads(text)
+            except RecursionError:
+                return None
             except ValueError:
                 return _cut_document(text)
     return None
@@ -132,7 +209,7 @@ def _cut_document(text: str) -> Any:
         return None
     try:
         return json.loads(text[: last[0]] + last[1])
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 
@@ -150,41 +227,50 @@ def _type_of(value: Any) -> str:
     return "VARCHAR"
 
 
-def infer_paths(column: str, values: Iterable[Any]) -> list[NestedPath]:
+def infer_paths(column: str, values: Iterable[Any], limit: int = MAX_PATHS) -> list[NestedPath]:
     """The paths of the keys found in a column's sample values, with their types and a few examples:
     objects' keys as `col.key`, elements of arrays as `col[]` (`col[].key` when they are objects; value
-    tools read paths through one array, describe_table lists deeper ones too).
-    Leaves only, the most often present first, MAX_PATHS at most."""
+    tools read paths through one array, describe_table lists deeper ones too). A key whose every sampled
+    value is NULL is listed too, typed NULL: it exists, the sample only holds no value of it. Keys are
+    spelled as paths spell them (key_text). Leaves only, the most often present first, `limit` at most."""
     found: dict[str, NestedPath] = {}
+    head = key_text(column)
 
     def visit(path: str, value: Any, depth: int, seen: set[str]) -> None:
         if isinstance(value, dict):
             if depth >= MAX_DEPTH:
                 return
             for key, inner in value.items():
-                visit(f"{path}.{key}", inner, depth + 1, seen)
+                visit(f"{path}.{key_text(str(key))}", inner, depth + 1, seen)
         elif isinstance(value, list):
             if depth >= MAX_DEPTH:
                 return
             for inner in value[:20]:
                 visit(f"{path}[]", inner, depth + 1, seen)
-        elif value is not None and path != column:
-            entry = found.setdefault(path, NestedPath(path=path, type=_type_of(value)))
+        elif path != head:
+            kind = "NULL" if value is None else _type_of(value)
+            entry = found.get(path)
+            if entry is None:
+                entry = found[path] = NestedPath(path=path, type=kind)
+            elif entry.type == "NULL":
+                entry.type = kind
+            elif kind != "NULL" and entry.type != kind and {entry.type, kind} == {"BIGINT", "DOUBLE"}:
+                entry.type = "DOUBLE"
             if path not in seen:
                 entry.seen += 1
                 seen.add(path)
-            if entry.type != _type_of(value) and {entry.type, _type_of(value)} == {"BIGINT", "DOUBLE"}:
-                entry.type = "DOUBLE"
-            shown = _example(value)
-            if len(entry.examples) < MAX_EXAMPLES and shown not in entry.examples:
-                entry.examples.append(shown)
+            if value is not None:
+                shown = _example(value)
+                if len(entry.examples) < MAX_EXAMPLES and shown not in entry.examples:
+                    entry.examples.append(shown)
 
     for raw in values:
         doc = as_document(raw)
         if doc is not None:
-            visit(column, doc, 0, set())
-    ranked = sorted(found.values(), key=lambda p: (-p.seen, p.path.count("."), p.path))
-    return ranked[:MAX_PATHS]
+            visit(head, doc, 0, set())
+    # keys that hold values first: a NULL-only key says less than one with examples
+    ranked = sorted(found.values(), key=lambda p: (p.type == "NULL", -p.seen, p.path.count("."), p.path))
+    return ranked[:limit]
 
 
 def _example(value: Any) -> str:
@@ -227,7 +313,7 @@ def remember_paths(
         changed = False
         for path, type_ in paths:
             if path not in have:
-                if len(have) >= 4 * MAX_PATHS:
+                if len(have) >= MAX_KNOWN_PER_TABLE:
                     continue
             elif not typed or have[path] == (type_, True):
                 continue
@@ -336,8 +422,8 @@ def _condition_paths(engine: Engine, table: TableInfo, condition: str) -> str:
         parts = [p.name for p in node.parts]
         if len(parts) < 2 or not any(c.name.lower() == parts[0].lower() for c in table.columns):
             continue
-        try:
-            value, is_path = _value_sql(engine, table, ".".join(parts))
+        try:  # each part spelled as a path spells it: j."dot.key" is the key dot.key, not two keys
+            value, is_path = _value_sql(engine, table, ".".join(key_text(p) for p in parts))
         except (InvalidArgument, NotFoundError):
             continue
         if is_path:
@@ -368,6 +454,7 @@ __all__ = [
     "as_document",
     "infer_paths",
     "json_path",
+    "key_text",
     "KnownPath",
     "known_paths",
     "remember_paths",

@@ -32,7 +32,8 @@ from flexsql.tools.engines.cancel import Deadline, timeout_error
 from flexsql.tools.engines.catalog import Catalog, Column, ForeignKey, TableInfo
 from flexsql.tools.engines.engine import CellCap, Engine
 from flexsql.tools.engines.fetch import FetchLimits, collect, fetch_batches, plan_cells
-from flexsql.tools.engines.paths import json_path
+from flexsql.tools.engines.paths import json_path, text_type
+from flexsql.tools.engines.row_counts import count_rows, worth_counting
 from flexsql.tools.engines.source import RunOutput, SafetyReport, Source
 
 # Per-schema grants, not pg_read_all_data: that role can also read pg_authid (password hashes),
@@ -46,9 +47,16 @@ ALTER DEFAULT PRIVILEGES IN SCHEMA {schema} GRANT SELECT ON TABLES TO flexsql_re
 ALTER ROLE flexsql_reader SET default_transaction_read_only = on;
 -- not GRANT pg_read_all_data: it reads every schema and the password hashes in pg_authid"""
 
+# rows by ANALYZE's statistics (a partitioned table: its partitions'), and bytes on disk (which orders the
+# tables never analyzed for counting)
 _CATALOG_SQL = """
 SELECT n.nspname, c.relname, c.relkind, obj_description(c.oid, 'pg_class'),
-       CASE WHEN c.reltuples >= 0 THEN c.reltuples::bigint END
+       CASE WHEN c.relkind = 'p' THEN (SELECT sum(greatest(p.reltuples, 0))::bigint FROM pg_inherits i
+                                       JOIN pg_class p ON p.oid = i.inhrelid WHERE i.inhparent = c.oid)
+            WHEN c.reltuples >= 0 THEN c.reltuples::bigint END,
+       CASE WHEN c.relkind = 'p' THEN (SELECT sum(pg_relation_size(i.inhrelid)) FROM pg_inherits i
+                                       WHERE i.inhparent = c.oid)
+            WHEN c.relkind IN ('r', 'm') THEN pg_relation_size(c.oid) END
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('r','p','v','m','f')
   AND n.nspname NOT IN ('pg_catalog','information_schema') AND n.nspname NOT LIKE 'pg_toast%'
@@ -189,6 +197,14 @@ class Postgres(Engine):
         )
 
     # paths: #>> over json/jsonb (JSON kept as text cast to jsonb), jsonb_path_query through arrays
+    def json_text(self, expr: str, column_type: str) -> str:
+        # json/jsonb print as JSON; arrays and composite types through to_jsonb
+        return (
+            f"({expr})::text"
+            if text_type(column_type) or "json" in column_type.lower()
+            else f"to_jsonb({expr})::text"
+        )
+
     def path_value(self, column_sql: str, column_type: str, keys: Sequence[str]) -> str:
         doc = column_sql if "json" in column_type.lower() else f"{column_sql}::jsonb"
         return f"({doc} #>> ARRAY[{', '.join(self.literal(k) for k in keys)}]::text[])"
@@ -300,14 +316,22 @@ class PostgresSource(Source):
         try:
             with conn.cursor() as cur:
                 tables: dict[tuple[str, str], TableInfo] = {}
+                sizes: dict[tuple[str, str], int | None] = {}
                 cur.execute(_CATALOG_SQL)
-                for schema, name, kind, comment, estimate in cur.fetchall():
+                for schema, name, kind, comment, estimate, size in cur.fetchall():
                     tables[(schema, name)] = TableInfo(
                         schema_name=schema,
                         name=name,
                         kind="view" if kind in "vm" else "table",
                         comment=comment,
                         row_estimate=estimate,
+                        rows_from="pg_class.reltuples, ANALYZE's statistics"
+                        if estimate is not None
+                        else None,
+                    )
+                    # a table never analyzed is ordered by its bytes (rows of at least 32 bytes)
+                    sizes[(schema, name)] = (
+                        estimate if estimate is not None else (None if size is None else size // 32)
                     )
                 cur.execute(_COLUMNS_SQL)
                 for schema, name, col, dtype, nullable, comment in cur.fetchall():
@@ -333,6 +357,23 @@ class PostgresSource(Source):
                         )
                 cur.execute("SELECT current_schema()")
                 default = cur.fetchone()[0]
+
+                def run(sql: str, timeout_s: float) -> list[tuple[Any, ...]]:
+                    try:
+                        cur.execute(
+                            "SELECT set_config('statement_timeout', %s, true)",
+                            (f"{max(int(timeout_s * 1000), 1)}ms",),
+                        )
+                        cur.execute(sql)
+                        rows: list[tuple[Any, ...]] = cur.fetchall()
+                        return rows
+                    except Exception:
+                        conn.rollback()  # the next statement starts a new (read-only) transaction
+                        raise
+
+                listed = list(tables.values())
+                size_of = {id(t): sizes[key] for key, t in tables.items()}
+                count_rows(worth_counting(listed, lambda t: size_of[id(t)]), self.engine, run)
             conn.rollback()
         finally:
             self._release(conn)

@@ -4,11 +4,13 @@ Without them one such value fails the whole query ('infinity'::timestamp, '24:00
 past 9999) or a later step (numeric NaN breaks decimal arithmetic), and intervals lose their
 months ('1 mon' would become 30 days). Values a Python type holds exactly are loaded as usual;
 the others come back as PostgreSQL's own text ('infinity', '24:00:00', '1 mon'), or as a float
-for numeric NaN/±Infinity, so the tools show what the database holds.
+for numeric NaN/±Infinity, so the tools show what the database holds. A json/jsonb document nested
+deeper than Python parses comes back as its text.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 _SPECIAL_NUMERIC = {b"NaN": float("nan"), b"Infinity": float("inf"), b"-Infinity": float("-inf")}
@@ -24,6 +26,7 @@ def register(conn: Any) -> None:
         TimestamptzLoader,
         TimetzLoader,
     )
+    from psycopg.types.json import set_json_loads
     from psycopg.types.numeric import NumericLoader
 
     def tolerant(base: type) -> type:
@@ -57,4 +60,13 @@ def register(conn: Any) -> None:
     ):
         adapters.register_loader(name, tolerant(base))
     adapters.register_loader("numeric", ExactNumericLoader)
+    set_json_loads(_loads, conn)
     adapters.register_loader("interval", IntervalTextLoader)
+
+
+def _loads(data: str | bytes) -> Any:
+    """json.loads, or the text itself for a document nested too deep to parse (RecursionError)."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        return data.decode("utf-8", "replace") if isinstance(data, bytes) else data

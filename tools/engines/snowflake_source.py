@@ -199,8 +199,12 @@ class Snowflake(Engine):
         return f"SELECT {', '.join(exprs)} FROM (\n{sql}\n) AS flexsql_cells({names}){order}"
 
     # paths: col:"key"."key"::VARCHAR over VARIANT/OBJECT (JSON text parsed first), FLATTEN through arrays
+    def json_text(self, expr: str, column_type: str) -> str:
+        # a VARIANT holding an object cannot be CAST to VARCHAR; TO_JSON prints any
+        return expr if text_type(column_type) else f"TO_JSON({expr})"
+
     def path_value(self, column_sql: str, column_type: str, keys: Sequence[str]) -> str:
-        return f"{_variant(column_sql, column_type)}:{_keys(self, keys)}::VARCHAR"
+        return f"{_variant(column_sql, column_type)}{_keys(self, keys)}::VARCHAR"
 
     def path_elements(
         self,
@@ -212,8 +216,8 @@ class Snowflake(Engine):
         alias: str,
     ) -> str:
         doc = _variant(column_sql, column_type)
-        array = f"{doc}:{_keys(self, before)}" if before else doc
-        value = f"flexsql_e.value:{_keys(self, after)}::VARCHAR" if after else "flexsql_e.value::VARCHAR"
+        array = f"{doc}{_keys(self, before)}" if before else doc
+        value = f"flexsql_e.value{_keys(self, after)}::VARCHAR" if after else "flexsql_e.value::VARCHAR"
         return f"SELECT {value} AS {alias} FROM {table_sql}, LATERAL FLATTEN(input => {array}) flexsql_e"
 
 
@@ -302,6 +306,8 @@ class SnowflakeSource(Source):
                     kind="view" if "VIEW" in str(ttype).upper() else "table",
                     comment=comment or None,
                     row_estimate=rows,
+                    # Snowflake keeps each table's row count in its metadata, exact (NULL for views)
+                    rows_exact=rows is not None,
                 )
             self._add_views(cur, prefix, tables)
             cur.execute(
@@ -462,5 +468,13 @@ def _variant(column_sql: str, column_type: str) -> str:
 
 
 def _keys(engine: Engine, keys: Sequence[str]) -> str:
-    """Keys of a VARIANT path, each quoted: key names are case-sensitive and may hold any character."""
-    return ".".join(engine.quote(k) for k in keys)
+    """The accessor of a VARIANT path after the value (`:"a"."b"`), each key quoted: key names are
+    case-sensitive and may hold any character; an empty key has no quoted form, it is read in
+    brackets (`['']`)."""
+    out = ""
+    for k in keys:
+        if not k:
+            out += f"[{engine.literal(k)}]"
+        else:
+            out += ("." if out else ":") + engine.quote(k)
+    return out

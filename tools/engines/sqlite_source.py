@@ -3,6 +3,9 @@ and extension loading, and a progress handler that cancels a query at its deadli
 
 from __future__ import annotations
 
+import os
+import random
+import re
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -17,6 +20,7 @@ from flexsql.tools.engines.catalog import Catalog, Column, ForeignKey, TableInfo
 from flexsql.tools.engines.engine import CellCap, Engine
 from flexsql.tools.engines.fetch import FetchLimits, collect, fetch_batches, plan_cells
 from flexsql.tools.engines.paths import json_path
+from flexsql.tools.engines.row_counts import count_rows, worth_counting
 from flexsql.tools.engines.source import RunOutput, SafetyReport, Source, file_data_versions
 from flexsql.tools.engines.urls import file_path_of
 
@@ -107,7 +111,7 @@ class SQLite(Engine):
 
     # paths: JSON is text in SQLite, read by json_extract and json_each
     def path_value(self, column_sql: str, column_type: str, keys: Sequence[str]) -> str:
-        return f"json_extract({column_sql}, {self.literal(json_path(keys))})"
+        return _json_get(self, _valid(column_sql), keys)
 
     def path_elements(
         self,
@@ -118,11 +122,39 @@ class SQLite(Engine):
         after: Sequence[str],
         alias: str,
     ) -> str:
-        inner = self.literal(json_path(after))
-        return (
-            f"SELECT json_extract(flexsql_e.value, {inner}) AS {alias} FROM {table_sql}, "
-            f"json_each({column_sql}, {self.literal(json_path(before))}) AS flexsql_e"
-        )
+        array = _json_get(self, _valid(column_sql), before) if before else _valid(column_sql)
+        value = _json_get(self, "flexsql_e.value", after) if after else "flexsql_e.value"
+        return f"SELECT {value} AS {alias} FROM {table_sql}, json_each({array}) AS flexsql_e"
+
+
+_PLAIN_KEY = re.compile(
+    r"[ !#-\[\]-~]*"
+)  # printable ASCII but '"' and '\': a JSON path matches it as written
+
+
+def _valid(column_sql: str) -> str:
+    """The column where it holds JSON, else NULL: one row of other text (or JSON nested deeper than
+    SQLite parses) would fail the whole statement as malformed JSON."""
+    return f"CASE WHEN json_valid({column_sql}) THEN {column_sql} END"
+
+
+def _json_get(engine: Engine, doc: str, keys: Sequence[str]) -> str:
+    """The value at `keys` inside JSON text `doc`. json_extract compares a path's key with the key as it
+    is stored, escapes and all (json.dumps stores ünï as \\u00fcn\\u00ef) and its path syntax cannot
+    hold a '"'; json_each's key column is the key unescaped, so any other key is looked up through it."""
+    if all(_PLAIN_KEY.fullmatch(k) for k in keys):
+        return f"json_extract({doc}, {engine.literal(json_path(keys))})"
+    items: list[str] = []
+    conditions: list[str] = []
+    inner = doc
+    for n, key in enumerate(keys):
+        alias = f"flexsql_k{n}"
+        items.append(f"json_each({inner}) AS {alias}")
+        conditions.append(f"{alias}.key = {engine.literal(key)}")
+        # only an object or array is walked further: json_each of a text leaf would be malformed JSON
+        inner = f"CASE WHEN {alias}.type IN ('object', 'array') THEN {alias}.value END"
+    last = f"flexsql_k{len(keys) - 1}"
+    return f"(SELECT {last}.value FROM {', '.join(items)} WHERE {' AND '.join(conditions)})"
 
 
 class SQLiteSource(Source):
@@ -229,29 +261,32 @@ class SQLiteSource(Source):
         self._estimate_rows(conn, tables)
         return Catalog(tables=tables, default_schema="main")
 
-    @staticmethod
-    def _estimate_rows(conn: sqlite3.Connection, tables: list[TableInfo]) -> None:
-        """Row estimates from sqlite_stat1 when ANALYZE ran; otherwise max(rowid), which is an index
-        seek, not a scan."""
+    def _estimate_rows(self, conn: sqlite3.Connection, tables: list[TableInfo]) -> None:
+        """Row counts: sqlite_stat1's figure where ANALYZE ran, else an estimate from a sample of the
+        table's B-tree pages; then every table they put at row_counts.COUNT_UP_TO rows or fewer is
+        counted, smallest first, within the counting budget."""
         stats: dict[str, int] = {}
         try:
             for tbl, _idx, stat in conn.execute("SELECT tbl, idx, stat FROM sqlite_stat1"):
                 if stat:
                     stats[tbl] = max(stats.get(tbl, 0), int(str(stat).split()[0]))
-        except sqlite3.Error:
+        except (sqlite3.Error, ValueError):
             pass
+        roots = dict(conn.execute("SELECT name, rootpage FROM sqlite_master WHERE type = 'table'").fetchall())
+        pages = btree_estimates(self.path, {n: r for n, r in roots.items() if n not in stats})
         for info in tables:
             if info.kind != "table":
                 continue
             if info.name in stats:
-                info.row_estimate = stats[info.name]
-                continue
-            try:
-                ident = '"' + info.name.replace('"', '""') + '"'
-                value = conn.execute(f"SELECT max(rowid) FROM {ident}").fetchone()[0]
-                info.row_estimate = int(value or 0)
-            except sqlite3.Error:  # WITHOUT ROWID tables
-                info.row_estimate = None
+                info.row_estimate, info.rows_from = stats[info.name], "sqlite_stat1"
+            elif pages.get(info.name) is not None:
+                info.row_estimate, info.rows_from = pages[info.name], "a sample of the table's pages"
+
+        def run(sql: str, timeout_s: float) -> list[tuple[Any, ...]]:
+            with Deadline(timeout_s, conn.interrupt):
+                return conn.execute(sql).fetchall()
+
+        count_rows(worth_counting(tables, lambda t: t.row_estimate), self.engine, run)
 
     def _run(self, sql: str, timeout_s: float, limits: FetchLimits) -> RunOutput:
         conn = self._connection()
@@ -341,3 +376,71 @@ def _sqlite_type(rows: list[tuple[Any, ...]], index: int) -> str:
                 type(value), type(value).__name__
             )
     return ""
+
+
+PAGE_PROBES = 16  # random root-to-leaf walks per table
+
+
+def btree_estimates(path: str, roots: dict[str, int]) -> dict[str, int | None]:
+    """Rows of each table (name -> root page) estimated without reading it: walks from the root to a
+    leaf, each child picked at random, the product of the fan-outs on the way times the leaf's cells
+    (Knuth's estimate of a tree's size), averaged over PAGE_PROBES walks. Reads the file's pages
+    directly (a few per table); None for a table whose pages do not read as a B-tree (a write-ahead
+    log not checkpointed yet), {} for a database in memory."""
+    if not path or path == ":memory:" or not roots:
+        return {}
+    out: dict[str, int | None] = {}
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(100)
+            if len(header) < 100:
+                return {}
+            size = int.from_bytes(header[16:18], "big")
+            size = 65536 if size == 1 else size
+            pages = max(os.fstat(handle.fileno()).st_size // max(size, 1), 1)
+            cache: dict[int, bytes] = {}
+
+            def page(number: int) -> bytes:
+                if number not in cache:
+                    if not 1 <= number <= pages:
+                        raise ValueError(f"page {number} is past the file")
+                    handle.seek((number - 1) * size)
+                    cache[number] = handle.read(size)
+                return cache[number]
+
+            for name, root in roots.items():
+                try:
+                    out[name] = _walks(page, int(root), random.Random(int(root)))
+                except (ValueError, IndexError, TypeError):
+                    out[name] = None
+                if len(cache) > 4096:
+                    cache.clear()
+    except OSError:
+        return {}
+    return out
+
+
+def _walks(page: Any, root: int, rng: random.Random) -> int:
+    total = 0
+    for _ in range(PAGE_PROBES):
+        number, factor = root, 1
+        for _depth in range(32):
+            data = page(number)
+            at = 100 if number == 1 else 0
+            kind = data[at]
+            cells = int.from_bytes(data[at + 3 : at + 5], "big")
+            if kind in (10, 13):  # a leaf of an index (WITHOUT ROWID table) or of a table
+                total += factor * cells
+                break
+            if kind not in (2, 5):
+                raise ValueError(f"page {number} is no B-tree page")
+            pick = rng.randrange(cells + 1)
+            if pick == cells:  # the right-most child
+                number = int.from_bytes(data[at + 8 : at + 12], "big")
+            else:
+                pointer = int.from_bytes(data[at + 12 + 2 * pick : at + 14 + 2 * pick], "big")
+                number = int.from_bytes(data[pointer : pointer + 4], "big")
+            factor *= cells + 1
+        else:
+            raise ValueError("no leaf within 32 levels")
+    return total // PAGE_PROBES

@@ -13,7 +13,7 @@ from typing import Any
 import pydantic_core
 
 from flexsql.config import LimitsConfig
-from flexsql.tools.runtime.compact_json import compact_json, json_text
+from flexsql.tools.runtime.compact_json import parse_json, shorten_json
 
 _LIMITS = LimitsConfig()
 
@@ -41,6 +41,13 @@ class TextBudget:
 
 
 def cell_text(value: Any, max_chars: int = _LIMITS.cell_chars) -> str:
+    return _cell(value, max_chars)[0]
+
+
+def _cell(value: Any, max_chars: int) -> tuple[str, bool]:
+    """A cell as one line of at most `max_chars` characters, and whether a nested value (JSON, a
+    struct, a list) was shortened keeping its structure (compact_json.py)."""
+    shortened = False
     if value is None:
         text = "NULL"
     elif isinstance(value, str) and (
@@ -60,15 +67,34 @@ def cell_text(value: Any, max_chars: int = _LIMITS.cell_chars) -> str:
     elif isinstance(value, bytes | bytearray | memoryview):  # the Snowflake connector returns bytearray
         text = "0x" + bytes(value[:64]).hex()
     elif isinstance(value, dict | list | tuple):
-        text = compact_json(list(value) if isinstance(value, tuple) else value)
+        text, shortened = shorten_json(list(value) if isinstance(value, tuple) else value, max_chars)
     elif isinstance(value, str) and value[:1] in ("{", "[") and len(value) > 2:
-        text = json_text(value) or value  # JSON text (JSON, VARIANT columns): compact, keys that matter first
+        # JSON text (JSON, VARIANT columns): compact, keys that matter first, shortened keeping its keys
+        parsed = parse_json(value)
+        if parsed is None:
+            text = value
+        else:
+            text, shortened = shorten_json(parsed, max_chars)
     else:
         text = str(value)
     text = text.replace("\r", "\\r").replace("\n", "\\n").replace("\t", " ").replace("|", "¦")
     if len(text) > max_chars:
         text = text[: max_chars - 1] + "…"
-    return text
+    return text, shortened
+
+
+def nested_like(value: Any) -> bool:
+    """Whether a cell may be a nested value (a dict, a list, JSON text): the cells shortened keeping
+    their structure, which get more room than a plain cell."""
+    return isinstance(value, dict | list | tuple) or (
+        isinstance(value, str) and value[:1] in ("{", "[") and len(value) > 2
+    )
+
+
+JSON_NOTE = (
+    "nested cells shortened keeping every key: a value ending in '…' is cut, '…N more' counts the array "
+    "items not shown, '{…N keys}' is an object folded"
+)
 
 
 def _single_precision_text(value: float) -> str | None:
@@ -105,22 +131,33 @@ def table_text(
     *,
     cell_chars: int = _LIMITS.cell_chars,
     max_chars: int = _LIMITS.output_chars,
+    notes: list[str] | None = None,
 ) -> tuple[str, int]:
     """Render a header and as many rows as fit in `max_chars`; returns (text, rows_shown). A line wider
     than the room left (hundreds of columns) is cut with '…' — the header to half the room, so one row
-    always shows — rather than overflowing: what callers append after the table must survive."""
+    always shows — rather than overflowing: what callers append after the table must survive.
+    Nested cells (JSON, structs, lists) get more room than `cell_chars` — up to four times, less when a
+    row has several — so that their keys survive; when one shown was shortened, JSON_NOTE is appended
+    to `notes` (once)."""
     lines = [_fit(" | ".join(cell_text(c, cell_chars) for c in columns), max_chars // 2)]
     used = len(lines[0]) + 1
     shown = 0
+    nested = sum(1 for i in range(len(columns)) if any(nested_like(r[i]) for r in rows[:20] if i < len(r)))
+    json_chars = max(cell_chars, min(4 * cell_chars, max_chars // (3 * max(nested, 1))))
+    shortened = False
     for row in rows:
-        line = " | ".join(cell_text(v, cell_chars) for v in row)
+        cells = [_cell(v, json_chars if nested and nested_like(v) else cell_chars) for v in row]
+        line = " | ".join(text for text, _ in cells)
         if used + len(line) + 1 > max_chars:
             if shown > 0:
                 break
             line = _fit(line, max_chars - used - 1)
+        shortened |= any(cut for _, cut in cells)
         lines.append(line)
         used += len(line) + 1
         shown += 1
+    if shortened and notes is not None and JSON_NOTE not in notes:
+        notes.append(JSON_NOTE)
     return "\n".join(lines), shown
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from flexsql.tools.search.results import ColumnHit, TableHit
 from flexsql.tools.search.scoring import SearchState
+from flexsql.tools.search.text import approximate
 from flexsql.tools.values.normalize import fold
 
 # A table whose only evidence is that other tables of its schema matched. Kept, and said so: dropping
@@ -64,6 +65,8 @@ def _table_hit(s: SearchState, ti: int) -> TableHit:
         why=why,
         kind=table.kind,
         row_estimate=table.row_estimate,
+        rows_exact=table.rows_exact,
+        rows_from=None if table.rows_exact else table.rows_from,
     )
     fam = engine.family[ti]
     if fam is not None:
@@ -108,6 +111,14 @@ def _quote_words(terms: list[str], words: dict[str, str]) -> str:
     return ", ".join(w if w.startswith("'") else f"'{w}'" for w in shown)
 
 
+def _via(stored: str, text: str) -> str:
+    """What a value hit was found for: nothing for the question's own word, the word for another
+    spelling of it, and 'approximate' for another word ('France' for 'French')."""
+    if approximate(stored, text):
+        return f" (approximate: for '{text}')"
+    return f" (for '{text}')" if fold(text) != fold(stored) else ""
+
+
 def _explain_table(s: SearchState, ti: int) -> list[str]:
     engine, weights, words = s.engine, s.weights, s.words
     why: list[str] = []
@@ -135,8 +146,7 @@ def _explain_table(s: SearchState, ti: int) -> list[str]:
         if ci in seen or len(seen) >= 2:
             continue
         seen.add(ci)
-        via = f" (for '{text}')" if fold(text) != fold(stored) else ""
-        why.append(f"column {engine.columns[ci][1]} holds value '{stored}'{via}")
+        why.append(f"column {engine.columns[ci][1]} holds value '{stored}'{_via(stored, text)}")
     si = engine.table_schema[ti]
     schema_hits = [t for t in weights if t in engine.schema_words[si]]
     if schema_hits:
@@ -165,8 +175,7 @@ def _explain_column(s: SearchState, ci: int) -> list[str]:
         why.append(f"comment mentions {_quote_words(comment, words)}")
     for _, stored, text, vci in s.value_why.get(ti, []):
         if vci == ci:
-            via = f" (for '{text}')" if fold(text) != fold(stored) else ""
-            why.append(f"holds value '{stored}'{via}")
+            why.append(f"holds value '{stored}'{_via(stored, text)}")
             break
     table_name_hits = [t for t in weights if t in engine.name_words[ti]]
     if table_name_hits:

@@ -29,15 +29,19 @@ from flexsql.tools.runtime.schema import unlisted
 from flexsql.tools.search import embeddings
 from flexsql.tools.search.explain import column_hits, table_hits
 from flexsql.tools.search.index import SearchIndex, search_index
+from flexsql.tools.search.path_discovery import discover_paths
 from flexsql.tools.search.results import SchemaSearchResult
 from flexsql.tools.search.rules import RULES
 from flexsql.tools.search.scoring import ValueHit, score
 from flexsql.tools.search.semantic import attach, tables_stored
-from flexsql.tools.search.text import DEMONYMS, STOPWORDS, stem
+from flexsql.tools.search.text import DEMONYMS, STOPWORDS, approximate, stem
 from flexsql.tools.values.index import ValueIndex
 from flexsql.tools.values.normalize import fold, normalize
 
 MAX_QUERY_CHARS = 2000
+APPROXIMATE_SHARE = (
+    0.4  # a value hit through another word (a demonym's place) weighs this much of an exact one
+)
 FIRST_SEARCH_WAIT_S = 1.5  # the most a first search waits for stored table vectors (model load + read)
 
 
@@ -65,6 +69,7 @@ def search_schema(ctx: ToolContext, args: SearchSchema) -> SchemaSearchResult:
     started = time.perf_counter()
     src = ctx.source(args.source)
     embeddings.model()  # a first search starts loading the model here: it loads while the index builds
+    discover_paths(src)  # the keys inside nested columns, searched as columns (once per catalog)
     engine = search_index(ctx, src)
     if engine.params.semantic_weight or engine.params.semantic_column_weight:
         # starts the table vectors in the background, and this search ranks without them — unless the
@@ -159,7 +164,20 @@ def _value_hits(index: ValueIndex, engine: SearchIndex, query: str) -> list[Valu
         if any(ch.isupper() for ch in text) or v.norm != fold(text).strip():
             weight *= 1.3  # proper nouns and demonyms are more likely values than schema words
         hits.append((ti, ci, v.value, text, weight))
-    return hits
+    # a value that is another word than the question's ('France' for 'French', 'England' for 'English')
+    # ranks below the question's own word stored as a value (the language 'French'), and is explained as
+    # approximate; with no such value it is the best evidence there is and keeps its weight
+    exact = {text for _ti, _ci, stored, text, _w in hits if not approximate(stored, text)}
+    return [
+        (
+            ti,
+            ci,
+            stored,
+            text,
+            weight * APPROXIMATE_SHARE if text in exact and approximate(stored, text) else weight,
+        )
+        for ti, ci, stored, text, weight in hits
+    ]
 
 
 __all__ = ["MAX_QUERY_CHARS", "search_schema"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from flexsql.tools.engines.row_counts import estimate_note, rows_text
 from flexsql.tools.runtime.registry import ToolResult
 from flexsql.tools.runtime.render import TextBudget
 
@@ -14,6 +15,8 @@ class TableHit(BaseModel):
     why: list[str]
     kind: str = "table"
     row_estimate: int | None = None
+    rows_exact: bool = False  # counted; else row_estimate is the engine's estimate, from rows_from
+    rows_from: str | None = None
     family: str | None = None  # as list_tables names it: NOAA_GSOD.GSOD*, or EVENTS_20180828-20181003
     family_size: int | None = None
     family_range: str | None = None  # first … last member
@@ -45,13 +48,18 @@ class SchemaSearchResult(ToolResult):
             f"top {len(self.tables)}" + (" (truncated: true)" if self.truncated else "")
         ]
         for i, t in enumerate(self.tables, 1):
-            rows = f", ~{t.row_estimate:,} rows" if t.row_estimate is not None else ""
+            rows = f", {rows_text(t.row_estimate, t.rows_exact)}" if t.row_estimate is not None else ""
             kind = " (view)" if t.kind == "view" else ""
             fam = ""
             if t.family:
                 also = f"; {t.family_reads_all}" if t.family_reads_all else ""
                 fam = f" (family {t.family}: {t.family_size} tables {t.family_range}{also})"
             lines.append(f"{i}. {t.table}{kind}{fam} [{t.score:.2f}{rows}] — " + "; ".join(t.why))
+        note = estimate_note(
+            [t.rows_from for t in self.tables if t.row_estimate is not None and not t.rows_exact]
+        )
+        if note:
+            lines.append(note)
         if self.columns:
             lines.append("columns:")
             for c in self.columns:

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from flexsql.tools.values.normalize import split_identifier
+from flexsql.tools.values.normalize import fold, split_identifier
 
 STOPWORDS = frozenset(
     """
@@ -118,7 +118,16 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "emp_no": ("employee", "number"),
 }
 
+
 # Demonyms and adjectives that name a place stored as a noun in the data ("French" -> France).
+def approximate(value: str, word: str) -> bool:
+    """Whether a value found for a question's word is another word ('France' for 'French'), not the
+    word itself in another case, spacing or number ('stores' -> 'store')."""
+    value_stems = [stem(w) for w in fold(value).split()]
+    word_stems = [stem(w) for w in fold(word).split()]
+    return value_stems != word_stems
+
+
 DEMONYMS: dict[str, tuple[str, ...]] = {
     "american": ("united states", "usa", "us", "america"),
     "british": ("united kingdom", "uk", "britain", "england"),

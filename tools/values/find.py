@@ -13,7 +13,7 @@ import difflib
 import math
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -71,6 +71,39 @@ class ValueMatch(BaseModel):
     shards: int = 0  # for a family (table names it): how many of its shards hold such values
 
 
+class Coverage(BaseModel):
+    """What the value index holds of the text columns searched: told with an empty answer, so that "no
+    value like it" is read as far as it goes."""
+
+    text_columns: int = 0
+    whole: int = 0  # every distinct value indexed
+    partial: int = 0  # the most frequent values only, or those of a sample of a big table
+    not_indexed: int = 0  # free text, unique ids, or a column that failed
+    partial_columns: list[str] = []  # a few of the partial ones, table.column
+
+
+def coverage(view: ScopeView, live: Iterable[str] = (), shown: int = 3) -> Coverage:
+    """The text columns of the scope by what the index holds of them; those checked live (`live`,
+    table.column) count as whole: the query read every value."""
+    out = Coverage()
+    checked = set(live)
+    for c in view.states:
+        if c.reason == "not text":
+            continue
+        out.text_columns += 1
+        if f"{c.table}.{c.column}" in checked:
+            out.whole += 1
+        elif c.status != "indexed":
+            out.not_indexed += 1
+        elif c.complete and not c.sampled:
+            out.whole += 1
+        else:
+            out.partial += 1
+            if len(out.partial_columns) < shown:
+                out.partial_columns.append(f"{c.table}.{c.column}")
+    return out
+
+
 class FindValuesResult(ToolResult):
     text: str
     source: str
@@ -83,6 +116,7 @@ class FindValuesResult(ToolResult):
     not_checked: int = 0  # uncovered columns left unchecked (budget)
     notes: list[str] = []
     index_age_s: float | None = None  # age of the oldest index entry searched (rebuilt on data changes)
+    coverage: Coverage | None = None  # with no match: what was searched
 
     def to_text(self, budget: TextBudget = TextBudget()) -> str:
         head = f"find_values {self.text!r} in {self.source}: {self.columns_matched} column(s) matched"
@@ -103,10 +137,7 @@ class FindValuesResult(ToolResult):
                 + (f" — context: {', '.join(repr(w) for w in m.context_words)}" if m.context_words else "")
             )
         if not self.matches:
-            lines.append(
-                "no column holds a value like it; try another spelling, fewer words"
-                + (", or distinct_values" if budget.offers("distinct_values") else "")
-            )
+            lines.append(self._nothing_found(budget))
         info = [f"searched {self.tables_searched} tables"]
         if self.index_tables_built:
             info.append(f"indexed {self.index_tables_built} tables first")
@@ -119,6 +150,9 @@ class FindValuesResult(ToolResult):
         lines.append("(" + "; ".join(info) + ")")
         lines += self.notes
         return "\n".join(lines)
+
+    def _nothing_found(self, budget: TextBudget) -> str:
+        return _nothing_found_text(self, budget)
 
 
 class FindValues(ToolArgs):
@@ -228,7 +262,33 @@ def find_values(ctx: ToolContext, args: FindValues, env: ToolEnv = NO_ENV) -> Fi
         not_checked=not_checked,
         notes=notes,
         index_age_s=None if built_at is None else round(max(0.0, time.time() - built_at), 1),
+        coverage=None if matches else coverage(view, live_checked),
     )
+
+
+def _nothing_found_text(result: FindValuesResult, budget: TextBudget) -> str:
+    cov = result.coverage
+    if cov is None or not cov.text_columns:
+        return "no value like it in the columns searched; try another spelling or fewer words"
+    parts = [f"{cov.whole} with every distinct value (indexed or read live)"]
+    if cov.partial:
+        parts.append(f"{cov.partial} with their most frequent (or sampled) values only")
+    if cov.not_indexed:
+        parts.append(f"{cov.not_indexed} not indexed (free text, ids)")
+    text = f"no value like it among {cov.text_columns} text columns searched: " + ", ".join(parts)
+    if cov.whole == cov.text_columns:
+        return text + " — no column holds it; try another spelling or fewer words"
+    # a partial column may still hold it: say how to look for a rare value there
+    if budget.offers("distinct_values") and cov.partial_columns:
+        table, _, column = cov.partial_columns[0].rpartition(".")
+        text += (
+            f" — a rarer value may sit in those ({', '.join(cov.partial_columns)}"
+            + (", …" if cov.partial > len(cov.partial_columns) else "")
+            + f"): distinct_values(table={table!r}, column={column!r}, contains=…) reads one whole"
+        )
+    elif cov.not_indexed:
+        text += " — name a table in tables= to check its unindexed columns live"
+    return text
 
 
 def _by_family(catalog: Catalog, matches: list[ValueMatch]) -> list[ValueMatch]:

@@ -59,10 +59,10 @@ def test_value_hits_link_demonyms_to_stored_values(big: ToolContext) -> None:
     after = search_schema(big, SearchSchema(query="Which singers are French?"))
     assert after.value_index == "used"
     assert _names(after)[0] == "music.singer"
-    assert "column country holds value 'France' (for 'French')" in after.tables[0].why
+    assert "column country holds value 'France' (approximate: for 'French')" in after.tables[0].why
     col = after.columns[0]
     assert (col.table, col.column) == ("music.singer", "country")
-    assert "holds value 'France' (for 'French')" in col.why
+    assert "holds value 'France' (approximate: for 'French')" in col.why
     # a value alone is enough to find the table holding it
     spain = search_schema(big, SearchSchema(query="Spain"))
     assert _names(spain)[0] == "sports.athletes" and "holds value 'Spain'" in spain.tables[0].why[0]
