@@ -418,7 +418,8 @@ def example_values(
     if key in cache:
         return cache[key]
     budget = min(ctx.limits.query_timeout_s, 10.0)
-    sample = nested_paths(src, path_shards(src.catalog(), table), budget, probe_text=not src.engine.cloud)
+    # text columns too: JSON kept as text is nested all the same (their first rows tell it)
+    sample = nested_paths(src, path_shards(src.catalog(), table), budget, probe_text=True)
     by_name = {name.lower(): found for name, found in sample.paths.items()}
     columns = table.columns[:MAX_DESCRIBE_COLUMNS]
     examples: dict[str, list[str]] = {c.name: [] for c in columns}

@@ -122,3 +122,27 @@ def serve_in_thread(app: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+@contextlib.asynccontextmanager
+async def tool_caller(url: str, name: str = "db", settings: Any = None) -> AsyncIterator[Any]:
+    """The MCP server over one database, in process, and an async `call(tool, **arguments) -> text`
+    through a real MCP client (what every client reads); a tool error fails the test with its text."""
+    from flexsql.config import Settings
+    from flexsql.server.app import build_server
+    from flexsql.tools.engines import SourceRegistry, open_source
+
+    source = open_source(url, name=name)
+    try:
+        server = build_server(settings or Settings(), SourceRegistry([source]))
+        async with Client(server) as client:
+
+            async def call(tool: str, **arguments: Any) -> str:
+                result = await client.call_tool(tool, arguments)
+                text = text_of(result)
+                assert not result.is_error, f"{tool}({arguments}) failed: {text}"
+                return text
+
+            yield call
+    finally:
+        source.close()

@@ -236,11 +236,14 @@ def nested_paths(
 
     catalog = source.catalog()
     cache = catalog.derived("engines.nested_sample", _Samples)
-    key = tuple(t.qualified for t in shards)
+    names = tuple(t.qualified for t in shards)
+    key = (*names, "text" if probe_text else "typed")
     while True:
         with cache.lock:
-            if key in cache.by_shards:
-                return cache.by_shards[key]
+            # a sample that probed text columns answers one that would not have
+            for have in (key, (*names, "text")):
+                if have in cache.by_shards:
+                    return cache.by_shards[have]
             event = cache.building.get(key)
             if event is None:
                 event = cache.building[key] = threading.Event()

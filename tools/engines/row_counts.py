@@ -84,7 +84,7 @@ def estimate_note(sources: Sequence[str | None]) -> str:
     named = list(dict.fromkeys(s for s in sources if s))
     if not named:
         return ""
-    return f"≈: estimated rows ({'; '.join(named)}); the others are counted"
+    return f"≈: an estimate ({'; '.join(named)}); a figure without ≈ is a count"
 
 
 __all__ = ["COUNT_BUDGET_S", "COUNT_UP_TO", "count_rows", "estimate_note", "rows_text", "worth_counting"]

@@ -13,6 +13,7 @@ from typing import Any
 
 from flexsql.errors import QueryError, QueryTimeout
 from flexsql.tools.engines import Engine, TableInfo
+from flexsql.tools.engines.paths import as_document
 from flexsql.tools.values.column_sql import is_text_type
 from flexsql.tools.values.nested import nested_entries
 from flexsql.tools.values.normalize import split_identifier
@@ -71,11 +72,16 @@ def scan_table(table: TableInfo, engine: Engine, run: Run, timeout_s: float) -> 
         else:
             _scan_large(table, engine, candidates, timeout_s, run)
     # the text leaves inside nested columns, each an entry named by its path (traffic.source)
-    blobs = {e["name"] for e in columns if (e["reason"] or "").startswith("free text")}  # JSON kept as text?
+    # JSON kept as text: long values (free text?), or values that are JSON documents however short
+    blobs = {e["name"] for e in columns if (e["reason"] or "").startswith("free text") or _holds_json(e)}
     for entry, values, sampled in nested_entries(table, engine, run, timeout_s, CAP_PER_COLUMN, blobs):
         _accept(entry, values, sampled=sampled, unique_ratio=None, over_cap=len(values) > CAP_PER_COLUMN)
         columns.append(entry)
     return columns
+
+
+def _holds_json(entry: dict[str, Any]) -> bool:
+    return any(v[:1] in ("{", "[") and as_document(v) for v, _n in entry["values"][:20])
 
 
 def _scan_small(
