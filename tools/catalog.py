@@ -9,8 +9,8 @@ from pydantic import BaseModel, Field
 
 from flexsql.errors import FlexSQLError, InvalidArgument
 from flexsql.tools.engines import Catalog, FetchLimits, TableInfo
-from flexsql.tools.engines.families import family_of, named_families, reads_all, summed_rows
-from flexsql.tools.engines.nested_sample import NestedSample, nested_paths
+from flexsql.tools.engines.families import family_of, named_families, reads_all, summed_rows, union_sql
+from flexsql.tools.engines.nested_sample import NestedSample, nested_paths, spread
 from flexsql.tools.engines.paths import MAX_PATHS, NestedPath
 from flexsql.tools.engines.row_counts import estimate_note, rows_text
 from flexsql.tools.runtime.context import SourceName, ToolContext
@@ -301,13 +301,15 @@ class TableDescription(ToolResult):
         if len(text) <= budget.max_chars:
             return text
         room = budget.max_chars - FIT_NOTE_CHARS
-        for comment_chars, examples, why in FIT_STEPS[1:]:
-            text = self._text(budget, comment_chars, examples, why)
+        for comment_chars, examples, why, path_examples, paths in FIT_STEPS[1:]:
+            text = self._text(budget, comment_chars, examples, why, path_examples, paths)
             if len(text) <= room:
                 break
         left_out = "comments shortened" if comment_chars else "comments left out"
         if not examples:
             left_out += ", examples left out"
+        if paths < MAX_PATHS and any(len(c.paths) > paths for c in self.columns):
+            left_out += f", {paths} paths a column"
         if len(text) > room:  # still too long: the last columns by name only
             lines = text.splitlines()
             kept: list[str] = []
@@ -336,7 +338,15 @@ class TableDescription(ToolResult):
             return text + f")\n({left_out} to show every column's name)"
         return text + f"\n({left_out} to show every column)"
 
-    def _text(self, budget: TextBudget, comment_chars: int, examples: bool, why: bool = True) -> str:
+    def _text(
+        self,
+        budget: TextBudget,
+        comment_chars: int,
+        examples: bool,
+        why: bool = True,
+        path_examples: int = 3,
+        paths: int = MAX_PATHS,
+    ) -> str:
         head = f"{self.table} ({self.kind}"
         if self.row_estimate is not None:
             head += ", " + rows_text(self.row_estimate, self.rows_exact)
@@ -369,12 +379,14 @@ class TableDescription(ToolResult):
                 line += " e.g. " + ", ".join(c.examples)
             lines.append(line)
             lines += [
-                f"  - {p.path} {p.type}" + (" e.g. " + ", ".join(p.examples) if p.examples else "")
-                for p in c.paths
+                f"  - {p.path} {p.type}"
+                + (" e.g. " + ", ".join(p.examples[:path_examples]) if p.examples and path_examples else "")
+                for p in c.paths[:paths]
             ]
-            if c.more_paths:
+            more = c.more_paths + max(len(c.paths) - paths, 0)
+            if more:
                 lines.append(
-                    f"  - … {c.more_paths} more paths"
+                    f"  - … {more} more paths"
                     + (" (search_schema finds them)" if budget.offers("search_schema") else "")
                 )
         hint = _paths_hint([p.path for c in self.columns for p in c.paths], budget)
@@ -391,16 +403,21 @@ class TableDescription(ToolResult):
 
 
 MAX_DESCRIBE_COLUMNS = 300
-# (comment characters, examples, why a key is inferred) tried in turn until every column fits
-FIT_STEPS: tuple[tuple[int, bool, bool], ...] = (
-    (120, True, True),
-    (60, True, True),
-    (0, True, True),
-    (0, False, True),
-    (0, False, False),
+# (comment characters, examples, why a key is inferred, examples a nested path, paths a column) tried in
+# turn until every column fits: a nested warehouse table's paths (40 a column, with examples) would
+# otherwise push its last columns past the cut
+FIT_STEPS: tuple[tuple[int, bool, bool, int, int], ...] = (
+    (120, True, True, 3, MAX_PATHS),
+    (60, True, True, 1, MAX_PATHS),
+    (60, True, True, 1, 20),
+    (0, True, True, 1, 12),
+    (0, True, True, 0, 12),
+    (0, False, True, 0, 8),
+    (0, False, False, 0, 5),
 )
 FIT_NOTE_CHARS = 80  # room kept for the note that says what was left out
 EXAMPLE_CHARS = 1500  # the examples of all columns together, before each is cut at 40-160 characters
+EXAMPLE_SHARDS = 8  # shards of a family whose first rows give its examples
 
 
 def example_values(
@@ -426,9 +443,15 @@ def example_values(
     paths: dict[str, list[NestedPath]] = {
         c.name: by_name[c.name.lower()] for c in columns if c.name.lower() in by_name
     }
+    # a family's examples from a few of its shards (spread over its range, empty ones left out): the union
+    # of hundreds of shards cost a second to build and check for the first 50 rows of one of them
+    from_sql = src.engine.quote_table(table)
+    if table.shards:
+        holding = [t for t in table.shards if not (t.rows_exact and t.row_estimate == 0)] or table.shards
+        from_sql = f"({union_sql(src.engine, spread(holding, EXAMPLE_SHARDS))}) AS flexsql_family"
     try:
         result = src.execute(
-            f"SELECT * FROM {src.engine.quote_table(table)} LIMIT 50",
+            f"SELECT * FROM {from_sql} LIMIT 50",
             timeout_s=min(ctx.limits.query_timeout_s, 10.0),
             limits=FetchLimits(max_rows=50, count_limit=50),
         )
@@ -541,8 +564,10 @@ def describe_table(ctx: ToolContext, args: DescribeTable) -> TableDescription:
     ]
     paths_from = None
     if paths and (sample.shards > 1 or not sample.complete):
-        paths_from = f"values of {sample.shards_read} of {sample.shards} tables" + (
-            "" if sample.complete else " (time ran out before the others)"
+        paths_from = (
+            f"values of {sample.shards_read} of {sample.shards} tables"
+            + (f", {sample.empty} empty" if sample.empty else "")
+            + ("" if sample.complete else "; time ran out before the others")
         )
     return TableDescription(
         source=src.name,

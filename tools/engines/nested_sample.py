@@ -42,6 +42,7 @@ class NestedSample:
     paths: dict[str, list[NestedPath]] = field(default_factory=dict)  # column -> paths, most often first
     shards_read: int = 0
     shards: int = 0
+    empty: int = 0  # shards counted empty (nothing to read there)
     complete: bool = True  # False: the time budget ran out (or a read failed) before every read ran
 
 
@@ -73,9 +74,11 @@ def sample_nested(
     when `probe_text`), then, for each shard and column whose first rows held no non-empty document,
     rows that hold one. Reads stop when `budget_s` is spent."""
     deadline = time.monotonic() + budget_s
-    picked = spread(shards, SHARDS_SAMPLED)
+    # shards counted empty hold no key: the sample spreads over the others
+    holding = [t for t in shards if not (t.rows_exact and t.row_estimate == 0)] or list(shards[-1:])
+    picked = spread(holding, SHARDS_SAMPLED)
     columns = _columns(picked)
-    result = NestedSample(shards=len(shards))
+    result = NestedSample(shards=len(shards), empty=len(shards) - len(holding))
     nested = {k: c for k, c in columns.items() if nested_type(c.type)}
     texts = {k: c for k, c in columns.items() if k not in nested and text_type(c.type)} if probe_text else {}
     probed = list(nested.values()) + list(texts.values())[:PROBE_MAX_COLUMNS]
@@ -84,10 +87,17 @@ def sample_nested(
     values: dict[str, list[str]] = {c.name.lower(): [] for c in probed}
     held: set[tuple[str, str]] = set()  # (shard, column) whose first rows held a non-empty document
     read: set[str] = set()
-    _probe(source, picked, probed, deadline, result, values, held, read)
+    exhausted: set[str] = set()  # shards whose first rows were all their rows: nothing more to look for
+    _probe(source, picked, probed, deadline, result, values, held, read, exhausted)
     # text columns that held no document in any first row are no JSON
     nested.update({k: c for k, c in texts.items() if values[k]})
-    gaps = [(k, shard) for shard in picked for k in nested if (shard.qualified, k) not in held]
+    gaps = [
+        (k, shard)
+        for shard in picked
+        if shard.qualified not in exhausted
+        for k in nested
+        if (shard.qualified, k) not in held
+    ]
     _fill(source, gaps, nested, deadline, result, values, read)
     result.shards_read = len(read)
     for key, col in nested.items():
@@ -175,9 +185,10 @@ def _probe(
     values: dict[str, list[str]],
     held: set[tuple[str, str]],
     read: set[str],
+    exhausted: set[str],
 ) -> None:
     """The first rows of each shard (PROBE_ROWS over them all): the documents of `columns` (nested ones
-    as JSON text), and which (shard, column) held a non-empty one."""
+    as JSON text), which (shard, column) held a non-empty one, and which shards had no more rows."""
     engine = source.engine
     per_shard = max(3, PROBE_ROWS // len(shards))
     for start in range(0, len(shards), BRANCHES):
@@ -207,6 +218,10 @@ def _probe(
             result.complete = False
             continue
         read.update(t.qualified for t in chunk)
+        per: dict[int, int] = {}
+        for row in rows:
+            per[int(row[0])] = per.get(int(row[0]), 0) + 1
+        exhausted.update(t.qualified for i, t in enumerate(chunk) if per.get(i, 0) < per_shard)
         for row in rows:
             shard = chunk[int(row[0])]
             for col, value in zip(columns, row[1:], strict=False):

@@ -268,6 +268,7 @@ class SearchIndex:
         c_name, c_table, c_comment = _Field(*p.c_name), _Field(*p.c_table), _Field(*p.c_comment)
         self.columns: list[tuple[int, str]] = []  # (table index, column name)
         self.path_types: dict[tuple[int, str], str] = {}  # (table index, nested path) -> its type
+        self.path_columns: set[int] = set()  # column documents that are nested paths
         self.table_schema: list[int] = []
         # per table: term -> catalog word, per field, for explaining matches
         self.name_words: list[dict[str, str]] = []
@@ -294,9 +295,11 @@ class SearchIndex:
             col_all: list[str] = []
             paths = self._paths_of(ti)
             self.path_types.update({(ti, c.name): c.type for c in paths})
-            for col in [*table.columns, *paths]:
+            for n, col in enumerate([*table.columns, *paths]):
                 cterms = words.identifier(col.name)
                 ccomment = words.comment(col.comment)
+                if n >= len(table.columns):
+                    self.path_columns.add(len(self.columns))
                 self.columns.append((ti, col.name))
                 self.column_words.append({x.term: col.name for x in cterms})
                 self.column_comment_words.append({x.term: x.word for x in ccomment})

@@ -289,13 +289,16 @@ def score_columns(s: SearchState) -> None:
 
 
 def add_top_table_columns(s: SearchState) -> None:
-    """Every column of the top tables is a candidate, matched or not."""
+    """Every column of the top tables is a candidate, matched or not — not every path inside their nested
+    columns: those come in when the question matches them (hundreds would crowd out the columns)."""
     p = s.params
     if not p.column_all_of_top:
         return
+    paths = s.engine.path_columns
     for ti in s.ranked[: p.column_all_of_top]:
         for ci in s.engine.table_columns[ti]:
-            s.col_scores.setdefault(ci, 0.0)
+            if ci not in paths:
+                s.col_scores.setdefault(ci, 0.0)
 
 
 def share_table_scores(s: SearchState) -> None:
