@@ -90,7 +90,7 @@ def sample_nested(
     exhausted: set[str] = set()  # shards whose first rows were all their rows: nothing more to look for
     _probe(source, picked, probed, deadline, result, values, held, read, exhausted)
     # text columns that held no document in any first row are no JSON
-    nested.update({k: c for k, c in texts.items() if values[k]})
+    nested.update({k: c for k, c in texts.items() if values.get(k)})
     gaps = [
         (k, shard)
         for shard in picked

@@ -87,6 +87,8 @@ def _kind_of(value: str) -> str | None:
         try:
             json.loads(v)
             return "json"
+        except RecursionError:  # nested deeper than Python parses: JSON all the same
+            return "json"
         except ValueError:
             return None
     return None

@@ -68,3 +68,22 @@ async def test_search_schema_ranks_nested_keys_without_describe_table(events_url
 
 def test_the_fixture_first_shard_is_longer_than_a_first_rows_sample():
     assert FIRST_ROWS > 50  # the old describe_table read the family's first 50 rows
+
+
+async def test_text_columns_past_the_probe_cap_leave_the_rest_described(tmp_path, monkeypatch):
+    """A table wider than the text columns probed for JSON: those probed give their paths, the others
+    are plain columns (was: a KeyError that failed describe_table and the first search)."""
+    import duckdb
+
+    from flexsql.tools.engines import nested_sample
+
+    monkeypatch.setattr(nested_sample, "PROBE_MAX_COLUMNS", 2)
+    path = tmp_path / "wide.duckdb"
+    conn = duckdb.connect(str(path))
+    conn.execute("CREATE TABLE wide (a VARCHAR, b VARCHAR, c VARCHAR, d VARCHAR)")
+    conn.execute("""INSERT INTO wide VALUES ('{"k": 1}', 'x', '{"late": 2}', 'y')""")
+    conn.close()
+    async with tool_caller(f"duckdb:///{path}") as call:
+        described = await call("describe_table", table="wide")
+        assert "  - a.k BIGINT" in described and "- d VARCHAR e.g. y" in described, described
+        assert "wide" in await call("search_schema", query="k of a")

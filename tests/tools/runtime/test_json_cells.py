@@ -147,6 +147,9 @@ async def test_deeply_nested_json_is_shown_as_text(purchases, engine):
         assert "[[[[" in await call("fetch_rows", result_id=result_id, offset=1, limit=1)
         described = await call("describe_table", table="purchases")
         assert "deep_text" in described.lower()
+        profile = await call("profile_column", table="purchases", column="deep_text")
+        assert "3 rows" in profile and "[[[[" in profile, profile
+        assert "[[[[" in await call("distinct_values", table="purchases", column="deep_text")
         python = await call("run_python", code="df", result_ids=[result_id])
         assert "[[[[" in python, python
 
