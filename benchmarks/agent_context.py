@@ -6,8 +6,7 @@ loopback OpenAI-compatible endpoint that answers every stage as a perfect model 
 "answerable", K trivial plans, the gold SQL, "ok") and keeps every request body. Per question:
 
 - requests and characters sent (each request flattened as a chat template lays it out: the system
-  text, the tool definitions, then every message with its tool calls — the layout of
-  ../shared/tools/prefix_reuse.py);
+  text, the tool definitions, then every message with its tool calls);
 - shared within the question: each request's longest prefix shared with an earlier request of the
   same question (rounded down to 64 characters, ~16 tokens: vLLM caches in blocks), over all its
   characters;
