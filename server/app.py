@@ -54,13 +54,14 @@ def build_server(
     server.flexsql_state = state  # type: ignore[attr-defined]  # tests and the CLI reach the contexts
 
     python = python_enabled(settings, allow_python)
-    for spec in tools.available(python):
+    served = tools.available(python)
+    for spec in served:
         slot = state.agent_runs.hold if spec.name == ask.tool_spec.name else None  # server-wide ceiling
         server.tool(name=spec.name, description=spec.describe(settings), annotations=READ_ONLY)(
             mcp_handler(spec, state.context_for, settings, python, state.principal_for, slot)
         )
         _publish_schemas(server, spec)
-    register_prompts(server)
+    register_prompts(server, frozenset(spec.name for spec in served))
     _register_resources(server, state)
     return server
 
