@@ -243,10 +243,14 @@ async def converse(
             thread.say("The tool budget of this step is spent: answer now with the step's JSON object.")
         messages = [{"role": "system", "content": run.system}, *thread.messages]
         text = flat(run.system, offered, thread.messages)
-        if len(text) > cfg.request_chars:
+        # what is sent: the prompt's text and the reasoning sent back with it (not part of the prompt)
+        size = len(text) + sum(
+            len(m.get("reasoning") or "") + len(m.get("reasoning_content") or "") for m in thread.messages
+        )
+        if size > cfg.request_chars:
             run.budget.release()
             raise ModelError(
-                f"stage {stage}: the request grew to {len(text):,} characters, past [agent] request_chars "
+                f"stage {stage}: the request grew to {size:,} characters, past [agent] request_chars "
                 f"({cfg.request_chars:,}); lower [agent] tool_rounds or stage_tool_chars, or raise request_chars"
             )
         request = ChatRequest(

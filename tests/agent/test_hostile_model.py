@@ -201,6 +201,50 @@ async def test_three_thousand_tool_calls_in_one_reply_run_at_most_the_limit(shop
     assert sum(1 for e in trace_lines(trace) if e["kind"] == "tool_call") == limit
 
 
+async def test_megabytes_of_reasoning_per_reply_do_not_ride_on_every_later_request(shop):
+    """A model sending 3.5 MB of reasoning with each tool call (issue 30, 4): what goes back is its
+    end, at most [agent] reasoning_chars per reply, and only on the tool turns of the step that made
+    it; later steps' requests carry none of it, and the question is answered."""
+    thinking = "let me think about this very carefully. " * 90_000  # 3.6 MB
+
+    def link(req: StubRequest) -> Any:
+        if req.body["tool_choice"] != "auto" or len(req.tool_results) >= 3:
+            return None
+        return Reply(tool_calls=[("describe_table", {"table": "orders"})], reasoning=thinking)
+
+    with OpenAIStub(well_behaved(link=link)) as stub:
+        result = await ask(shop, stub, QUESTION, agent={"plans": 1, "tool_rounds": 4})
+    assert result.status == "answered", result.reason
+    limit = Settings().agent.reasoning_chars
+    sizes = [len(json.dumps(r.body)) for r in stub.requests]
+    # three replies' ends, each sent as `reasoning` and as `reasoning_content`: not 10 MB
+    assert max(sizes) < 40_000 + 3 * 2 * (limit + 200), sizes
+    for req in stub.requests:
+        for message in req.messages:
+            for key in ("reasoning", "reasoning_content"):
+                assert len(message.get(key) or "") <= limit + 100, (req.stage, key)
+    after = [r for r in stub.requests if r.stage in ("plan", "implement", "evaluate")]
+    assert after and all("think about this" not in json.dumps(r.body) for r in after)
+
+
+async def test_a_request_past_request_chars_is_not_sent_and_the_run_says_why(shop):
+    thinking = "x" * 60_000
+
+    def link(req: StubRequest) -> Any:
+        return Reply(tool_calls=[("describe_table", {"table": "orders"})], reasoning=thinking)
+
+    with OpenAIStub(well_behaved(link=link)) as stub:
+        result = await ask(
+            shop,
+            stub,
+            QUESTION,
+            agent={"plans": 1, "reasoning_chars": 1_000_000, "request_chars": 50_000},
+        )
+    assert result.status == "failed"
+    assert "past [agent] request_chars (50,000)" in result.reason, result.reason
+    assert max(len(json.dumps(r.body["messages"])) for r in stub.requests) < 50_000 + 20_000
+
+
 # -- 4. size: replies and traces ------------------------------------------------------------------
 
 
