@@ -97,7 +97,7 @@ def tool_definitions(settings: Settings, names: list[str], python: bool) -> list
     return out
 
 
-_SLOT = re.compile(r"\{([a-z_]+)\}")
+_SLOT = re.compile(r"\{([A-Za-z_]+)\}")
 
 
 def fill(template: str, **values: str) -> str:
@@ -152,9 +152,9 @@ def source_block(source: str, dialect: str, catalog: Catalog, python: bool, tool
     note = _DIALECT_NOTES.get(dialect)
     if note:
         lines.append(note)
-    families = named_families(catalog.tables)
+    families = _families(catalog)
     if families:
-        shown = ", ".join(f"{f.name} ({len(f.members)} tables)" for f in families[:FAMILY_EXAMPLES])
+        shown = ", ".join(families[:FAMILY_EXAMPLES])
         more = f" and {len(families) - FAMILY_EXAMPLES} more" if len(families) > FAMILY_EXAMPLES else ""
         lines.append(
             f"Sharded tables: families of tables with the same columns, such as {shown}{more}. Name a "
@@ -176,6 +176,18 @@ def source_block(source: str, dialect: str, catalog: Catalog, python: bool, tool
             "procedural or awkward in SQL. A Python program's last expression is its answer table."
         )
     return "\n".join(lines)
+
+
+def _families(catalog: Catalog) -> list[str]:
+    """Each sharded family once, by the name that reads all of it (`ANALYTICS_1.EVENTS_*`, 114
+    tables), largest first — not its column sets, which list_tables and describe_table show."""
+    tables = catalog.tables
+    sizes: dict[str, int] = {}
+    for family in named_families(tables):
+        first = tables[family.group_members[0]]
+        name = ".".join(p for p in (first.database, first.schema_name, family.group) if p)
+        sizes[name] = len(family.group_members)
+    return [f"{name} ({n} tables)" for name, n in sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
 # -- the thread ----------------------------------------------------------------------------------

@@ -86,7 +86,7 @@ class _State:
 
 def _siblings(run: Run, state: _State, current: str) -> str | None:
     """The other candidates that ran, for an evaluator: result id, plan and reading, shape, first
-    rows — what compare_results needs, bounded. Rows are shown whole or not at all ("+n more");
+    rows — what compare_results needs, bounded; not their verdicts. Rows are shown whole or not at all ("+n more");
     a column list already shown is referred to; past the bound every remaining candidate keeps its
     result id and shape."""
     lines: list[str] = []
@@ -118,10 +118,8 @@ def _siblings(run: Run, state: _State, current: str) -> str | None:
             named = ", ".join(columns[:SIBLING_COLUMNS]) + (
                 f", … {len(columns) - SIBLING_COLUMNS} more" if len(columns) > SIBLING_COLUMNS else ""
             )
-        head = (
-            f"- {cand.candidate_id} (plan {cand.plan_index + 1}{reading}): result_id {cand.result_id}, "
-            f"{size} ({named})" + (f"; verdicts: {', '.join(cand.verdicts)}" if cand.verdicts else "")
-        )
+        # no verdicts: each evaluation stays independent (an "ok" on a sibling would bias this one)
+        head = f"- {cand.candidate_id} (plan {cand.plan_index + 1}{reading}): result_id {cand.result_id}, {size} ({named})"
         kept: list[str] = []
         for row in stored.rows[:SIBLING_ROWS]:
             text = ", ".join(cell_text(v, 40) for v in row)
@@ -234,14 +232,14 @@ async def _work_plan(run: Run, index: int, plan: Plan, state: _State, thread: Th
                 "repair",
                 f"plan {plan_index + 1}: repairing {cand.candidate_id} ({repairs}/{cfg.code_repairs})",
             )
-            program = await repair(run, thread, program, error, number, index)
+            program = await repair(run, thread, program, error, number if k > 1 else None, index)
             repaired_from = cand.candidate_id
             continue
         if not cfg.evaluate:
             return
         await run.progress("evaluate", f"plan {plan_index + 1}: evaluating {cand.candidate_id}")
         siblings = _siblings(run, state, cand.candidate_id)
-        verdict = await evaluate(run, thread, program, preview, number, index, siblings)
+        verdict = await evaluate(run, thread, program, preview, number if k > 1 else None, index, siblings)
         cand.verdicts.append(verdict.verdict)
         cand.feedback.append(verdict.feedback)
         run.trace.event(
@@ -255,7 +253,7 @@ async def _work_plan(run: Run, index: int, plan: Plan, state: _State, thread: Th
             await run.progress(
                 "revise_plan", f"plan {plan_index + 1}: revising after the evaluator's feedback"
             )
-            revised = await revise_plan(run, thread, plan, number, index)
+            revised = await revise_plan(run, thread, plan, number if k > 1 else None, index)
             new_index = len(state.plans)
             state.plans.append(
                 PlanOut(
@@ -274,7 +272,7 @@ async def _work_plan(run: Run, index: int, plan: Plan, state: _State, thread: Th
                 "repair",
                 f"plan {plan_index + 1}: repairing {cand.candidate_id} after the evaluator's feedback",
             )
-            program = await repair(run, thread, program, None, number, index)
+            program = await repair(run, thread, program, None, number if k > 1 else None, index)
             repaired_from = cand.candidate_id
 
 

@@ -17,6 +17,10 @@ INSTRUCTION = (
     "find_values, sample_rows), and stop as soon as the type is clear. {/+describe_table}"
     "Answer with the classify object."
 )
+NOTHING_FOUND = INSTRUCTION.replace(
+    "The schema search ranked these tables and columns for it:\n{hits}",
+    "The schema search found nothing for it.",
+)
 IN_CONVERSATION = (
     " Give `standalone`: this turn restated as a question that stands on its own. A follow-up may change one "
     'part of the previous query, add to what it returns ("also give me…" adds columns or rows; it is not a '
@@ -26,7 +30,10 @@ IN_CONVERSATION = (
 
 async def classify(run: Run, thread: Thread, hits: str) -> Classification:
     """`hits`: search_schema's ranked hits for the question (link.search_hits)."""
-    text = fill(tool_conditional(INSTRUCTION, frozenset(run.tool_names)), hits=hits)
+    found = ": 0 tables matched" not in hits.split("\n", 1)[0]  # "Thanks!" finds nothing: one line says so
+    text = fill(
+        tool_conditional(INSTRUCTION if found else NOTHING_FOUND, frozenset(run.tool_names)), hits=hits
+    )
     if run.history:
         text += IN_CONVERSATION
     if run.turn_note:

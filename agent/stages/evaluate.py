@@ -8,11 +8,11 @@ from __future__ import annotations
 from flexsql.agent.context import Thread, fill
 from flexsql.agent.contract import Program, Verdict
 from flexsql.agent.stages.chat import Run, converse
-from flexsql.agent.stages.implement import fenced
+from flexsql.agent.stages.implement import fenced, plan_label
 from flexsql.prompts import tool_conditional
 
 INSTRUCTION = (
-    "[evaluate] {siblings}Plan {n}'s program, as flexsql ran it:\n{program}\nIts result:\n{result}\n\n"
+    "[evaluate] {siblings}{Which}'s program, as flexsql ran it:\n{program}\nIts result:\n{result}\n\n"
     "Try to prove it wrong; accept it only when the probes fail to. Check the output's shape first (the "
     "asked columns, grain, order and units), then every condition the question sets, then probe: recompute a "
     "number another way, check each filter literal is stored, count rows around each join, look at the "
@@ -28,7 +28,7 @@ async def evaluate(
     thread: Thread,
     program: Program,
     result: str,
-    number: int,
+    number: int | None,
     branch: int,
     siblings: str | None = None,
 ) -> Verdict:
@@ -40,7 +40,7 @@ async def evaluate(
         tool_conditional(INSTRUCTION, offered),
         siblings=others,
         compare=tool_conditional(COMPARE, offered) if siblings else "",
-        n=str(number),
+        Which=plan_label(number).capitalize(),
         program=fenced(program.code, program.language),
         result=result,
     )

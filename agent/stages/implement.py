@@ -19,16 +19,21 @@ IMPLEMENT = (
     "implement object.\n\n{plan}"
 )
 REPAIR_ERROR = (
-    "[repair] Plan {n}'s program failed when flexsql ran it:\n{program}\nError: {error}\n\n"
+    "[repair] {Which}'s program failed when flexsql ran it:\n{program}\nError: {error}\n\n"
     "Find the cause{+describe_table} with the tools{/+describe_table}, change the smallest thing that explains "
     "it, and test the fix. If no fix keeps what the plan computes, write the closest program that answers the "
     "question. Answer with the repair object."
 )
 REPAIR_VERDICT = (
-    "[repair] Your evaluation found plan {n}'s program wrong while its plan is right. Fix the program: change "
+    "[repair] Your evaluation found {which}'s program wrong while its plan is right. Fix the program: change "
     "the smallest thing that explains what the evaluation found, and test the fix. Answer with the repair "
     "object."
 )
+
+
+def plan_label(number: int | None) -> str:
+    """How the instructions name a plan: "plan 2" among several, "the plan" when it is the only one."""
+    return f"plan {number}" if number is not None else "the plan"
 
 
 def plan_text(plan: Plan) -> str:
@@ -49,7 +54,10 @@ async def implement(
     run: Run, thread: Thread, plan: Plan, number: int, k: int, branch: int, revised: bool = False
 ) -> Program:
     """One program for plan `number` of `k`; the plan is restated last, so the request names it last."""
-    label = f"revised plan {number}" if revised else (f"plan {number} of {k}" if k > 1 else "the plan")
+    if revised:
+        label = f"revised plan {number}" if k > 1 else "the revised plan"
+    else:
+        label = f"plan {number} of {k}" if k > 1 else "the plan"
     text = fill(
         tool_conditional(IMPLEMENT, frozenset(run.tool_names)),
         which=label,
@@ -61,15 +69,17 @@ async def implement(
 
 
 async def repair(
-    run: Run, thread: Thread, program: Program, error: str | None, number: int, branch: int
+    run: Run, thread: Thread, program: Program, error: str | None, number: int | None, branch: int
 ) -> Program:
-    """`error`: the execution error; None when the evaluator's verdict on `thread` is the reason."""
+    """`error`: the execution error; None when the evaluator's verdict on `thread` is the reason.
+    `number`: the plan's number among several (None: the only plan)."""
+    which = plan_label(number)
     if error is None:
-        text = fill(REPAIR_VERDICT, n=str(number))
+        text = fill(REPAIR_VERDICT, which=which)
     else:
         text = fill(
             tool_conditional(REPAIR_ERROR, frozenset(run.tool_names)),
-            n=str(number),
+            Which=which.capitalize(),
             program=fenced(program.code, program.language),
             error=error,
         )

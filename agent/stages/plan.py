@@ -3,9 +3,10 @@ step 1), then plan-level revision when an evaluator says the plan itself was wro
 
 from __future__ import annotations
 
-from flexsql.agent.context import Thread
+from flexsql.agent.context import Thread, fill
 from flexsql.agent.contract import Plan, Plans
 from flexsql.agent.stages.chat import Run, converse
+from flexsql.agent.stages.implement import plan_label
 from flexsql.agent.stages.link import known_tables
 from flexsql.prompts import tool_conditional
 
@@ -25,7 +26,7 @@ COMMON = (
     "and which date column) and how it is measured. Answer with the plan object."
 )
 REVISE = (
-    "[revise_plan] Your evaluation judged plan {n} itself wrong. Check the feedback against the data "
+    "[revise_plan] Your evaluation judged {which} itself wrong. Check the feedback against the data "
     "first: an evaluator can be wrong, and when the evidence contradicts it, keep the plan and say why in its "
     "text. Change the wrong decision and what depends on it; keep the rest. Answer with the revise_plan object."
 )
@@ -63,9 +64,10 @@ def _ranked(readings: list[str], plan: Plan) -> Plan:
     return plan
 
 
-async def revise_plan(run: Run, thread: Thread, plan: Plan, number: int, branch: int) -> Plan:
-    """The evaluator's verdict and feedback are on `thread` (plan `number`'s branch), just above."""
-    out = await converse(run, "revise_plan", thread, REVISE.format(n=number), branch=branch)
+async def revise_plan(run: Run, thread: Thread, plan: Plan, number: int | None, branch: int) -> Plan:
+    """The evaluator's verdict and feedback are on `thread` (the plan's branch), just above.
+    `number`: the plan's number among several (None: the only plan)."""
+    out = await converse(run, "revise_plan", thread, fill(REVISE, which=plan_label(number)), branch=branch)
     assert isinstance(out, Plan)
     revised = _checked(run, out)
     return revised if revised.rank is not None else revised.model_copy(update={"rank": plan.rank})

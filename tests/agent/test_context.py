@@ -34,9 +34,13 @@ def test_a_warehouse_with_shards_and_json_gets_the_rules_and_its_dialect_functio
     con = duckdb.connect(str(path))
     for day in ("20240101", "20240102", "20240103"):
         con.execute(f"CREATE TABLE events_{day} (id INTEGER, payload JSON)")
+    for day in ("20240104", "20240105"):  # a second column set of the same family
+        con.execute(f"CREATE TABLE events_{day} (id INTEGER, payload JSON, region VARCHAR)")
     con.close()
     text = _block(f"duckdb:///{path}")
-    assert "events_* (3 tables)" in text and "`FROM events_*`" in text
+    # the family by the name that reads all of it, qualified; not its column sets
+    assert "main.events_* (5 tables)" in text and "`FROM events_*`" in text
+    assert "20240101" not in text
     assert "Nested columns" in text and "JSON_EXTRACT_STRING" in text
     assert "json_each" not in text and "LATERAL FLATTEN" not in text  # other dialects' functions
 
