@@ -275,7 +275,7 @@ async def converse(
             tools=run.tool_names if offered else [],
             tool_choice=request.tool_choice if offered else None,
             chars=len(text),
-            shared_chars=run.meter.measure(text),
+            shared_chars=run.meter.measure(call_id, text, thread.last_call),
         )
         thread.sent, thread.last_call = len(thread.messages), call_id
         try:

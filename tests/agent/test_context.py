@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import pytest
 
-from flexsql.agent.context import CACHE_BLOCK, PrefixMeter, Thread, fill, flat, source_block
+from flexsql.agent.context import CACHE_BLOCK, PrefixMeter, Thread, common_prefix, fill, flat, source_block
 from flexsql.tools.engines import open_source
 from tests.support.engines import make_sqlite
 
@@ -65,10 +66,22 @@ def test_fill_replaces_each_slot_once() -> None:
 
 def test_the_meter_counts_the_prefix_shared_with_an_earlier_request_in_whole_blocks() -> None:
     meter = PrefixMeter()
-    first = flat("system", [], [{"role": "user", "content": "a" * 300}])
-    assert meter.measure(first) == 0
+    first = flat("system", [], [{"role": "user", "content": "a" * 9_000}])
+    assert meter.measure("m1", first, None) == 0
     second = flat(
-        "system", [], [{"role": "user", "content": "a" * 300}, {"role": "assistant", "content": "b"}]
+        "system", [], [{"role": "user", "content": "a" * 9_000}, {"role": "assistant", "content": "b"}]
     )
-    shared = meter.measure(second)
+    shared = meter.measure("m2", second, "m1")
     assert shared % CACHE_BLOCK == 0 and len(first) - CACHE_BLOCK < shared <= len(first)
+    for i in range(3, 10):  # other threads' requests in between: the thread's own last one still counts
+        meter.measure(f"m{i}", flat("other", [], []), None)
+    third = second + "\nU:more"
+    assert meter.measure("m10", third, "m2") == len(second) // CACHE_BLOCK * CACHE_BLOCK
+
+
+@pytest.mark.parametrize("size", [0, 1, 4095, 4096, 4097, 20_000])
+def test_the_common_prefix_is_exact_at_every_chunk_boundary(size: int) -> None:
+    a = "x" * size + "tail-a"
+    b = "x" * size + "tail-b"
+    assert common_prefix(a, b) == size + len("tail-")
+    assert common_prefix(a, a) == len(a) and common_prefix(a, "") == 0
