@@ -341,6 +341,9 @@ def _perturb(rng: random.Random, cols: list[str], rows: list[list[Any]], op: str
         r[rng.randrange(width)] = rng.choice([42, "changed", None, 8.75])
     elif op == "float_noise":
         rows = [[v + 1e-12 if isinstance(v, float) else v for v in r] for r in rows]
+    elif op == "swap_names" and width > 1:  # two columns trade names, their values stay
+        i, j = rng.sample(range(width), 2)
+        cols[i], cols[j] = cols[j], cols[i]
     elif op == "scramble_column" and len(rows) > 1:
         at = rng.randrange(width)
         values = [r[at] for r in rows]
@@ -363,6 +366,7 @@ OPS = [
     "change_cell",
     "float_noise",
     "scramble_column",
+    "swap_names",
 ]
 
 
@@ -376,9 +380,15 @@ def generated_cases(count: int = 240, seed: int = 32) -> list[tuple[Any, ...]]:
         kinds = ["id"] + [rng.choice(["small", "text", "float", "mixed", "id"]) for _ in range(width - 1)]
         rng.shuffle(kinds)
         columns = [_column(rng, k, nrows) for k in kinds]
+        if width > 1 and rng.random() < 0.4:  # a twin: another column's values, rows in another order
+            twin = list(columns[0])
+            rng.shuffle(twin)
+            columns[rng.randrange(1, width)] = twin
         gold_cols = [f"c{i}" for i in range(width)]
         gold_rows = [tuple(c[i] for c in columns) for i in range(nrows)]
         ops = rng.sample(OPS, rng.randint(1, 3))
+        if width > 1 and rng.random() < 0.15:  # renamed and reordered: content alone pairs columns
+            ops = ["rename_all", "permute_columns", *rng.sample(OPS, 1)]
         pred_cols, pred_rows = gold_cols, gold_rows
         for op in ops:
             pred_cols, pred_rows = _perturb(rng, pred_cols, pred_rows, op)
