@@ -387,32 +387,6 @@ def markdown(s: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _task_table(records: list[dict[str, Any]]) -> str:
-    """Every task: question, predicted and gold SQL, model, latency and verdict (details fold open)."""
-    e = html.escape
-    out = [
-        f"<h2>Every task ({len(records)})</h2><table><tr><th>task</th><th>verdict</th><th class=n>latency</th>"
-        "<th>model</th><th>question, predicted SQL, gold SQL</th></tr>"
-    ]
-    for r in records:
-        verdict = "passed" if r.get("evaluated") and r.get("score") == 1 else str(r.get("category") or "")
-        if verdict != "passed":
-            verdict += f" ({failure_kind(r)})"
-        latency = (r.get("timings") or {}).get("total_s")
-        trace = (
-            f' <a href="{e(Path(str(r["trace"])).resolve().as_uri())}">trace</a>' if r.get("trace") else ""
-        )
-        out.append(
-            f"<tr><td>{e(str(r['instance_id']))}{trace}</td><td>{e(verdict)}</td>"
-            f"<td class=n>{'' if latency is None else f'{latency:.2f} s'}</td><td>{e(str(r.get('model') or ''))}</td>"
-            f"<td class=reason>{e(str(r.get('question') or ''))}<details><summary>SQL</summary>"
-            f"<div class=muted>predicted</div><pre>{e(str(r.get('sql') or '—'))}</pre>"
-            f"<div class=muted>gold</div><pre>{e(str(r.get('gold_sql') or '—'))}</pre></details></td></tr>"
-        )
-    out.append("</table>")
-    return "".join(out)
-
-
 # -- HTML ------------------------------------------------------------------------------------------
 
 _CSS = """
@@ -609,6 +583,8 @@ def html_report(s: dict[str, Any], records: list[dict[str, Any]] | None = None) 
             )
         out.append("</table>")
     if records:
-        out.append(_task_table(records))
+        from flexsql.evals.report_explorer import task_explorer  # it reads failure_kind from here
+
+        out.append(task_explorer(records, s["scorer"], failure_kind))
     out.append("</body></html>\n")
     return "".join(out)
