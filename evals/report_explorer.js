@@ -284,8 +284,9 @@
     var models = items.filter(function (it) { return it.k === "model"; }).length;
     var toolsN = items.filter(function (it) { return it.k === "tool"; }).length;
     var repairs = items.filter(function (it) { return it.repair || (it.k === "stage" && it.s === "repair"); }).length;
+    var names = (tr.summary && tr.summary.models) || [];
     var head =
-      '<p class="muted">' + models + " model calls (" + (sum.prompt || 0).toLocaleString("en") + " prompt" +
+      '<p class="muted">' + (names.length ? "Model " + esc(names.join(", ")) + ": " : "") + models + " model calls (" + (sum.prompt || 0).toLocaleString("en") + " prompt" +
       (sum.cached != null ? ", " + sum.cached.toLocaleString("en") + " cached" : "") + ", " +
       (sum.completion || 0).toLocaleString("en") + " completion tokens), " + toolsN + " tool calls, " +
       repairs + " repair steps, " + end.toFixed(2) + " s.</p>";

@@ -207,6 +207,7 @@ def timeline(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
     tools: dict[str, dict[str, Any]] = {}
     stage = ""
     last_stage = ""
+    models: list[str] = []  # named once per trace: items carry the name only when it changes
     failed_at = ""
     budget = False
     totals = {"prompt": 0, "completion": 0, "cached": 0}
@@ -219,11 +220,14 @@ def timeline(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
             stage = last_stage = s
             items.append({"t": t, "k": "stage", "s": s, "label": _small(e.get("message") or s)})
         elif kind == "request":
+            model = str(e.get("model") or "model")
+            if model not in models:
+                models.append(model)
             item = {
                 "t": t,
                 "k": "model",
                 "s": s or stage,
-                "label": f"{e.get('model') or 'model'} · {s or stage}",
+                "label": f"model call · {s or stage}" + (f" · {model}" if model != models[0] else ""),
                 "ok": None,
                 "detail": "tools: " + ", ".join(map(str, e.get("tools") or [])) if e.get("tools") else "",
                 "call": e.get("call"),
@@ -234,7 +238,7 @@ def timeline(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
         elif kind == "reply":
             item = requests.pop(str(e.get("call")), None)
             if item is None:  # a reply whose request the trace lost
-                item = {"t": t, "k": "model", "s": s or stage, "label": f"model · {s or stage}"}
+                item = {"t": t, "k": "model", "s": s or stage, "label": f"model call · {s or stage}"}
                 items.append(item)
             tok = _usage(e.get("usage"))
             for key, value in tok.items():
@@ -291,7 +295,7 @@ def timeline(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
                 {
                     "t": t,
                     "k": "candidate",
-                    "s": stage,
+                    "s": "repair" if repaired else "run",  # its program ran (the stage event follows it)
                     "label": head
                     + (f", repair of {repaired}" if repaired else "")
                     + (": failed" if error else f": {e.get('rows')} rows"),
@@ -356,7 +360,9 @@ def timeline(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
                     "detail": _small(e.get("error") or e.get("problem") or e.get("exhausted") or ""),
                 }
             )
-        elif kind in ("question", "trace_cut"):
+        elif kind == "question":
+            pass  # the question is shown above the trace
+        elif kind == "trace_cut":
             items.append(
                 {"t": t, "k": "note", "s": stage, "label": kind.replace("_", " "), "detail": _note(e)}
             )
@@ -367,7 +373,12 @@ def timeline(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
     cut = max(0, len(items) - TRACE_ITEMS)
     if cut:
         items = items[:200] + [{"k": "note", "label": f"{cut} items not shown", "t": None}] + items[-40:]
-    summary: dict[str, Any] = {"last_stage": last_stage, "failed_stage": failed_at, "budget": budget}
+    summary: dict[str, Any] = {
+        "last_stage": last_stage,
+        "failed_stage": failed_at,
+        "budget": budget,
+        "models": models,
+    }
     summary["tokens"] = {k: v for k, v in totals.items() if k != "cached" or cached_seen}
     return {"items": items, "summary": summary}
 
