@@ -87,27 +87,29 @@
     '<th class="n">tokens</th></tr></thead><tbody id="ex-rows"></tbody></table>';
 
   var body = document.getElementById("ex-rows");
-  body.innerHTML = tasks
-    .map(function (t, i) {
-      var marks = SCORERS.filter(function (s) { return s in (t.scores || {}); })
-        .map(function (s) {
-          return '<span class="sc ' + (t.scores[s] ? "ok" : "bad") + '" title="' + esc(s) + '">' + esc(s) + "</span>";
-        })
-        .join("");
-      return (
-        '<tr class="ex-row o-' + esc(t.outcome) + '" data-i="' + i + '" tabindex="0">' +
-        '<td class="ex-id">' + esc(t.id) + "</td><td>" + esc(t.db) + "</td>" +
-        '<td><span class="badge o-' + esc(t.outcome) + '">' + esc(OUTCOME_TEXT[t.outcome] || t.outcome) + "</span></td>" +
-        "<td>" + esc(t.stage ? stageText(t.stage) : "") + "</td>" +
-        "<td>" + marks + "</td>" +
-        '<td class="n">' + fmt(t.similarity, 3) + "</td>" +
-        '<td class="n">' + (t.latency == null ? "" : fmt(t.latency, 2) + " s") + "</td>" +
-        '<td class="n">' + (t.model_calls == null ? "" : t.model_calls) + "</td>" +
-        '<td class="n">' + (tokensOf(t) ? tokensOf(t).toLocaleString("en") : "") + "</td></tr>"
-      );
-    })
-    .join("");
-  var rows = Array.prototype.slice.call(body.querySelectorAll("tr.ex-row"));
+  var PAGE = 200; // rows drawn at a time: the page stays light with thousands of tasks
+  var limit = PAGE;
+  var open = {}; // task index -> its details are shown
+
+  function rowHtml(t, i) {
+    var marks = SCORERS.filter(function (s) { return s in (t.scores || {}); })
+      .map(function (s) {
+        return '<span class="sc ' + (t.scores[s] ? "ok" : "bad") + '" title="' + esc(s) + '">' + esc(s) + "</span>";
+      })
+      .join("");
+    return (
+      '<tr class="ex-row o-' + esc(t.outcome) + (open[i] ? " open" : "") + '" data-i="' + i + '" tabindex="0">' +
+      '<td class="ex-id">' + esc(t.id) + "</td><td>" + esc(t.db) + "</td>" +
+      '<td><span class="badge o-' + esc(t.outcome) + '">' + esc(OUTCOME_TEXT[t.outcome] || t.outcome) + "</span></td>" +
+      "<td>" + esc(t.stage ? stageText(t.stage) : "") + "</td>" +
+      "<td>" + marks + "</td>" +
+      '<td class="n">' + fmt(t.similarity, 3) + "</td>" +
+      '<td class="n">' + (t.latency == null ? "" : fmt(t.latency, 2) + " s") + "</td>" +
+      '<td class="n">' + (t.model_calls == null ? "" : t.model_calls) + "</td>" +
+      '<td class="n">' + (tokensOf(t) ? tokensOf(t).toLocaleString("en") : "") + "</td></tr>" +
+      (open[i] ? '<tr class="ex-detail"><td colspan="9">' + details(t) + "</td></tr>" : "")
+    );
+  }
 
   // -- filters ------------------------------------------------------------------------------------
   function matches(t) {
@@ -120,17 +122,25 @@
     }
     return true;
   }
-  function apply() {
-    var shown = [];
-    rows.forEach(function (row, i) {
-      var ok = matches(tasks[i]);
-      row.hidden = !ok;
-      var detail = row.nextElementSibling;
-      if (detail && detail.classList.contains("ex-detail")) detail.hidden = !ok;
-      if (ok) shown.push(tasks[i]);
-    });
-    document.getElementById("f-count").textContent = shown.length + " of " + tasks.length + " tasks shown";
-    charts(shown);
+  function draw(indices) {
+    var shown = indices.slice(0, limit);
+    var more = indices.length - shown.length;
+    body.innerHTML =
+      shown.map(function (i) { return rowHtml(tasks[i], i); }).join("") +
+      (more > 0
+        ? '<tr class="ex-more"><td colspan="9">' + shown.length + " of " + indices.length + " listed. " +
+          '<button type="button" id="ex-more">List ' + Math.min(PAGE, more) + " more</button> " +
+          '<button type="button" id="ex-all">List all ' + indices.length + "</button></td></tr>"
+        : "");
+  }
+  var current = [];
+  function apply(keepLimit) {
+    if (!keepLimit) limit = PAGE;
+    current = [];
+    tasks.forEach(function (t, i) { if (matches(t)) current.push(i); });
+    draw(current);
+    document.getElementById("f-count").textContent = current.length + " of " + tasks.length + " tasks shown";
+    charts(current.map(function (i) { return tasks[i]; }));
     var hash = [];
     Object.keys(state).forEach(function (k) {
       if (state[k] && state[k] !== "all") hash.push(k + "=" + encodeURIComponent(state[k]));
@@ -332,20 +342,27 @@
     );
   }
   function toggle(row) {
+    var i = Number(row.getAttribute("data-i"));
     var next = row.nextElementSibling;
     if (next && next.classList.contains("ex-detail")) {
       next.parentNode.removeChild(next);
       row.classList.remove("open");
+      delete open[i];
       return;
     }
-    var t = tasks[Number(row.getAttribute("data-i"))];
     var tr = document.createElement("tr");
     tr.className = "ex-detail";
-    tr.innerHTML = '<td colspan="9">' + details(t) + "</td>";
+    tr.innerHTML = '<td colspan="9">' + details(tasks[i]) + "</td>";
     row.parentNode.insertBefore(tr, row.nextSibling);
     row.classList.add("open");
+    open[i] = true;
   }
   body.addEventListener("click", function (ev) {
+    if (ev.target.id === "ex-more" || ev.target.id === "ex-all") {
+      limit = ev.target.id === "ex-all" ? current.length : limit + PAGE;
+      draw(current);
+      return;
+    }
     var row = ev.target.closest ? ev.target.closest("tr.ex-row") : null;
     if (row) toggle(row);
   });

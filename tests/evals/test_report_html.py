@@ -267,3 +267,44 @@ def test_a_task_shows_its_sql_results_with_the_first_difference_and_its_trace(
         "return Array.from(document.querySelectorAll('tr.ex-detail li.k-candidate.bad')).map(li => li.textContent)"
     ))  # fmt: skip
     assert browser.console_errors() == []
+
+
+@pytest.mark.integration
+def test_a_long_list_is_drawn_a_page_at_a_time(browser: Browser, tmp_path: Path) -> None:
+    from flexsql.evals.report import html_report, summarize
+    from flexsql.evals.tasks import Task
+
+    records = [
+        {
+            "instance_id": str(i),
+            "db": f"db{i % 3}",
+            "question": f"question {i}",
+            "evaluated": True,
+            "score": i % 2,
+            "scores": {"ex": i % 2},
+            "categories": {"ex": "pass" if i % 2 else "rows"},
+            "outcome": "scored",
+        }
+        for i in range(450)
+    ]
+    tasks = [
+        Task(instance_id=r["instance_id"], db=r["db"], question=r["question"], benchmark="spider")
+        for r in records
+    ]
+    page = tmp_path / "report.html"
+    page.write_text(html_report(summarize(records, tasks, "ex"), records))
+    _open(browser, page)
+    assert len(_shown(browser)) == 200
+    assert browser.js("return document.querySelector('tr.ex-more').textContent").startswith(
+        "200 of 450 listed."
+    )
+    browser.click("#ex-more")
+    assert len(_shown(browser)) == 400
+    browser.click("#ex-all")
+    assert _shown(browser) == [str(i) for i in range(450)]
+    browser.choose("#f-outcome", "passed")  # a new filter lists its first page again
+    assert len(_shown(browser)) == 200 and _shown(browser)[:2] == ["1", "3"]
+    assert browser.js("return document.getElementById('f-count').textContent") == "225 of 450 tasks shown"
+    browser.click('tr.ex-row[data-i="3"]')
+    browser.click("#ex-more")  # an open task stays open when more of the list is drawn
+    assert browser.js("return document.querySelectorAll('tr.ex-detail').length") == 1
