@@ -128,8 +128,8 @@ def timings(browser: Browser, page: Path, repeat: int, explorer: bool) -> dict[s
         row["filter_db_ms"] = _timed_change(browser, "f-db", db)
         row["shown_after_filters"] = browser.js("return document.getElementById('f-count').textContent")
         row["open_task_ms"] = browser.js(
-            "const row = Array.from(document.querySelectorAll('tr.ex-row')).find(r => !r.hidden)"
-            " || document.querySelector('tr.ex-row');"
+            "if (!document.querySelector('tr.ex-row')) document.getElementById('f-reset').click();"
+            "const row = document.querySelector('tr.ex-row');"
             "const t0 = performance.now(); row.click(); document.body.offsetHeight;"
             "return Math.round((performance.now() - t0) * 10) / 10"
         )

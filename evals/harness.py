@@ -615,10 +615,12 @@ def _gold_view(gold: Gold, error: str) -> dict[str, Any] | None:
     """The gold result beside a prediction that gave none."""
     table = gold.raw[0] if gold.raw else None
     if table is not None:
-        return side_by_side(table[1], table[2], None, None, None, error=error)
+        return side_by_side(table[1], table[2], None, None, None, error=error, ordered=table[3])
     if gold.tables:
         first = gold.tables[0]
-        return side_by_side(frame_columns(first.frame), first.rows(None), None, None, None, error=error)
+        return side_by_side(
+            frame_columns(first.frame), first.rows(None), None, None, None, error=error, ordered=first.ordered
+        )
     return None
 
 

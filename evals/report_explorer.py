@@ -97,7 +97,7 @@ def task_data(record: dict[str, Any], scorer: str, kind: str) -> dict[str, Any]:
         "db": str(record.get("db") or "?"),
         "outcome": outcome,
         "category": category,
-        "category_text": CATEGORY_TEXT.get(category, category),
+        "category_text": CATEGORY_TEXT.get(category, category.replace("_", " ")),
         "kind": kind if not passed else "",
         "stage": stage,
         "question": _cut(record.get("question"), QUESTION_CHARS),
@@ -208,6 +208,7 @@ def timeline(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
     stage = ""
     last_stage = ""
     models: list[str] = []  # named once per trace: items carry the name only when it changes
+    item: dict[str, Any] | None
     failed_at = ""
     budget = False
     totals = {"prompt": 0, "completion": 0, "cached": 0}
@@ -279,10 +280,10 @@ def timeline(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
                 items.append(item)
             elif t is not None and item.get("t") is not None:
                 item["d"] = round(t - item["t"], 4)
-            error = bool(e.get("error"))
+            failed = bool(e.get("error"))
             text = str(e.get("text") or "")
-            item["ok"] = not error
-            item["outcome"] = "error" if error else ("empty" if _empty(text) else "ok")
+            item["ok"] = not failed
+            item["outcome"] = "error" if failed else ("empty" if _empty(text) else "ok")
             item["result"] = _small(text)
         elif kind == "candidate":
             error = e.get("error")

@@ -50,11 +50,12 @@ def side_by_side(
     match: RexMatch | None,
     *,
     error: str | None = None,
+    ordered: bool = False,
 ) -> dict[str, Any]:
     """The view (see the module docstring). Without a prediction (`pred_rows` None) it shows the gold
-    and the error."""
+    (`ordered`: whether its order counts) and the error."""
     m = len(gold_columns)
-    ordered = match.ordered if match is not None else False
+    ordered = match.ordered if match is not None else ordered
     if pred_rows is None or pred_columns is None or match is None:
         lines = [{"g": i, "p": None} for i in range(len(gold_rows))]
         columns = [{"gold": str(c), "pred": None} for c in gold_columns]
