@@ -22,8 +22,7 @@ from flexsql.agent.answer import Answer, Status, Usage
 from flexsql.agent.conversation import (
     ConversationStore,
     Turn,
-    history_text,
-    pending_clarification,
+    history,
     principal_directory,
     valid_conversation_id,
 )
@@ -46,12 +45,7 @@ from flexsql.tools.runtime.registry import (
     python_enabled,
     tool,
 )
-from flexsql.tools.runtime.render import table_text
-
-FOLLOW_UP = (
-    "If this question follows up an earlier turn, edit the previous SQL: keep its structure (tables, "
-    "joins, filters, grouping) and change only what this turn changes."
-)
+from flexsql.tools.runtime.render import cell_text
 
 
 def model_provider(settings: Settings, mcp_context: Any = None) -> Callable[[str], ChatModel]:
@@ -120,11 +114,27 @@ def default_trace_path(run_id: str, settings: Settings) -> Path:
     return folder / f"{run_id}.jsonl"
 
 
+SUMMARY_CHARS = 600  # of a turn's result in the conversation's history
+SUMMARY_ROWS = 10
+
+
 def _summary(result: Answer) -> str | None:
+    """The chosen result for the history: its size, then whole rows (never one cut mid-value) while
+    they fit, and how many more there are."""
     if result.status != "answered" or not result.columns:
         return None
-    table, _ = table_text(result.columns, result.rows[:3], cell_chars=40, max_chars=300)
-    return f"{result.total_rows} rows: " + " / ".join(table.splitlines()[1:4])
+    total = result.total_rows if result.total_rows is not None else len(result.rows)
+    head = f"{total} row{'s' if total != 1 else ''} ({', '.join(result.columns)})"
+    rows: list[str] = []
+    used = len(head)
+    for row in result.rows[:SUMMARY_ROWS]:
+        text = ", ".join(cell_text(v, 80) for v in row)
+        if used + len(text) + 3 > SUMMARY_CHARS:
+            break
+        rows.append(text)
+        used += len(text) + 3
+    more = total - len(rows)
+    return head + (": " + " / ".join(rows) if rows else "") + (f" (+{more} more)" if more > 0 else "")
 
 
 async def ask_question(
@@ -152,19 +162,12 @@ async def ask_question(
     python = python_enabled(settings, True) if python is None else python
     run_id = run_id or uuid.uuid4().hex[:12]
     store = conv = None
-    history = None
+    earlier: list[dict[str, str]] = []
+    note = None
     if conversation_id:
         store = conversations or conversation_store(tools, settings)
         conv = store.get(conversation_id)
-        history = history_text(conv) if conv.turns else None
-        pending = pending_clarification(conv)
-        if pending is not None:
-            history = (history or "") + (
-                "\nThis turn answers the clarifying question above: read the earlier "
-                "question with this answer."
-            )
-        if history:
-            history += "\n" + FOLLOW_UP
+        earlier, note = history(conv)
     trace = Trace(
         run_id, trace_path, secrets=question_secrets(settings), max_bytes=settings.agent.trace_bytes
     )
@@ -172,7 +175,8 @@ async def ask_question(
         q = Question(
             question=question,
             source=source,
-            conversation=history,
+            history=earlier,
+            turn_note=note,
             external_knowledge=external_knowledge,
             plans=plans,
             run_id=run_id,
@@ -207,6 +211,8 @@ async def ask_question(
             previous = conv.last_sql_turn()
             turn = Turn(
                 question=question,
+                standalone=result.standalone_question,
+                findings=result.findings,
                 type=_turn_type(result),
                 status=result.status,
                 sql=result.sql,

@@ -217,6 +217,7 @@ def agent_usage(records: list[dict[str, Any]]) -> dict[str, Any] | None:
             "model_calls": r.get("model_calls") or 0,
             "tool_calls": r.get("tool_calls") or 0,
             "prompt_tokens": (r.get("tokens") or {}).get("prompt", 0),
+            "cached_tokens": (r.get("tokens") or {}).get("cached", 0),
             "completion_tokens": (r.get("tokens") or {}).get("completion", 0),
         }
         for r in records
@@ -226,9 +227,15 @@ def agent_usage(records: list[dict[str, Any]]) -> dict[str, Any] | None:
         return None
     mean = {
         k: round(statistics.mean(row[k] for row in rows), 1)
-        for k in ("model_calls", "tool_calls", "prompt_tokens", "completion_tokens")
+        for k in ("model_calls", "tool_calls", "prompt_tokens", "cached_tokens", "completion_tokens")
     }
-    return {"tasks": len(rows), "mean": mean, "per_task": rows}
+    total = {k: sum(row[k] for row in rows) for k in ("prompt_tokens", "cached_tokens", "completion_tokens")}
+    return {"tasks": len(rows), "mean": mean, "total": total, "per_task": rows}
+
+
+def _cached(prompt: int, cached: int) -> str:
+    """Prompt tokens with the share the endpoint served from its prefix cache (when it said)."""
+    return f"{prompt:,}" + (f" ({cached / prompt:.0%} cached)" if prompt and cached else "")
 
 
 def _category(record: dict[str, Any], scorer: str) -> str:
@@ -325,15 +332,17 @@ def markdown(s: dict[str, Any]) -> str:
             "## Agent usage",
             "",
             f"Per task on average: {m['model_calls']} model calls, {m['tool_calls']} "
-            f"tool calls, {m['prompt_tokens']:,} prompt + {m['completion_tokens']:,} completion tokens.",
+            f"tool calls, {m['prompt_tokens']:,} prompt + {m['completion_tokens']:,} completion tokens. "
+            f"In all: {_cached(a['total']['prompt_tokens'], a['total']['cached_tokens'])} prompt + "
+            f"{a['total']['completion_tokens']:,} completion tokens.",
             "",
-            "| task | status | score | model calls | tool calls | prompt tokens | completion tokens |",
-            "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+            "| task | status | score | model calls | tool calls | prompt tokens | cached prompt tokens | completion tokens |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
         ]
         for row in a["per_task"]:
             lines.append(
                 f"| {row['instance_id']} | {row['status']} | {row['score']} | {row['model_calls']} "
-                f"| {row['tool_calls']} | {row['prompt_tokens']} | {row['completion_tokens']} |"
+                f"| {row['tool_calls']} | {row['prompt_tokens']} | {row['cached_tokens']} | {row['completion_tokens']} |"
             )
     lines += [
         "",
@@ -493,18 +502,21 @@ def html_report(s: dict[str, Any], records: list[dict[str, Any]] | None = None) 
         a, m = s["agent"], s["agent"]["mean"]
         out.append(
             f"<h2>Agent usage</h2><p>Per task on average: {m['model_calls']} model calls, {m['tool_calls']} tool "
-            f"calls, {m['prompt_tokens']:,} prompt + {m['completion_tokens']:,} completion tokens.</p>"
+            f"calls, {m['prompt_tokens']:,} prompt + {m['completion_tokens']:,} completion tokens. In all: "
+            f"{e(_cached(a['total']['prompt_tokens'], a['total']['cached_tokens']))} prompt + "
+            f"{a['total']['completion_tokens']:,} completion tokens.</p>"
         )
         out.append(
             "<table><tr><th>task</th><th>status</th><th class=n>score</th><th class=n>model calls</th>"
-            "<th class=n>tool calls</th><th class=n>prompt tokens</th><th class=n>completion tokens</th></tr>"
+            "<th class=n>tool calls</th><th class=n>prompt tokens</th><th class=n>cached prompt tokens</th>"
+            "<th class=n>completion tokens</th></tr>"
         )
         for row in a["per_task"]:
             out.append(
                 f"<tr><td>{e(str(row['instance_id']))}</td><td>{e(str(row['status']))}</td>"
                 f"<td class=n>{row['score']}</td><td class=n>{row['model_calls']}</td>"
                 f"<td class=n>{row['tool_calls']}</td><td class=n>{row['prompt_tokens']:,}</td>"
-                f"<td class=n>{row['completion_tokens']:,}</td></tr>"
+                f"<td class=n>{row['cached_tokens']:,}</td><td class=n>{row['completion_tokens']:,}</td></tr>"
             )
         out.append("</table>")
     if len(s.get("by_benchmark") or {}) > 1:

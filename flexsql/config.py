@@ -308,6 +308,20 @@ class AgentConfig(StrictModel):
         le=1000,
         description="Tool calls run from one model reply; the others are answered `not run: limit`",
     )
+    reasoning_chars: int = Field(
+        16_000,
+        ge=1000,
+        le=10_000_000,
+        description="Reasoning of one reply sent back on the step's tool-call turns (its end); reasoning "
+        "leaves the thread at the next step, as chat templates drop it",
+    )
+    request_chars: int = Field(
+        1_000_000,
+        ge=50_000,
+        le=100_000_000,
+        description="Characters of one model request (system text, tools, messages); a step whose "
+        "thread grows past it fails with a message",
+    )
     trace_bytes: int = Field(
         8_000_000,
         ge=100_000,

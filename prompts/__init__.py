@@ -49,6 +49,7 @@ __all__ = [
     "list_prompts",
     "prompt_names",
     "render",
+    "tool_conditional",
     "tool_sections",
 ]
 
@@ -75,6 +76,12 @@ def _sections(body: str, voice: Voice | None, tools: frozenset[str] | None) -> s
         return m.group(3) if (m.group(2) in tools) == (m.group(1) == "+") else ""
 
     return _TOOL.sub(keep, body)
+
+
+def tool_conditional(text: str, tools: frozenset[str]) -> str:
+    """`text` with its `{+tool}…{/+tool}` / `{-tool}…{/-tool}` sections resolved for a reader who can
+    call `tools` (the agent's manual uses the same marks as the templates)."""
+    return _TOOL.sub(lambda m: m.group(3) if (m.group(2) in tools) == (m.group(1) == "+") else "", text)
 
 
 def tool_sections(body: str) -> list[str]:

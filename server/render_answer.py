@@ -69,8 +69,8 @@ def print_answer(answer: Answer, console: Console | None = None) -> None:
         console.print(considered)
     u = answer.usage
     console.print(
-        f"model calls {u.model_calls}, tool calls {u.tool_calls}, tokens {u.prompt_tokens:,} + "
-        f"{u.completion_tokens:,}, {u.seconds:g} s" + (f"; trace {answer.trace}" if answer.trace else ""),
+        f"model calls {u.model_calls}, tool calls {u.tool_calls}, tokens {u.usage_text()}, {u.seconds:g} s"
+        + (f"; trace {answer.trace}" if answer.trace else ""),
         style="dim",
         markup=False,
     )
