@@ -308,7 +308,7 @@
       if (it.repair || (it.k === "stage" && it.s === "repair")) cls.push("repair");
       var tok = "";
       if (it.tok) {
-        tok = (it.tok.prompt || 0) + "+" + (it.tok.completion || 0) + " tok" + (it.tok.cached != null ? " (" + it.tok.cached + " cached)" : "");
+        tok = (it.tok.prompt || 0) + "+" + (it.tok.completion || 0) + " tok" + (it.tok.cached ? " (" + it.tok.cached + " cached)" : "");
       }
       var out = it.outcome ? it.outcome : it.ok === false ? "failed" : "";
       var detail = it.detail || "";
@@ -322,6 +322,7 @@
         (it.d ? ' <span class="muted">' + fmt(it.d, 3) + " s</span>" : "") +
         (tok ? ' <span class="tok">' + esc(tok) + "</span>" : "") +
         (out ? ' <span class="oc oc-' + esc(out) + '">' + esc(out) + "</span>" : "") +
+        (it.req ? '<span class="tl-d tl-req">' + esc(it.req) + "</span>" : "") +
         (detail ? '<span class="tl-d">' + esc(detail) + "</span>" : "") + "</span>" +
         '<span class="tl-bar"><span style="left:' + left.toFixed(2) + "%;width:" + Math.min(width, 100 - left).toFixed(2) + '%"></span></span>' +
         "</li>"

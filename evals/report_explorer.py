@@ -230,7 +230,7 @@ def timeline(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
                 "s": s or stage,
                 "label": f"model call · {s or stage}" + (f" · {model}" if model != models[0] else ""),
                 "ok": None,
-                "detail": "tools: " + ", ".join(map(str, e.get("tools") or [])) if e.get("tools") else "",
+                "req": _request_detail(e),
                 "call": e.get("call"),
             }
             items.append(item)
@@ -363,6 +363,18 @@ def timeline(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
             )
         elif kind == "question":
             pass  # the question is shown above the trace
+        elif kind == "prefix":  # the fixed start every request of the question shares
+            tools_offered = e.get("tools") if isinstance(e.get("tools"), list) else []
+            items.append(
+                {
+                    "t": t,
+                    "k": "note",
+                    "s": stage,
+                    "label": "request prefix",
+                    "detail": f"{len(str(e.get('system') or '')):,} characters of system text, "
+                    f"{len(tools_offered)} tools",
+                }
+            )
         elif kind == "trace_cut":
             items.append(
                 {"t": t, "k": "note", "s": stage, "label": kind.replace("_", " "), "detail": _note(e)}
@@ -380,8 +392,30 @@ def timeline(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "budget": budget,
         "models": models,
     }
-    summary["tokens"] = {k: v for k, v in totals.items() if k != "cached" or cached_seen}
+    summary["tokens"] = {k: v for k, v in totals.items() if k != "cached" or (cached_seen and v)}
     return {"items": items, "summary": summary}
+
+
+def _request_detail(event: dict[str, Any]) -> str:
+    """What a request offered and how much of it an earlier request had sent (a prefix cache's hits)."""
+    parts = []
+    tools_offered = event.get("tools") or []
+    choice = event.get("tool_choice")
+    if tools_offered:
+        parts.append(
+            f"{len(tools_offered)} tools offered" + (f" (tool_choice {choice})" if choice else "")
+            if len(tools_offered) > 4
+            else "tools: "
+            + ", ".join(map(str, tools_offered))
+            + (f" (tool_choice {choice})" if choice else "")
+        )
+    chars, shared = event.get("chars"), event.get("shared_chars")
+    if isinstance(chars, int) and chars > 0:
+        parts.append(
+            f"{chars:,} characters"
+            + (f", {shared / chars:.0%} sent before" if isinstance(shared, int) else "")
+        )
+    return "; ".join(parts)
 
 
 def _note(event: dict[str, Any]) -> str:
