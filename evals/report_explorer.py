@@ -399,7 +399,8 @@ def timeline(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
 def _request_detail(event: dict[str, Any]) -> str:
     """What a request offered and how much of it an earlier request had sent (a prefix cache's hits)."""
     parts = []
-    tools_offered = event.get("tools") or []
+    offered = event.get("tools")
+    tools_offered: list[Any] = offered if isinstance(offered, list) else []
     choice = event.get("tool_choice")
     if tools_offered:
         parts.append(
