@@ -364,15 +364,15 @@ def timeline(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
         elif kind == "question":
             pass  # the question is shown above the trace
         elif kind == "prefix":  # the fixed start every request of the question shares
-            tools_offered = e.get("tools") if isinstance(e.get("tools"), list) else []
+            prefix_tools = e.get("tools")
+            count = len(prefix_tools) if isinstance(prefix_tools, list) else 0
             items.append(
                 {
                     "t": t,
                     "k": "note",
                     "s": stage,
                     "label": "request prefix",
-                    "detail": f"{len(str(e.get('system') or '')):,} characters of system text, "
-                    f"{len(tools_offered)} tools",
+                    "detail": f"{len(str(e.get('system') or '')):,} characters of system text, {count} tools",
                 }
             )
         elif kind == "trace_cut":
