@@ -57,7 +57,15 @@ def make_sources(settings: Settings, db: tuple[str, ...] = (), demo_fallback: bo
         return registry
     check_files(configs)  # a missing file stops the command now (exit 2), not at the first tool call
     for cfg in configs:
-        registry.add(open_source(cfg.url, name=cfg.name, description=cfg.description, limits=settings.limits))
+        registry.add(
+            open_source(
+                cfg.url,
+                name=cfg.name,
+                description=cfg.description,
+                limits=settings.limits,
+                knowledge=settings.knowledge_of(cfg),
+            )
+        )
     return registry
 
 
@@ -458,10 +466,12 @@ def _register_optional_commands() -> None:
     """Subcommands that live beside their feature's code."""
     from flexsql.evals.cli import eval_command
     from flexsql.server.config_cli import config_command
+    from flexsql.server.learn_cli import learn_command
     from flexsql.server.plugin_cli import install_skills_command, mcp_config_command
 
     main.add_command(eval_command, "eval")
     main.add_command(config_command, "config")
+    main.add_command(learn_command, "learn")
     main.add_command(install_skills_command, "install-skills")
     main.add_command(mcp_config_command, "mcp-config")
 
