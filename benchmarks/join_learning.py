@@ -28,11 +28,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-DEFAULT_DATA = (
-    Path("/work/shared/data/spider")
-    if Path("/work/shared/data/spider").is_dir()
-    else HERE.parent.parent / "shared" / "data" / "spider"
-)
+DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "spider"
 
 from join_inference import Condition, Score, conditions_of, hidden_copy, run_db  # noqa: E402
 from spider_gold import sqlite_schema  # noqa: E402

@@ -1,6 +1,6 @@
 """Recall held out: store half of each Spider database's question/SQL pairs, ask the other half.
 
-For every database of Spider (train + dev_open, /work/shared/data/spider), its questions are split in two
+For every database of Spider (train + dev_open, ../shared/data/spider), its questions are split in two
 halves (`--split`: `hash` of the question, `parity` of its position, or `order`: first and second half);
 one half is imported with `learn` into a fresh store, and each question of the other half is recalled
 (limit 3); then the other way round. A hit: among the first 3 recalled queries, one reads exactly the
@@ -41,11 +41,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-DEFAULT_DATA = (
-    Path("/work/shared/data/spider")
-    if Path("/work/shared/data/spider").is_dir()
-    else HERE.parent.parent / "shared" / "data" / "spider"
-)
+DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "spider"
 
 from folds import fold_report, print_folds  # noqa: E402
 
@@ -167,8 +163,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.grid:
         groups = {"weights": [n for n in weights if n not in ("words", "meaning")]}
         out["folds"] = fold_report(rows, list(weights), groups, lambda r, c: bool(r["configs"][c]))
-    if args.cli:
-        out["cli"] = cli_check(args, by_db, dbs, rows, work)
+    out["_rows"], out["_by_db"], out["_dbs"], out["_work"] = rows, by_db, dbs, work
     return out
 
 
@@ -243,11 +238,14 @@ def main() -> None:
     if "folds" in out:
         groups = {"weights": [n for n in out["hit_at_3"] if n not in ("words", "meaning")]}
         print_folds(out["folds"], "hit@3", ["words", "meaning"], groups)
-    if "cli" in out:
-        print(f"command line: {out['cli']}")
+    rows, by_db, dbs, work = out.pop("_rows"), out.pop("_by_db"), out.pop("_dbs"), out.pop("_work")
     results = HERE / "results"
     results.mkdir(exist_ok=True)
     (results / "recall_heldout.json").write_text(json.dumps(out, indent=2) + "\n")
+    if args.cli:
+        out["cli"] = cli_check(args, by_db, dbs, rows, work)
+        print(f"command line: {out['cli']}")
+        (results / "recall_heldout.json").write_text(json.dumps(out, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from flexsql.errors import FlexSQLError, InvalidArgument
-from flexsql.server.cli_support import console, fail
+from flexsql.server.cli_support import console, fail, make_sources
 from flexsql.tools.knowledge.learn import LearnReport
 
 FORMATS_HELP = (
@@ -73,7 +73,6 @@ def learn_command(
 
     Example: flexsql learn verified.jsonl glossary.md --db duckdb:///shop.duckdb"""
     from flexsql.config import load_settings
-    from flexsql.server.cli import make_sources
     from flexsql.tools.knowledge.learn import learn, learn_history
 
     if not files and not history:

@@ -120,3 +120,32 @@ async def test_remember_and_recall_over_mcp(tmp_path: Path) -> None:
         queries = found.structured_content["queries"]
         assert queries[0]["question"] == "Oldest singer"
         assert "ORDER BY age DESC" in queries[0]["sql"] and "ORDER BY age DESC" in text_of(found)
+
+
+def test_the_configured_folder_is_used_for_the_source_and_for_a_matching_db(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from flexsql.server.cli import main
+
+    url = make_music(tmp_path / "music.sqlite")
+    folder = tmp_path / "repo" / "knowledge" / "music"
+    config = tmp_path / "flexsql.toml"
+    config.write_text(f'[[sources]]\nname = "music"\nurl = "{url}"\nknowledge = "{folder}"\n')
+    file = tmp_path / "pairs.jsonl"
+    file.write_text(
+        json.dumps({"question": "How many singers?", "sql": "SELECT count(*) FROM singer"}) + "\n"
+    )
+    monkeypatch.setenv("FLEXSQL_DATA_DIR", str(tmp_path / "elsewhere"))
+    done = CliRunner().invoke(main, ["learn", str(file), "--config", str(config)])
+    assert done.exit_code == 0, done.output
+    assert str(folder) in done.output and (folder / "queries.yaml").exists()
+    # the same URL given with --db finds the configured folder, and so does recall
+    again = CliRunner().invoke(main, ["learn", str(file), "--config", str(config), "--db", url, "--json"])
+    assert json.loads(again.output)["reports"][0]["known"] == 1
+    found = CliRunner().invoke(
+        main, ["call", "recall", "question=How many singers?", "--config", str(config), "--json"]
+    )
+    assert json.loads(found.output)["queries"][0]["sql"] == "SELECT count(*) FROM singer"
+    assert not (tmp_path / "elsewhere").exists()

@@ -393,7 +393,8 @@ def history_statements(source: Source) -> tuple[str, list[str], list[int]]:
         except FlexSQLError as exc:
             raise UnavailableError(
                 f"Snowflake's QUERY_HISTORY cannot be read here ({exc}). It needs a role that may see the "
-                "warehouse's queries (MONITOR on the warehouse, or a role with ACCOUNT_USAGE); or export the "
+                "warehouse's queries (MONITOR on the warehouse, or a role with ACCOUNT_USAGE), and an emulator "
+                "such as fakesnow has no history at all; or export the "
                 "history to a .sql file and run `flexsql learn FILE --db URL`"
             ) from None
         origin = "QUERY_HISTORY"

@@ -13,7 +13,6 @@ from flexsql.tools.runtime.context import SourceName, ToolContext
 from flexsql.tools.runtime.registry import LOCAL, ToolArgs, ToolEnv, tool
 from flexsql.tools.runtime.schema import unlisted
 
-
 QUESTION = Field(min_length=1, max_length=2000, json_schema_extra=unlisted("minLength", "maxLength"))
 
 

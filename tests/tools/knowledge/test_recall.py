@@ -157,3 +157,21 @@ def test_find_join_path_offers_joins_learned_from_a_query_log(ctx, music, tmp_pa
     assert join.condition() == "main.performs.artist = main.singer.singer_id"
     assert join.kind == "learned" and join.evidence == "used in 3 queries (history.sql 3)"
     assert "[learned: used in 3 queries (history.sql 3)]" in after.to_text()
+
+
+def test_confirmed_pairs_in_memory_are_stored_like_a_files(ctx, music, store: Path) -> None:
+    from flexsql.tools.knowledge.learn import learn_pairs
+
+    report = learn_pairs(
+        music,
+        [
+            ("Who is the oldest singer?", "SELECT name FROM singer ORDER BY age DESC LIMIT 1"),
+            ("Broken", "SELECT FROM"),
+        ],
+        origin="conversation c1",
+        verified_by="ana",
+    )
+    assert (report.added, report.rejected) == (1, 1)
+    (held,) = read_store(store).queries
+    assert (held.origin, held.verified_by) == ("conversation c1#0", "ana")
+    assert recall(ctx, "oldest singer").queries[0].id == held.id
