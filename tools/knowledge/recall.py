@@ -35,6 +35,7 @@ from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.runtime.registry import ToolResult
 from flexsql.tools.runtime.render import TextBudget
 from flexsql.tools.search import embeddings
+from flexsql.tools.search.embeddings import _one_blas_thread
 from flexsql.tools.search.semantic import encode_cached, question_vector
 from flexsql.tools.search.text import STOPWORDS, stem
 
@@ -300,6 +301,17 @@ def _why(meaning: float | None, words: float, linked: bool, missing: int, tables
     return "; ".join(parts) or "the closest stored question"
 
 
+def _best(score: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
+    """Positions of the k best scores, best first (ties by position): a partial sort of 10,000 scores."""
+    if len(score) > k:
+        top = np.argpartition(-score, k - 1)[:k]
+        top.sort()  # ties in stored order, as a full stable sort would give them
+        ordered: npt.NDArray[np.intp] = top[np.argsort(-score[top], kind="stable")]
+        return ordered
+    full: npt.NDArray[np.intp] = np.argsort(-score, kind="stable")
+    return full
+
+
 def rank(
     index: RecallIndex,
     question: str,
@@ -317,7 +329,8 @@ def rank(
     if index.vectors is not None:
         qvec = question_vector(question, QUESTION_TOKENS)
         if qvec is not None:
-            meaning = index.vectors @ qvec
+            with _one_blas_thread():  # a second BLAS thread spins: 27 ms for 10,000 rows, 0.9 on one
+                meaning = index.vectors @ qvec
             score = score + weights.meaning * meaning
     covered = np.zeros(n, dtype=bool)
     missing = np.zeros(n, dtype=np.int64)
@@ -327,7 +340,7 @@ def rank(
         missing = index.table_counts - inside
         covered = (index.table_counts > 0) & (missing == 0)
         score = score + weights.linked * covered - weights.unlinked * missing
-    order = np.argsort(-score, kind="stable")[: max(limit * 8, 20)]
+    order = _best(score, max(limit * 8, 20))
     chosen: list[int] = []
     seen_sets: set[frozenset[str]] = set()
     pending = [int(i) for i in order]
@@ -369,7 +382,8 @@ def rank_passages(index: RecallIndex, question: str, limit: int) -> list[tuple[i
     if index.passage_vectors is not None:
         qvec = question_vector(question, QUESTION_TOKENS)
         if qvec is not None:
-            score = score + index.passage_vectors @ qvec
+            with _one_blas_thread():
+                score = score + index.passage_vectors @ qvec
     order = np.argsort(-score, kind="stable")[:limit]
     return [(int(i), round(float(score[i]), 4)) for i in order if score[i] > 0.15]
 
