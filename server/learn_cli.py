@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from flexsql.errors import FlexSQLError, InvalidArgument
 from flexsql.server.cli_support import console, fail, make_sources
-from flexsql.tools.knowledge.learn import LearnReport
+
+if TYPE_CHECKING:  # imported when the command runs: `flexsql --help` must not build the tools
+    from flexsql.tools.knowledge.learn import LearnReport
 
 FORMATS_HELP = (
     "how to read FILE: spider (a JSON list of question + query/SQL, BIRD's evidence too), jsonl ({question, sql} "
