@@ -114,6 +114,9 @@ class ToolSpec:
     is_async: bool = False  # `run` is a coroutine function (it awaits a model or the client)
     needs_python: bool = False  # offered only where run_python's sandbox is enabled
     agent_tool: bool = True  # offered to the built-in agent's stages
+    writes: bool = (
+        False  # changes something of flexsql's own (remember: the knowledge store), never a database
+    )
 
     def parse(self, arguments: Mapping[str, Any] | None) -> ToolArgs:
         """Validate arguments with the tool's model; a clear InvalidArgument otherwise. `None`
@@ -191,7 +194,7 @@ class ToolFunction(Protocol[P, R_co]):
 
 
 def tool(
-    describe: str | Describe, *, needs_python: bool = False, agent_tool: bool = True
+    describe: str | Describe, *, needs_python: bool = False, agent_tool: bool = True, writes: bool = False
 ) -> Callable[[Callable[P, R]], ToolFunction[P, R]]:
     """Declare the decorated function a tool named after it. Its second parameter's annotation is
     the argument model and its return annotation the result model; a third parameter, when it has
@@ -221,6 +224,7 @@ def tool(
             is_async=inspect.iscoroutinefunction(fn),
             needs_python=needs_python,
             agent_tool=agent_tool,
+            writes=writes,
         )
         return declared
 
