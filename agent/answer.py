@@ -69,6 +69,7 @@ class Answer(ToolResult):
     groups: list[GroupScore] = []
     budget_exhausted: str | None = None  # what ran out ("80 model calls"); the answer is the best so far
     findings: list[str] = []  # what the run's tool calls established (stored spellings, join keys)
+    remembered: str | None = None  # `flexsql ask --remember`: the SQL stored as verified (or why not)
     usage: Usage = Usage()
     run_id: str = ""
     trace: str | None = None  # path of the JSONL trace, when written
@@ -136,6 +137,8 @@ class Answer(ToolResult):
             )
         if self.reason and self.status == "answered":
             lines.append(f"why: {self.reason}")
+        if self.remembered:
+            lines.append(self.remembered)
         u = self.usage
         lines.append(
             f"model calls {u.model_calls}, tool calls {u.tool_calls}, tokens {u.usage_text()}, {u.seconds:g} s"

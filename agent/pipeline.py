@@ -33,6 +33,7 @@ from flexsql.agent.budget import Budget
 from flexsql.agent.context import Thread
 from flexsql.agent.contract import Plan, Program
 from flexsql.agent.models.base import ChatModel
+from flexsql.agent.recalled import recalled_examples
 from flexsql.agent.secrets import question_secrets
 from flexsql.agent.stages.chat import Run
 from flexsql.agent.stages.classify import classify
@@ -428,6 +429,9 @@ async def answer(
     try:
         with anyio.move_on_after(max(0.0, run.budget.seconds_left)) as scope:
             run.prepare()
+            run.recalled = await anyio.to_thread.run_sync(recalled_examples, tools, run.source, q.question)
+            if run.recalled:
+                run.trace.event("recalled", text=run.recalled)
             if q.external_knowledge:  # first: classify and every later stage read the summary
                 await run.progress("knowledge", "condensing the external knowledge")
                 run.knowledge = await _condensed(run, q.external_knowledge)

@@ -34,6 +34,7 @@ from flexsql.agent.roles import diff_roles, role_state
 from flexsql.agent.secrets import question_secrets
 from flexsql.agent.trace import Trace, prune_traces
 from flexsql.config import Settings
+from flexsql.errors import FlexSQLError, error_text
 from flexsql.paths import cache_dir, private_dir
 from flexsql.tools.runtime.context import SourceName, ToolContext
 from flexsql.tools.runtime.registry import (
@@ -154,10 +155,13 @@ async def ask_question(
     run_id: str | None = None,
     conversations: ConversationStore | None = None,
     elicit: bool = True,
+    remember: str | None = None,
 ) -> Answer:
     """`python`: whether the agent may offer and run run_python; None: [sandbox] enabled, else on
     (the local user's default, as for stdio). `conversations`: the store of the caller's principal
-    (default: the local user's)."""
+    (default: the local user's). `remember`: who accepts the answer ("flexsql ask --remember"): an
+    answered question's SQL is stored in the source's knowledge store as verified by them, under the
+    question as it stands alone (a follow-up's standalone restatement)."""
     model_for = model_for or model_provider(settings, mcp_context)
     python = python_enabled(settings, True) if python is None else python
     run_id = run_id or uuid.uuid4().hex[:12]
@@ -228,9 +232,25 @@ async def ask_question(
                 trace.event("role_diff", diff=diff.model_dump(), text=diff.summary())
             store.append(conversation_id, turn)
             result.conversation_id = conversation_id
+        if remember and result.status == "answered" and result.sql:
+            result.remembered = _remember(tools, result, source, remember)
+            trace.event("remembered", text=result.remembered)
         return result
     finally:
         trace.close()
+
+
+def _remember(tools: ToolContext, result: Answer, source: str | None, verified_by: str) -> str:
+    """Store the answer's SQL as verified; what happened, as one line (a refusal is said, not raised:
+    the answer itself stands)."""
+    from flexsql.tools.knowledge.learn import remember_query
+
+    question = result.standalone_question or result.question
+    try:
+        stored = remember_query(tools, question, result.sql or "", source=source, verified_by=verified_by)
+    except FlexSQLError as exc:
+        return f"not remembered: {error_text(exc)}"
+    return stored.to_text()
 
 
 TurnType = Literal["answerable", "ambiguous", "unanswerable", "improper"]

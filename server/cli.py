@@ -334,6 +334,11 @@ def _required(spec: Any) -> list[str]:
 )
 @click.option("--json", "as_json", is_flag=True, help="print the whole answer as JSON")
 @click.option(
+    "--remember",
+    is_flag=True,
+    help="store the answer's SQL in the source's knowledge store as verified by you (recall offers it later)",
+)
+@click.option(
     "--progress/--no-progress",
     "progress_flag",
     default=None,
@@ -352,6 +357,7 @@ def ask(
     trace_path: str | None,
     source_name: str | None,
     as_json: bool,
+    remember: bool,
     progress_flag: bool | None,
 ) -> None:
     """Answer QUESTION with the FlexSQL agent (needs a model endpoint: --base-url and --model, or [model]).
@@ -404,6 +410,7 @@ def ask(
                 external_knowledge=document,
                 trace_path=trace_path,
                 on_stage=progress,
+                remember="flexsql ask --remember" if remember else None,
             )
         )
     except FlexSQLError as exc:

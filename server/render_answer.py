@@ -24,6 +24,7 @@ def print_answer(answer: Answer, console: Console | None = None) -> None:
     for label, text in (
         ("reply", answer.reply),
         ("reason", answer.reason if answer.status != "answered" else None),
+        ("knowledge store", answer.remembered),
     ):
         if text:
             console.print(f"{label}: {text}", markup=False)

@@ -71,6 +71,7 @@ class Run:
     turn_note: str | None = None
     external_knowledge: str | None = None
     knowledge: str | None = None  # the condensed document (knowledge step)
+    recalled: str | None = None  # verified queries and passages of the source's knowledge store
     on_stage: Callable[[str, str], Awaitable[None] | None] | None = None
     tool_timeout_s: float | None = None
     counters: dict[str, int] = field(default_factory=dict)
@@ -112,6 +113,8 @@ class Run:
 
     def question_block(self) -> str:
         text = f"Question: {self.question}"
+        if self.recalled:  # before the summary: the knowledge step's side thread shares it too
+            text += f"\n\n{self.recalled}"
         if self.knowledge:
             text += f"\n\nExternal knowledge (a summary; where it defines a term or formula, it wins):\n{self.knowledge}"
         return text
