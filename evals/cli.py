@@ -179,6 +179,12 @@ configuration error; 130 interrupted (Ctrl-C or SIGTERM: the reports are still w
     is_flag=True,
     help="Start over in --out even when it holds a run (its files are moved to OUT/previous/<time>/).",
 )
+@click.option(
+    "--trajectories",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write each task's model conversations, answer, scores and tool outcomes to this JSONL "
+    "(OpenAI chat format, for training; docs/trajectories.md).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout (progress stays on stderr)."
@@ -212,6 +218,7 @@ def eval_command(
     resume: bool,
     max_rows: int,
     new_run: bool,
+    trajectories: Path | None,
     quiet: bool,
     as_json: bool,
     config_file: str | None,
@@ -306,6 +313,16 @@ def eval_command(
     if s.get("model"):
         console.print(f"model: {s['model']}", markup=False)
     console.print(f"report: {outcome.out / 'report.html'}  results: {outcome.out / 'results.jsonl'}")
+    if trajectories is not None:
+        from flexsql.evals.trajectories import write_trajectories
+
+        try:
+            written = write_trajectories(outcome.out / "results.jsonl", trajectories, options.settings)
+        except OSError as exc:
+            raise click.ClickException(
+                f"cannot write the trajectories to {trajectories}: {exc.strerror}"
+            ) from None
+        console.print(f"trajectories: {trajectories} ({written} tasks)", markup=False)
     if outcome.interrupted:
         console.print(
             f"[yellow]interrupted[/]: {outcome.ran} task(s) finished this time; "
