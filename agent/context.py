@@ -34,6 +34,7 @@ from typing import Any
 from flexsql.config import Settings
 from flexsql.prompts import tool_conditional
 from flexsql.tools.engines.catalog import Catalog
+from flexsql.tools.engines.engine import Engine
 from flexsql.tools.engines.families import named_families
 from flexsql.tools.engines.paths import nested_type
 from flexsql.tools.toolbox import TOOLS
@@ -108,37 +109,10 @@ def fill(template: str, **values: str) -> str:
 
 # -- the source block: what this database is, and the rules that apply to it ------------------------
 
-_DIALECT_NOTES = {
-    "sqlite": (
-        "SQLite has no ILIKE: match text with LOWER(col) LIKE '%…%'. Dates are text: compare them as "
-        "'YYYY-MM-DD' strings or use strftime('%Y', col). Integer division truncates: multiply by 1.0 first."
-    ),
-    "duckdb": (
-        "DuckDB: ILIKE matches case-insensitively; strftime(col, '%Y'), date_trunc('month', col) and "
-        "date_part('year', col) handle dates."
-    ),
-    "postgres": (
-        "PostgreSQL: ILIKE matches case-insensitively. Integer division truncates: cast to numeric "
-        "first. Unquoted identifiers fold to lower case."
-    ),
-    "snowflake": (
-        "Snowflake: ILIKE matches case-insensitively. Unquoted identifiers fold to upper case; quote "
-        'names that have lower-case letters ("colName").'
-    ),
-}
-_NESTED_NOTES = {
-    "sqlite": "JSON_EXTRACT(col, '$.key') reads a key, and json_each(col) unnests an array.",
-    "duckdb": (
-        "JSON_EXTRACT_STRING(col, '$.key') reads a JSON key, struct_col.field a STRUCT field, and "
-        "UNNEST(col) unnests a list."
-    ),
-    "postgres": "col->>'key' reads a key, and jsonb_array_elements(col) unnests an array.",
-    "snowflake": ("col:key::string reads a VARIANT key, and LATERAL FLATTEN(input => col) unnests an array."),
-}
 FAMILY_EXAMPLES = 3  # families named in the source block
 
 
-def source_block(source: str, dialect: str, catalog: Catalog, python: bool, tools: frozenset[str]) -> str:
+def source_block(source: str, engine: Engine, catalog: Catalog, python: bool, tools: frozenset[str]) -> str:
     """The opening of every request on this source: its name, size and dialect, and only the rules
     that apply here (a 3-table SQLite file gets no word about sharded families or VARIANT paths)."""
     schemas = catalog.schemas()
@@ -147,11 +121,10 @@ def source_block(source: str, dialect: str, catalog: Catalog, python: bool, tool
         f" in {len(schemas)} schemas" if len(schemas) > 1 else ""
     )
     lines = [
-        f"Database: the flexsql source `{source}` ({dialect}, {size}). Every query is read-only.",
+        f"Database: the flexsql source `{source}` ({engine.dialect}, {size}). Every query is read-only.",
     ]
-    note = _DIALECT_NOTES.get(dialect)
-    if note:
-        lines.append(note)
+    if engine.notes:  # the engine's own notes (the MCP server's instructions carry the same)
+        lines.append(engine.notes)
     families = _families(catalog)
     if families:
         shown = ", ".join(families[:FAMILY_EXAMPLES])
@@ -168,7 +141,7 @@ def source_block(source: str, dialect: str, catalog: Catalog, python: bool, tool
             "Nested columns (JSON, VARIANT, STRUCT) hold keys: "
             + (paths if "describe_table" in tools else "")
             + "A path with `[]` names an array's elements and is not SQL. "
-            + _NESTED_NOTES.get(dialect, "")
+            + engine.nested_notes
         )
     if python and "run_python" in tools:
         lines.append(

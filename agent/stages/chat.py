@@ -91,10 +91,11 @@ class Run:
         )
         offered = frozenset(self.tool_names)
         self.system = manual(offered)
-        catalog = self.tools.source(self.source).catalog()
+        src = self.tools.source(self.source)
+        catalog = src.catalog()
         self.opening = catalog.derived(
             f"agent.source_block:{self.source}:{self.python}:{','.join(self.tool_names)}",
-            lambda: source_block(self.source, self.dialect, catalog, self.python, offered),
+            lambda: source_block(self.source, src.engine, catalog, self.python, offered),
         )
         self.trace.event("prefix", system=self.system, tools=self.tool_names, opening=self.opening)
 

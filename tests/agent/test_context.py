@@ -18,7 +18,7 @@ def _block(url: str) -> str:
     source = open_source(url, name="db")
     try:
         return source_block(
-            "db", source.dialect, source.catalog(), True, frozenset({"describe_table", "run_python"})
+            "db", source.engine, source.catalog(), True, frozenset({"describe_table", "run_python"})
         )
     finally:
         source.close()
@@ -26,7 +26,7 @@ def _block(url: str) -> str:
 
 def test_a_small_sqlite_file_gets_no_word_about_families_or_nested_paths(tmp_path: Path) -> None:
     text = _block(make_sqlite(tmp_path))
-    assert "source `db` (sqlite" in text and "no ILIKE" in text
+    assert "source `db` (sqlite" in text and "no ILIKE" in text  # the engine's notes
     assert "*" not in text and "Nested" not in text and "VARIANT" not in text
 
 

@@ -36,6 +36,10 @@ class DuckDB(Engine):
         "DuckDB: double quotes are identifiers, single quotes are strings; ILIKE, regexp_matches, "
         "strftime(date, '%Y'), date_trunc('month', d), list/struct columns (unnest, s.field), QUALIFY."
     )
+    nested_notes = (
+        "JSON_EXTRACT_STRING(col, '$.key') reads a JSON key, struct_col.field a STRUCT field, and UNNEST(col) "
+        "unnests a list."
+    )
     double_type = "DOUBLE"
     approx_distinct = "approx_count_distinct({expr})"
     sample_table = sample_view = "{table} TABLESAMPLE SYSTEM ({pct} PERCENT)"

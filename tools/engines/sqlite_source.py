@@ -78,6 +78,7 @@ class SQLite(Engine):
         "SQLite: dates are TEXT (strftime('%Y', d), date(d)); no ILIKE (LIKE is case-insensitive for ASCII); "
         "|| concatenates; integer division truncates (CAST(x AS REAL))."
     )
+    nested_notes = "JSON_EXTRACT(col, '$.key') reads a key, and json_each(col) unnests an array."
     text_type = "TEXT"
     explain_prefix = "EXPLAIN QUERY PLAN "
     schema_in_names = False

@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from flexsql.errors import FlexSQLError, InvalidArgument, NotFoundError, QueryError, UnavailableError
+from flexsql.errors import FlexSQLError, InvalidArgument, NotFoundError, UnavailableError
 from flexsql.tools.engines import Catalog, FetchLimits, Source
 from flexsql.tools.knowledge.analyze import Analysis, NotAQuery, analyze
 from flexsql.tools.knowledge.formats import Imported, Pair, detect, read_file
@@ -353,57 +353,31 @@ def _apply(
 
 HISTORY_ROWS = 20_000
 
-_PG_INSTALLED = "SELECT count(*) FROM pg_extension WHERE extname = 'pg_stat_statements'"
-_PG_HISTORY = (
-    "SELECT query, calls FROM pg_stat_statements "
-    "WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) "
-    "AND query ~* '^\\s*(select|with)\\s' ORDER BY calls DESC LIMIT {n}"
-)
-_SF_HISTORY = (
-    "SELECT query_text, count(*) AS calls FROM TABLE(information_schema.query_history(result_limit => 10000)) "
-    "WHERE execution_status = 'SUCCESS' AND query_type = 'SELECT' GROUP BY query_text ORDER BY calls DESC LIMIT {n}"
-)
-
 
 def history_statements(source: Source) -> tuple[str, list[str], list[int]]:
     """(origin, statements, times each ran) from the engine's history, read-only like every query.
     UnavailableError saying why when the engine keeps none flexsql can read."""
     limits = FetchLimits(max_rows=HISTORY_ROWS, count_limit=HISTORY_ROWS)
-    if source.dialect == "postgres":
-        installed = source.execute(_PG_INSTALLED, timeout_s=30)
-        if not installed.rows or not installed.rows[0][0]:
-            raise UnavailableError(
-                "pg_stat_statements is not installed in this database, so PostgreSQL keeps no query history "
-                "flexsql can read. Ask an administrator to add pg_stat_statements to shared_preload_libraries "
-                "and run CREATE EXTENSION pg_stat_statements; or export a query log to a .sql file and run "
-                "`flexsql learn FILE --db URL`"
-            )
-        try:
-            result = source.execute(_PG_HISTORY.format(n=HISTORY_ROWS), timeout_s=60, limits=limits)
-        except QueryError as exc:
-            raise UnavailableError(
-                f"pg_stat_statements is installed but cannot be read ({exc}). It must be loaded at server "
-                "start (shared_preload_libraries = 'pg_stat_statements', then a restart), and reading other "
-                "users' statements needs the pg_read_all_stats role; or import a query log file instead"
-            ) from None
-        origin = "pg_stat_statements"
-    elif source.dialect == "snowflake":
-        try:
-            result = source.execute(_SF_HISTORY.format(n=HISTORY_ROWS), timeout_s=120, limits=limits)
-        except FlexSQLError as exc:
-            raise UnavailableError(
-                f"Snowflake's QUERY_HISTORY cannot be read here ({exc}). It needs a role that may see the "
-                "warehouse's queries (MONITOR on the warehouse, or a role with ACCOUNT_USAGE), and an emulator "
-                "such as fakesnow has no history at all; or export the "
-                "history to a .sql file and run `flexsql learn FILE --db URL`"
-            ) from None
-        origin = "QUERY_HISTORY"
-    else:
+    history = source.engine.query_history
+    if history is None:
         raise UnavailableError(
             f"{source.dialect} keeps no query history flexsql can read (--history reads PostgreSQL's "
             "pg_stat_statements and Snowflake's QUERY_HISTORY); export your queries to a .sql file and run "
             "`flexsql learn FILE --db URL`"
         )
+    if history.check is not None:
+        present = source.execute(history.check, timeout_s=30)
+        if not present.rows or not present.rows[0][0]:
+            raise UnavailableError(history.missing)
+    try:
+        result = source.execute(
+            history.sql.format(n=HISTORY_ROWS), timeout_s=history.timeout_s, limits=limits
+        )
+    except FlexSQLError as exc:
+        raise UnavailableError(
+            f"{history.origin} cannot be read here ({exc}): {history.unreadable}"
+        ) from None
+    origin = history.origin
     statements = [str(row[0]) for row in result.rows if row[0]]
     weights = [int(row[1] or 1) for row in result.rows if row[0]]
     return origin, statements, weights
