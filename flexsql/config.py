@@ -96,10 +96,20 @@ class LimitsConfig(StrictModel):
         description="Seconds before a query is cancelled on the engine (a call's timeout_s may only lower it)",
     )
     family_shards: int = Field(
-        500,
+        1000,
         ge=1,
         le=100_000,
-        description="Tables one family reference in SQL (EVENTS_2024*) may read; past it the query is refused",
+        description="Tables the family references of one statement (EVENTS_2024*, a quoted \"*\") may read "
+        "together; past it the statement is refused before it is expanded",
+    )
+    family_cells: int = Field(
+        50_000,
+        ge=1,
+        le=10_000_000,
+        description="Cells the family references of one statement may expand into: each reference's tables × "
+        "its union's distinct columns, summed (a table lacking a column still holds its NULL); past it the "
+        "statement is refused before it is expanded. The expansion is also bounded by the 1,000,000 "
+        "characters the guard checks",
     )
     preview_rows: int = Field(
         20, ge=1, le=500, description="Rows a query result shows unless max_rows says otherwise"
