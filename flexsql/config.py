@@ -185,6 +185,13 @@ class LimitsConfig(StrictModel):
         le=10_485_760,
         description="The engine's spill budget, in MB (DuckDB max_temp_directory_size)",
     )
+    value_index_wait_s: float = Field(
+        20.0,
+        ge=0,
+        le=3600,
+        description="Seconds a find_values call waits for the value index to build before it answers from "
+        "the tables indexed so far, saying so (the build goes on in the background, one per source)",
+    )
     value_index_ttl_s: float = Field(
         24 * 3600.0,
         gt=0,

@@ -44,7 +44,9 @@ def narrow(tmp_path_factory: pytest.TempPathFactory) -> str:
     return f"duckdb:///{path}"
 
 
-def call(db: str, tool: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def call(
+    db: str, tool: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-P", "-m", "flexsql.server", "call", tool, *args, "--db", db, "--json"],
         capture_output=True,
