@@ -185,6 +185,21 @@ class LimitsConfig(StrictModel):
         le=10_485_760,
         description="The engine's spill budget, in MB (DuckDB max_temp_directory_size)",
     )
+    lock_hold_s: float = Field(
+        5.0,
+        ge=0.1,
+        le=86400,
+        description="DuckDB files: seconds of use after which flexsql lets go of the file's lock (new "
+        "statements wait for the running ones, then the file is left free for lock_yield_s), so that other "
+        "programs can write it while statements keep coming (idle, it lets go after 2 s)",
+    )
+    lock_yield_s: float = Field(
+        0.5,
+        ge=0,
+        le=60,
+        description="DuckDB files: seconds the file is left free each time flexsql lets go of it under "
+        "steady use: a writer retrying at least this often gets it",
+    )
     value_index_wait_s: float = Field(
         20.0,
         ge=0,
