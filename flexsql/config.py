@@ -99,11 +99,11 @@ class LimitsConfig(StrictModel):
         1000,
         ge=1,
         le=100_000,
-        description="Tables the family references of one statement (EVENTS_2024*, a quoted \"*\") may read "
+        description='Tables the family references of one statement (EVENTS_2024*, a quoted "*") may read '
         "together; past it the statement is refused before it is expanded",
     )
     family_cells: int = Field(
-        50_000,
+        25_000,
         ge=1,
         le=10_000_000,
         description="Cells the family references of one statement may expand into: each reference's tables × "

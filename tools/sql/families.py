@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from sqlglot import TokenType
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import SqlglotError
-from sqlglot.tokens import TokenType
 
 # one name part: a quoted identifier, or an unquoted one that may hold '*' and end in a digit range
 _PART = r'(?:"(?:[^"]|"")*"|`[^`]*`|[A-Za-z_*][\w$*]*(?:-\d+)?)'
