@@ -84,11 +84,12 @@ class DuckDBSource(Source):
     # reopened (a few milliseconds) on the next one.
     IDLE_RELEASE_S: float | None = 2.0
     # Statements that keep coming (less than IDLE_RELEASE_S apart, or overlapping) would hold it for
-    # ever: once the handle has been open [limits] lock_hold_s, new statements wait for the running
-    # ones to finish, the handle is closed and the file left free for [limits] lock_yield_s, so that a
-    # writer retrying in that window gets it. While a writer holds the file, statements wait for it
-    # (within their timeout) instead of failing.
+    # ever: once the handle has been open [limits] lock_hold_s, new statements wait (DRAIN_S at most)
+    # for the running ones to finish, the handle is closed and the file left free for [limits]
+    # lock_yield_s, so that a writer retrying in that window gets it. While a writer holds the file,
+    # statements wait for it (within their timeout) instead of failing.
     OPEN_RETRY_S = 0.05  # how often a statement tries the file again while a writer holds it
+    DRAIN_S = 2.0  # the most new statements wait for running ones so that the handle can be let go
     CATALOG_WAIT_S = 5.0  # how long a catalog read waits for a writer to let go of the file
 
     def __init__(
@@ -130,25 +131,26 @@ class DuckDBSource(Source):
             self._done_with(cur)
 
     def _yield_if_held(self, deadline: float) -> None:
-        """Let go of a handle open for [limits] lock_hold_s: wait for the statements on it to finish,
-        close it, and leave the file free for [limits] lock_yield_s. Called holding _open_lock."""
+        """Let go of a handle open for [limits] lock_hold_s: wait (DRAIN_S at most) for the statements on
+        it to finish, close it, and leave the file free for [limits] lock_yield_s. When they do not
+        finish in time, keep the handle and try again after another lock_hold_s: quick reads never wait
+        behind a long query for a writer that may not be there. Called holding _open_lock."""
         if self._conn is None or self.path == ":memory:":
             return
-        if time.monotonic() - self._opened_at < self.limits.lock_hold_s:
+        now = time.monotonic()
+        if now - self._opened_at < self.limits.lock_hold_s:
             return
-        while self._users and self._conn is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise QueryTimeout(
-                    "the query waited for the statements running on the DuckDB file to finish: flexsql lets "
-                    f"go of the file every {self.limits.lock_hold_s:g} s of use ([limits] lock_hold_s) so "
-                    "that other programs can write it; retry, or raise the timeout"
-                )
-            self._open_lock.wait(min(left, 0.1))
-        if self._conn is not None:  # not let go meanwhile by another statement that waited too
-            self._conn.close()
-            self._conn = None
-            self._free_until = time.monotonic() + self.limits.lock_yield_s
+        until = min(deadline, now + self.DRAIN_S)
+        while self._users and self._conn is not None and time.monotonic() < until:
+            self._open_lock.wait(min(until - time.monotonic(), 0.1))
+        if self._conn is None:
+            return  # let go meanwhile by another statement that waited too
+        if self._users:
+            self._opened_at = time.monotonic()  # busy with long statements: not this time
+            return
+        self._conn.close()
+        self._conn = None
+        self._free_until = time.monotonic() + self.limits.lock_yield_s
 
     def _open_when_free(self, deadline: float, timeout_s: float | None) -> Any:
         """Open the handle once the window left to writers is over, retrying while a writer holds the
@@ -378,7 +380,7 @@ class DuckDBSource(Source):
         started = time.monotonic()
         with self._cursor(timeout_s) as cur:
             # the wait for the file (let go for writers, or held by one) counts against the timeout
-            timeout_s = max(timeout_s - (time.monotonic() - started), 0.001)
+            left = max(timeout_s - (time.monotonic() - started), 0.001)
             try:
                 # DuckDB's own parser, independent of the guard's: one statement per call, always.
                 count = len(cur.extract_statements(sql))
@@ -388,7 +390,7 @@ class DuckDBSource(Source):
                 raise QueryError(
                     f"refused by the engine: {count} statements in one call — send exactly one statement"
                 )
-            deadline = Deadline(timeout_s, cur.interrupt)
+            deadline = Deadline(left, cur.interrupt)
             with deadline:
                 try:
                     # the query's columns and types, bound but not run: the engine then cuts big cells,

@@ -360,18 +360,31 @@ def _default_alias(ref: FamilyRef) -> str:
 
 
 def expand_families(
-    sql: str, catalog_of: Callable[[], Catalog], engine: Engine, bounds: ExpansionBounds
+    sql: str,
+    catalog_of: Callable[[], Catalog],
+    engine: Engine,
+    bounds: ExpansionBounds,
+    check: Callable[[], object] | None = None,
 ) -> tuple[str, list[FamilyRead]]:
     """`sql` with each family reference replaced by the union of its shards, and what each read.
     `catalog_of` gives the catalog, loaded only when the SQL holds a reference. Every reference is
     resolved and counted against `bounds` first: a statement past them is refused before any union
-    is built (a quoted "*" names every table of a schema, and each table may bring its own columns)."""
+    is built (a quoted "*" names every table of a schema, and each table may bring its own columns).
+    `check` runs between references (and may raise: the statement's timeout, a cancelled call), as a
+    name is resolved against every table of a catalog that may hold 100,000."""
+    if len(sql) > bounds.chars:
+        return sql, []  # the guard refuses it by its length, before anything reads it
     refs = family_refs(sql, engine.dialect)
     if not refs:
         return sql, []
     catalog = catalog_of()
     planned: list[tuple[FamilyRef, str, list[TableInfo]]] = []
+    shards = 0
     for ref in refs:
+        if check is not None:
+            check()
+        if shards > bounds.shards:
+            break  # refused below, with the counts so far
         name = ".".join(p for p, _q in ref.parts)
         try:
             members = family_members(catalog, ".".join(_requote(p, q) for p, q in ref.parts))
@@ -381,6 +394,7 @@ def expand_families(
             continue
         if members is not None:
             planned.append((ref, name, members))
+            shards += len(members)
     _check_bounds(planned, bounds)
     reads: list[FamilyRead] = []
     chosen: list[FamilyRef] = []

@@ -96,6 +96,7 @@ def family_refs(sql: str, dialect: str = "") -> list[FamilyRef]:
         return []
     masked = mask(sql, dialect)
     out: list[FamilyRef] = []
+    from_commas: set[int] | None = None
     for m in _REF.finditer(masked):
         name = m.group("name")
         parts = _parts(name)
@@ -104,8 +105,10 @@ def family_refs(sql: str, dialect: str = "") -> list[FamilyRef]:
         if not parts[-1][1] and parts[-1][0].strip("*") == "":
             continue  # a bare '*' (SELECT a, * …)
         in_from = not m.group("lead").startswith(",")
-        if not in_from and not _in_from_list(masked, m.start()):
-            continue  # a comma of a select list or a call: `a, b*c` is arithmetic
+        if not in_from:
+            from_commas = _from_list_commas(masked) if from_commas is None else from_commas
+            if m.start() not in from_commas:
+                continue  # a comma of a select list or a call: `a, b*c` is arithmetic
         start, end = m.start("name"), m.end("name")
         alias = _ALIAS.match(masked, end)
         has_alias = alias is not None and (
@@ -127,20 +130,24 @@ def family_refs(sql: str, dialect: str = "") -> list[FamilyRef]:
 _CLAUSE = {"select", "from", "where", "group", "order", "having", "on", "join", "qualify", "limit", "window"}
 
 
-def _in_from_list(masked: str, pos: int) -> bool:
-    """Whether the comma at `pos` separates items of a FROM list: the nearest clause keyword before it,
-    at its own parenthesis depth, is FROM."""
-    depth = 0
-    for tok in reversed(re.findall(r"[()]|[A-Za-z_]+", masked[:pos])):
-        if tok == ")":
-            depth += 1
-        elif tok == "(":
-            if depth == 0:
-                return False
-            depth -= 1
-        elif depth == 0 and tok.lower() in _CLAUSE:
-            return bool(tok.lower() == "from")
-    return False
+def _from_list_commas(masked: str) -> set[int]:
+    """Positions of the commas that separate items of a FROM list: the nearest clause keyword before
+    each, at its own parenthesis depth, is FROM. One pass (a statement may hold thousands of commas)."""
+    out: set[int] = set()
+    clause: list[str | None] = [None]  # per open parenthesis: the last clause keyword inside it
+    for m in re.finditer(r"[(),]|[A-Za-z_]+", masked):
+        tok = m.group()
+        if tok == "(":
+            clause.append(None)
+        elif tok == ")":
+            if len(clause) > 1:
+                clause.pop()
+        elif tok == ",":
+            if clause[-1] == "from":
+                out.add(m.start())
+        elif tok.lower() in _CLAUSE:
+            clause[-1] = tok.lower()
+    return out
 
 
 def replace_refs(sql: str, refs: list[FamilyRef], replacements: list[str]) -> str:

@@ -225,7 +225,13 @@ class ValueIndex:
             return open_index(self.path, self.source.display_url)
         except IndexDamaged as exc:
             self._reset(str(exc), file_identity(self.path))
-        return open_index(self.path, self.source.display_url)  # a fresh file: a second failure is real
+        try:
+            return open_index(self.path, self.source.display_url)
+        except IndexDamaged as exc:  # a fresh file fails too: the folder, not the file, is the trouble
+            raise QueryError(
+                f"the value index {self.path} cannot be created ({exc}): check that the cache folder can "
+                "be written and has room, or point FLEXSQL_CACHE_DIR at one that can"
+            ) from None
 
     def _reset(self, why: str, seen: tuple[int, int] | None) -> None:
         """Set the damaged file aside (unless someone did already) and make every connection reopen."""
@@ -640,6 +646,15 @@ class ValueIndex:
         known = dict(db.execute("SELECT tkey, signature FROM tables").fetchall())
         vocab = {row[0] for row in db.execute("SELECT tok FROM vocab")}
         committed = time.monotonic()
+        done: dict[str, str | None] = {}  # built since the last commit: told to callers once committed
+
+        def publish() -> None:
+            commit(db)
+            with self._build:
+                self._finished.update(done)
+                self._build.notify_all()
+            done.clear()
+
         try:
             while True:
                 with self._build:
@@ -665,19 +680,17 @@ class ValueIndex:
                         outcome = f"{key}: {str(exc).splitlines()[0][:200]}"
                         self._record_failure(db, queued, outcome)
                     known[key] = queued.signature
+                done[key] = outcome
                 with self._build:
-                    self._finished[key] = outcome
                     self._current = None
                 if time.monotonic() - committed > COMMIT_EVERY_S:  # readers see it; an interruption keeps it
-                    commit(db)
-                    with self._build:
-                        self._build.notify_all()
+                    publish()
                     if not self._begin(db):
                         return
                     committed = time.monotonic()
         finally:
             if db.in_transaction:
-                commit(db)
+                publish()
             with self._build:
                 self._current = None
                 self._build.notify_all()

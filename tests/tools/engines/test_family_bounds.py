@@ -136,3 +136,15 @@ def test_the_expansion_stops_at_the_guards_characters(tmp_path: Path) -> None:
             source.expand("SELECT 1 FROM s0* a")
     finally:
         source.close()
+
+
+def test_resolving_many_references_stops_at_the_timeout(wide: str) -> None:
+    """Each reference is looked up against every table of the catalog (100,000 on a warehouse): a
+    statement of thousands of references that match nothing stops at its timeout, not after them all."""
+    source = open_source(wide)
+    try:
+        sql = "SELECT 1 FROM t0000 a, " + ", ".join(f"nothing{i}*" for i in range(20000))
+        with pytest.raises(QueryTimeout, match="before it reached the engine"):
+            source.execute(sql, timeout_s=0.05)
+    finally:
+        source.close()
