@@ -158,7 +158,13 @@ def find_values(ctx: ToolContext, args: FindValues, env: ToolEnv = NO_ENV) -> Fi
         raise InvalidArgument("text is required: the value to look for, e.g. 'France' or 'Desk Lamp'")
     notes: list[str] = []
     if args.refresh:
-        notes += build_value_index(ctx, args.source, progress=progress, refresh=True, wait_s=_wait(ctx)).notes
+        rebuilt = build_value_index(ctx, args.source, progress=progress, refresh=True, wait_s=_wait(ctx))
+        notes += rebuilt.notes
+        if rebuilt.tables_pending:
+            notes.append(
+                f"the refresh goes on in the background ({rebuilt.tables_pending:,} tables to go); until "
+                "then those tables answer from their previous entries"
+            )
     src = ctx.source(args.source)
     catalog = src.catalog()
     scope, explicit = resolve_scope(catalog, tables)

@@ -599,8 +599,11 @@ class ValueIndex:
                 self._build.notify_all()
 
     def _writer_conn(self) -> sqlite3.Connection:
+        """The builder's connection, reopened when the file was set aside, here or by another process."""
         with self._lock:
-            if self._writer is not None and self._writer_epoch == self._epoch:
+            current = self._writer is not None and self._writer_epoch == self._epoch
+            if current and file_identity(self.path) == self._writer_identity:
+                assert self._writer is not None
                 return self._writer
             if self._writer is not None:
                 with contextlib.suppress(sqlite3.Error):
