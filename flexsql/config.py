@@ -103,10 +103,20 @@ class LimitsConfig(StrictModel):
         description="Seconds before a query is cancelled on the engine (a call's timeout_s may only lower it)",
     )
     family_shards: int = Field(
-        500,
+        1000,
         ge=1,
         le=100_000,
-        description="Tables one family reference in SQL (EVENTS_2024*) may read; past it the query is refused",
+        description='Tables the family references of one statement (EVENTS_2024*, a quoted "*") may read '
+        "together; past it the statement is refused before it is expanded",
+    )
+    family_cells: int = Field(
+        25_000,
+        ge=1,
+        le=10_000_000,
+        description="Cells the family references of one statement may expand into: each reference's tables × "
+        "its union's distinct columns, summed (a table lacking a column still holds its NULL); past it the "
+        "statement is refused before it is expanded. The expansion is also bounded by the 1,000,000 "
+        "characters the guard checks",
     )
     preview_rows: int = Field(
         20, ge=1, le=500, description="Rows a query result shows unless max_rows says otherwise"
@@ -181,6 +191,28 @@ class LimitsConfig(StrictModel):
         ge=0,
         le=10_485_760,
         description="The engine's spill budget, in MB (DuckDB max_temp_directory_size)",
+    )
+    lock_hold_s: float = Field(
+        5.0,
+        ge=0.1,
+        le=86400,
+        description="DuckDB files: seconds of use after which flexsql lets go of the file's lock (new "
+        "statements wait for the running ones, then the file is left free for lock_yield_s), so that other "
+        "programs can write it while statements keep coming (idle, it lets go after 2 s)",
+    )
+    lock_yield_s: float = Field(
+        0.5,
+        ge=0,
+        le=60,
+        description="DuckDB files: seconds the file is left free each time flexsql lets go of it under "
+        "steady use: a writer retrying at least this often gets it",
+    )
+    value_index_wait_s: float = Field(
+        20.0,
+        ge=0,
+        le=3600,
+        description="Seconds a find_values call waits for the value index to build before it answers from "
+        "the tables indexed so far, saying so (the build goes on in the background, one per source)",
     )
     value_index_ttl_s: float = Field(
         24 * 3600.0,

@@ -3,9 +3,11 @@ and extension loading, and a progress handler that cancels a query at its deadli
 
 from __future__ import annotations
 
+import contextlib
+import re
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -137,6 +139,7 @@ class SQLiteSource(Source):
         self._local = threading.local()
         self._all_conns: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        self._unnameable: dict[str, bytes] = {}  # tables whose names are not UTF-8: lower shown name -> bytes
 
     def _connection(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -193,13 +196,30 @@ class SQLiteSource(Source):
     def _load_catalog(self) -> Catalog:
         conn = self._connection()
         tables: list[TableInfo] = []
+        # names as stored (bytes): a name that is not UTF-8 is still described, by its bytes
         rows = conn.execute(
-            "SELECT name, type FROM sqlite_master WHERE type IN ('table','view') AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            "SELECT CAST(name AS BLOB), type FROM sqlite_master WHERE type IN ('table','view') "
+            "AND name NOT LIKE 'sqlite_%' ORDER BY name"
         ).fetchall()
-        for name, kind in rows:
-            info = TableInfo(schema_name="main", name=name, kind="view" if kind == "view" else "table")
+        unnameable: dict[str, bytes] = {}
+        for raw, kind in rows:
+            raw = bytes(raw)
             try:
-                described = conn.execute("SELECT * FROM pragma_table_info(?)", (name,)).fetchall()
+                name = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                name = _shown(raw)
+                unnameable[name.lower()] = raw
+            info = TableInfo(schema_name="main", name=name, kind="view" if kind == "view" else "table")
+            if name.lower() in unnameable:
+                info.comment = _not_utf8(name, raw)
+            try:
+                with _bytes_named(conn, name.lower() in unnameable):
+                    described = conn.execute(
+                        "SELECT * FROM pragma_table_info(CAST(? AS TEXT))", (raw,)
+                    ).fetchall()
+                    links = conn.execute(
+                        "SELECT * FROM pragma_foreign_key_list(CAST(? AS TEXT))", (raw,)
+                    ).fetchall()
             except sqlite3.Error as exc:  # a view over a dropped table: report it, keep the rest usable
                 info.comment = f"broken view ({exc}): querying it fails until the missing table exists again"
                 tables.append(info)
@@ -209,9 +229,7 @@ class SQLiteSource(Source):
                     Column(name=col, type=ctype or "", nullable=not notnull, primary_key=bool(pk))
                 )
             fks: dict[int, ForeignKey] = {}
-            for fid, _seq, ref_table, from_col, to_col, *_ in conn.execute(
-                "SELECT * FROM pragma_foreign_key_list(?)", (name,)
-            ):
+            for fid, _seq, ref_table, from_col, to_col, *_ in links:
                 fk = fks.setdefault(
                     fid, ForeignKey(columns=[], ref_schema="main", ref_table=ref_table, ref_columns=[])
                 )
@@ -227,7 +245,8 @@ class SQLiteSource(Source):
                     ]
             info.foreign_keys = list(fks.values())
             tables.append(info)
-        self._estimate_rows(conn, tables)
+        self._unnameable = unnameable
+        self._estimate_rows(conn, [t for t in tables if t.name.lower() not in unnameable])
         return Catalog(tables=tables, default_schema="main")
 
     @staticmethod
@@ -281,15 +300,26 @@ class SQLiteSource(Source):
         except sqlite3.OperationalError as exc:
             if watchdog.fired or "interrupted" in str(exc):
                 raise timeout_error(timeout_s) from None
-            raise QueryError(self._explain(exc)) from None
+            raise QueryError(self._explain(exc, self._names_not_utf8(exc))) from None
         except (sqlite3.DatabaseError, sqlite3.Warning) as exc:  # Warning: several statements (Python < 3.12)
-            raise QueryError(self._explain(exc)) from None
+            raise QueryError(self._explain(exc, self._names_not_utf8(exc))) from None
         finally:
             conn.set_progress_handler(None, 0)
 
+    def _names_not_utf8(self, exc: Exception) -> dict[str, bytes]:
+        """The tables whose names are not UTF-8, when a statement named a table that is not there (the
+        catalog, read once, knows them)."""
+        if "no such table" in str(exc):
+            self.catalog()
+        return self._unnameable
+
     @staticmethod
-    def _explain(exc: Exception) -> str:
+    def _explain(exc: Exception, unnameable: dict[str, bytes] | None = None) -> str:
         text = str(exc)
+        missing = re.match(r"no such table: (?:main\.)?(.+)$", text)
+        if missing and unnameable and missing.group(1).lower() in unnameable:
+            name = missing.group(1)
+            return f"{text}: {_not_utf8(name, unnameable[name.lower()])}"
         if "one statement at a time" in text:
             return "refused by the engine: several statements in one call — send exactly one statement"
         if "not authorized" in text or "prohibited" in text or "authorization denied" in text:
@@ -316,6 +346,36 @@ class SQLiteSource(Source):
                 "progress handler cancels at the timeout",
             ],
         )
+
+
+@contextlib.contextmanager
+def _bytes_named(conn: sqlite3.Connection, needed: bool) -> Iterator[None]:
+    """Describe a table whose name is not UTF-8: Python cannot hand such a name to the authorizer (it
+    fails to decode it, and SQLite denies), so the authorizer is off for the block's two fixed pragmas
+    (read-only, their one argument bound); the connection is this thread's own."""
+    if not needed:
+        yield
+        return
+    conn.set_authorizer(None)
+    try:
+        yield
+    finally:
+        conn.set_authorizer(_authorizer)
+
+
+def _shown(raw: bytes) -> str:
+    """A name that is not UTF-8 as text: each byte that is not part of a character as <E9>."""
+    text = raw.decode("utf-8", errors="surrogateescape")
+    return re.sub("[\udc80-\udcff]", lambda m: f"<{ord(m.group()) - 0xDC00:02X}>", text)
+
+
+def _not_utf8(name: str, raw: bytes) -> str:
+    """Why a table whose name is not UTF-8 cannot be queried, and what to do."""
+    return (
+        f"its name is not UTF-8 (bytes {raw.hex(' ')}; shown as {name}): SQL reaches SQLite as UTF-8 text, "
+        "so no statement can name it — its columns are listed, its rows cannot be read; rename it with a "
+        "tool that writes the name's bytes (the sqlite3 shell: ALTER TABLE … RENAME TO …)"
+    )
 
 
 def _column_names(conn: sqlite3.Connection, sql: str) -> list[str] | None:
