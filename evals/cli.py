@@ -18,6 +18,7 @@ from flexsql.agent.flags import apply_model_flags, model_options
 from flexsql.config import load_settings
 from flexsql.errors import ConfigError, FlexSQLError, NotFoundError
 from flexsql.evals.scoring import SCORERS, Flavor
+from flexsql.plural import plural
 
 if TYPE_CHECKING:  # imported where used: `--help` and the other commands do not load them
     from rich.console import Console
@@ -179,7 +180,13 @@ configuration error; 130 interrupted (Ctrl-C or SIGTERM: the reports are still w
     is_flag=True,
     help="Start over in --out even when it holds a run (its files are moved to OUT/previous/<time>/).",
 )
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option(
+    "--quiet",
+    "-q",
+    is_flag=True,
+    help="Errors only on stderr, as `flexsql -q eval`: no progress bar, no log lines below errors "
+    "(the results are still printed).",
+)
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout (progress stays on stderr)."
 )
@@ -230,6 +237,9 @@ def eval_command(
     from flexsql.evals.harness import EvalOptions, Evaluation
 
     console = Console(stderr=True, soft_wrap=True)
+    if quiet:
+        errors_only_on_stderr()
+    quiet = quiet or bool(click.get_current_context().find_root().params.get("quiet"))  # `flexsql -q eval`
     if dbs and db_url:
         raise click.UsageError("give --dbs DIR or --db URL, not both")
     out = out or Path("flexsql-eval") / f"{tasks.stem}-{runner}"
@@ -284,29 +294,65 @@ def eval_command(
     s = outcome.summary
     if as_json:
         click.echo(json.dumps(s, indent=2, default=str))
+    finished = not s["not_run"]
     console.print(
         f"[bold]{s['scorer']}[/]: {_pct(s['accuracy_evaluated'])} of evaluated ({s['passed']}/{s['evaluated']}), "
-        f"{_pct(s['accuracy_all'])} of all ({s['passed']}/{s['scored_tasks']}); "
+        f"{_pct(s['accuracy_all'])} of {'all' if finished else 'the tasks run'} ({s['passed']}/{s['recorded']}); "
         + " ".join(
             f"{k} {_pct(v['accuracy_evaluated'])}" for k, v in s["scorers"].items() if k != s["scorer"]
         )
     )
+    if not finished:
+        console.print(
+            f"{len(s['not_run'])} of {plural(s['scored_tasks'], 'task')} not run yet ({_pct(s['not_run_share'])}), "
+            "left out of the accuracies: run the same command again to run them",
+            markup=False,
+        )
     if outcome.skipped:
         console.print(
-            f"{outcome.skipped} task(s) already in {outcome.out / 'results.jsonl'} were skipped "
-            "(--no-resume to run them again)"
+            f"{plural(outcome.skipped, 'task')} already in {outcome.out / 'results.jsonl'} "
+            f"{'was' if outcome.skipped == 1 else 'were'} skipped (--new-run to run them again)",
+            markup=False,
         )
-    if s.get("tasks_per_s"):
-        console.print(f"{outcome.ran} tasks in {outcome.wall_s:.2f} s ({s['tasks_per_s']} tasks/s)")
+    if outcome.ran:
+        rate = f" ({s['tasks_per_s']} tasks/s)" if s.get("tasks_per_s") else ""
+        console.print(f"{plural(outcome.ran, 'task')} in {outcome.wall_s:.2f} s{rate}", markup=False)
     if s.get("model"):
-        console.print(f"model: {s['model']}", markup=False)
-    console.print(f"report: {outcome.out / 'report.html'}  results: {outcome.out / 'results.jsonl'}")
+        console.print(f"model: {_settings_text(s)}", markup=False)
+    console.print(
+        f"reports: {outcome.out / 'report.md'}, {outcome.out / 'report.html'}  "
+        f"results: {outcome.out / 'results.jsonl'}",
+        markup=False,
+    )
     if outcome.interrupted:
         console.print(
-            f"[yellow]interrupted[/]: {outcome.ran} task(s) finished this time; "
+            f"[yellow]interrupted[/]: {plural(outcome.ran, 'task')} finished this time; "
             "run the same command again to resume"
         )
         exit_interrupted()
+
+
+def _settings_text(s: dict[str, Any]) -> str:
+    """The model and the settings that shaped its answers (K, temperature, reasoning effort)."""
+    p = s.get("provenance") or {}
+    shown = [
+        f"{label} {'default' if p[key] is None else p[key]}"
+        for key, label in (("plans", "K"), ("temperature", "temperature"), ("reasoning_effort", "reasoning"))
+        if key in p
+    ]
+    return f"{s['model']}" + (f" ({', '.join(shown)})" if shown else "")
+
+
+def errors_only_on_stderr() -> None:
+    """`eval -q` means what `flexsql -q` means: log lines on stderr from errors up (a --log-file keeps its level)."""
+    import logging
+
+    root = logging.getLogger()
+    handlers = [h for h in root.handlers if isinstance(h, logging.StreamHandler) and h.stream is sys.stderr]
+    for handler in handlers:
+        handler.setLevel(max(handler.level, logging.ERROR))
+    if not handlers:  # run on its own (python -m flexsql.evals.cli): no handler set up yet
+        root.setLevel(logging.ERROR)
 
 
 class UsageFailure(click.ClickException):
