@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from flexsql.agent.flags import apply_model_flags, model_options
+from flexsql.agent.flags import apply_model_flags, check_model_settings, model_options
 from flexsql.config import load_settings
 from flexsql.errors import ConfigError, FlexSQLError, NotFoundError
 from flexsql.evals.scoring import SCORERS, Flavor
@@ -271,6 +271,7 @@ def eval_command(
             options.settings = apply_model_flags(
                 load_settings(config_file), base_url, model_name, api_key_env, plans
             )
+            check_model_settings(options.settings)
         evaluation = Evaluation(options)
     except NotFoundError as exc:  # --ids naming no task: a usage error (exit 2)
         raise click.BadParameter(str(exc).removeprefix("--ids: "), param_hint="'--ids'") from None

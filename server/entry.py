@@ -26,14 +26,15 @@ def run() -> None:
         main()
     except KeyboardInterrupt:  # before the command group's own handler exists (imports)
         print("interrupted", file=sys.stderr)
-        _leave(EXIT_INTERRUPTED)
+        leave(EXIT_INTERRUPTED)
     except SystemExit as exc:
         if exc.code == EXIT_INTERRUPTED:
-            _leave(EXIT_INTERRUPTED)
+            leave(EXIT_INTERRUPTED)
         raise
 
 
-def _leave(code: int) -> NoReturn:
+def leave(code: int) -> NoReturn:
+    """Flush the output, run the exit handlers (background work stops, statements are cancelled) and exit."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -7,6 +7,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from flexsql.agent.answer import Answer
+from flexsql.plural import plural
 from flexsql.tools.runtime.render import cell_text
 
 
@@ -32,8 +33,9 @@ def print_answer(answer: Answer, console: Console | None = None) -> None:
     elif answer.code:  # piped: the program as it is (Syntax pads every line to the console's width)
         console.print(answer.code, markup=False, highlight=False)
     if answer.columns:
-        console.print(f"{answer.result_id}: {answer.total_rows} rows", markup=False)
-        table = Table()
+        rows = "rows" if answer.total_rows is None else plural(answer.total_rows, "row")
+        console.print(f"{answer.result_id}: {rows}", markup=False)
+        table = _table(console)
         for column in answer.columns:
             table.add_column(column, overflow="fold")
         for row in answer.rows:
@@ -42,7 +44,7 @@ def print_answer(answer: Answer, console: Console | None = None) -> None:
     for line in answer.reading_lines():
         console.print(line, markup=False, highlight=False)
     if answer.candidates:
-        considered = Table(title="candidates", title_justify="left")
+        considered = _table(console, title="candidates")
         for column in ("id", "plan", "lang", "rows", "verdicts", "outcome"):
             considered.add_column(column)
         # only an answered question has a chosen candidate: a failed one's first group holds failures
@@ -74,3 +76,10 @@ def print_answer(answer: Answer, console: Console | None = None) -> None:
         style="dim",
         markup=False,
     )
+
+
+def _table(console: Console, title: str | None = None) -> Table:
+    """A box table on a terminal; piped, plain columns aligned with spaces (no box characters)."""
+    if console.is_terminal:
+        return Table(title=title, title_justify="left")
+    return Table(title=title, title_justify="left", box=None, pad_edge=False, show_edge=False)
