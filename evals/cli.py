@@ -61,10 +61,13 @@ FLEXSQL_OUT_DIR, … . The program writes <id>.sql / answer.sql or <id>.csv / re
 {out_dir} (optionally usage.json with token counts); Claude Code's --output-format json on stdout
 is read for token usage and, when no file was written, a fenced ```sql block in its final answer.
 \b
-Outputs in --out: results.jsonl (one line per task), report.md, report.html, summary.json,
-submission/ (the official submission folder). Re-running the same command resumes: finished tasks
-are skipped; a resume with other model settings (--model, --base-url, --plans, the runner's
-command) is refused (exit 2): use another --out or --new-run. Every line names its model.
+Every task's database is checked before the first task runs: a missing one is exit 2, nothing run.
+Outputs in --out: results.jsonl (one line per task, in task order), report.md (settings, accuracy,
+failures), report.html (the same, charts, every task), summary.json, submission/ (the official
+submission folder). Re-running the same command resumes: finished tasks are skipped; a resume with
+other model settings (--model, --base-url, --plans, the runner's command) is refused (exit 2): use
+another --out, or --new-run / --no-resume, which move the earlier run to OUT/previous/<time>/.
+Every line names its model.
 Exit codes: 0 the evaluation ran, whatever the accuracy; 1 a runtime error; 2 a usage or
 configuration error; 130 interrupted (Ctrl-C or SIGTERM: the reports are still written).
 """
