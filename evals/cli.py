@@ -293,12 +293,12 @@ def eval_command(
         raise UsageFailure(str(exc)) from None
     except FlexSQLError as exc:
         raise click.ClickException(str(exc)) from None
-    if evaluation.set_aside is not None:
-        console.print(f"the earlier run's files were moved to {evaluation.set_aside}", markup=False)
     s = outcome.summary
     if as_json:
         click.echo(json.dumps(s, indent=2, default=str))
     finished = not s["not_run"]
+    if evaluation.set_aside is not None:
+        console.print(f"the earlier run's files were moved to {evaluation.set_aside}", markup=False)
     console.print(
         f"[bold]{s['scorer']}[/]: {_pct(s['accuracy_evaluated'])} of evaluated ({s['passed']}/{s['evaluated']}), "
         f"{_pct(s['accuracy_all'])} of {'all' if finished else 'the tasks run'} ({s['passed']}/{s['recorded']}); "
