@@ -495,7 +495,7 @@ def call_remote(
             if table is not None and isinstance(result_id, str):
                 columns, rows, _ = table
                 kept = structured.get("kept_rows") or structured.get("total_rows") or len(rows)
-                while len(rows) < kept:
+                while isinstance(kept, int) and len(rows) < kept:
                     page = await client.call_tool(
                         "fetch_rows", {"result_id": result_id, "offset": len(rows), "limit": 1000}
                     )
@@ -562,18 +562,6 @@ def write_csv(columns: list[str], rows: list[Any]) -> None:
                 for v in row
             ]
         )
-
-
-def _tool(name: str) -> Any:
-    from flexsql.server.app import SERVED
-
-    try:
-        return SERVED.get_tool(name)
-    except NotFoundError:
-        names = list(SERVED)
-        near = difflib.get_close_matches(name, names, n=1)
-        hint = f"did you mean {near[0]}? " if near else ""
-        raise NotFoundError(f"unknown tool {name!r}; {hint}tools: {', '.join(names)}") from None
 
 
 @main.command("tools")

@@ -350,10 +350,12 @@ KEY = "sk-proj-Zq81mXc0vB7nL2kW9pRt4yUe"  # a made-up key that must never be pri
 
 
 def _in_terminal(
-    argv: list[str], env: dict[str, str], until: bytes, timeout: float = 60
+    argv: list[str], env: dict[str, str], until: bytes, typed: bytes = b"", reply: bytes = b""
 ) -> tuple[int, bytes]:
     """Run argv with a pseudo-terminal as its stdin, stdout and stderr (as in a terminal window); once
-    `until` is printed, type Ctrl-C once. Returns the exit code and everything printed."""
+    `until` is printed, type `typed` and wait for `reply`, then type Ctrl-C once. Returns the exit code
+    and everything printed."""
+    timeout = 60
     import pty
     import select
     import signal
@@ -380,6 +382,11 @@ def _in_terminal(
         while until not in seen and time.monotonic() < deadline:
             read(0.1)
         assert until in seen, seen.decode(errors="replace")
+        if typed:
+            os.write(fd, typed)
+            while reply not in seen and time.monotonic() < deadline:
+                read(0.1)
+            assert reply in seen, seen.decode(errors="replace")
         os.write(fd, b"\x03")  # Ctrl-C: the terminal sends SIGINT to the foreground process
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
@@ -401,7 +408,9 @@ def test_one_ctrl_c_stops_a_stdio_server_in_a_terminal(tmp_path: Path) -> None:
     stdin in a thread the KeyboardInterrupt cannot stop)."""
     url = make_duckdb(tmp_path)
     argv = [sys.executable, "-P", "-m", "flexsql.server", "serve", "--db", url]
-    code, seen = _in_terminal(argv, server_env({"TERM": "xterm"}), b"Ctrl-C stops it")
+    # a request typed in and answered: the server now waits for the next line from the terminal
+    typed = json.dumps(INITIALIZE).encode() + b"\n"
+    code, seen = _in_terminal(argv, server_env({"TERM": "xterm"}), b"Ctrl-C stops it", typed, b'"result"')
     assert code == 130, seen.decode(errors="replace")
     assert b"Traceback" not in seen and b"interrupted" in seen
 
