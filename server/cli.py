@@ -175,8 +175,7 @@ def leave_on_ctrl_c() -> None:
     still stop background work and cancel running statements."""
     import signal
 
-    from flexsql.server.entry import leave
-    from flexsql.server.exits import EXIT_INTERRUPTED
+    from flexsql.server.exits import EXIT_INTERRUPTED, leave
 
     def interrupted(signum: int, frame: object) -> None:
         click.echo("interrupted", err=True)

@@ -11,12 +11,9 @@ leaves with `os._exit`.
 
 from __future__ import annotations
 
-import atexit
-import os
 import sys
-from typing import NoReturn
 
-from flexsql.server.exits import EXIT_INTERRUPTED
+from flexsql.server.exits import EXIT_INTERRUPTED, leave
 
 
 def run() -> None:
@@ -31,14 +28,3 @@ def run() -> None:
         if exc.code == EXIT_INTERRUPTED:
             leave(EXIT_INTERRUPTED)
         raise
-
-
-def leave(code: int) -> NoReturn:
-    """Flush the output, run the exit handlers (background work stops, statements are cancelled) and exit."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe: nothing more to say
-            pass
-    atexit._run_exitfuncs()
-    os._exit(code)

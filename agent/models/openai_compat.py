@@ -183,12 +183,8 @@ class OpenAICompatModel:
         key = (
             api_key if api_key is not None else (os.environ.get(cfg.api_key_env) if cfg.api_key_env else None)
         )
-        if cfg.api_key_env and not key and api_key is None:
-            # sending a placeholder would fail later as a refused key, or reach a server that wants none
-            from flexsql.config import key_variable_problem
-            from flexsql.errors import ConfigError
-
-            raise ConfigError(f"[model] api_key_env {key_variable_problem(cfg.api_key_env)}")
+        # a named variable that is not set: refused at the first request rather than sent as a placeholder
+        self._missing_key = bool(cfg.api_key_env and not key and api_key is None)
         self._key_set = bool(key)
         # The key lives only inside this closure and the request headers; never an attribute a repr
         # could show. The scrubber holds its forms (and the URL's credentials) to mask them.
@@ -205,6 +201,11 @@ class OpenAICompatModel:
     async def complete(self, request: ChatRequest) -> ModelReply:
         # [model] timeout_s bounds the whole request, retries and their backoff included: a hung
         # endpoint fails within timeout_s, not max_retries + 1 times over.
+        if self._missing_key and self.cfg.api_key_env:
+            from flexsql.config import key_variable_problem
+            from flexsql.errors import ConfigError
+
+            raise ConfigError(f"[model] api_key_env {key_variable_problem(self.cfg.api_key_env)}")
         watch = Stopwatch()
         deadline = time.monotonic() + self.cfg.timeout_s
         use_schema = self._sends_schema(request)

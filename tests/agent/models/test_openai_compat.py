@@ -313,3 +313,14 @@ async def test_cancellation_aborts_the_request_promptly():
         waited = time.monotonic() - started
     assert scope.cancelled_caught and waited < 2.5  # it did not wait for the 5 s answer
     assert len(stub.requests) == 1
+
+
+async def test_an_unset_key_variable_is_refused_before_any_request(monkeypatch):
+    """Was: an api_key_env naming a variable that is not set sent `Authorization: Bearer EMPTY`."""
+    from flexsql.errors import ConfigError
+
+    monkeypatch.delenv("FLEXSQL_TEST_UNSET_KEY", raising=False)
+    with OpenAIStub(lambda req: Reply(content="hi")) as stub:
+        with pytest.raises(ConfigError, match="FLEXSQL_TEST_UNSET_KEY, which is not set"):
+            await model(stub, api_key_env="FLEXSQL_TEST_UNSET_KEY").complete(request())
+    assert stub.requests == []
