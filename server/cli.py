@@ -687,7 +687,8 @@ def ask(
     except FlexSQLError as exc:
         fail(exc, 2)
     progress: Callable[[str, str], None] | None = None
-    if progress_flag if progress_flag is not None else (stderr_is_terminal() and not as_json):
+    quiet = bool(click.get_current_context().find_root().params.get("quiet"))  # `flexsql -q ask`: errors only
+    if progress_flag if progress_flag is not None else (stderr_is_terminal() and not as_json and not quiet):
         err = console(stderr=True)
 
         def print_stage(stage: str, message: str) -> None:

@@ -84,7 +84,8 @@ def install_skills_command(scope: str, force: bool, server_name: str) -> None:
         click.echo(f"{state:<10} {target}")
     click.echo(
         f"Skills use the tools of the MCP server named '{server_name}'; if you have not added it yet:\n"
-        f"  {claude_add_line(server_name, launch_command('path', ()), None)}"
+        f"  {claude_add_line(server_name, launch_command('path', (), _config_path(None)), None)}\n"
+        "(`flexsql mcp-config --client claude` prints it with the sources it will serve)"
     )
 
 

@@ -124,8 +124,9 @@ def serve_http(settings: Settings, sources: SourceRegistry) -> None:
     sock = bind(settings.host, settings.port)
     _prewarm_python(settings, is_loopback(settings.host))
     port = sock.getsockname()[1]
+    guard = "; every request must carry the bearer token" if settings.auth_token else ""
     sys.stderr.write(
-        f"flexsql: serving streamable HTTP on http://{settings.host}:{port}/mcp (health: /healthz); "
+        f"flexsql: serving streamable HTTP on http://{settings.host}:{port}/mcp (health: /healthz){guard}; "
         "Ctrl-C stops it\n"
     )
     level = logging.getLevelName(logging.getLogger().getEffectiveLevel()).lower()
