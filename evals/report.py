@@ -18,6 +18,7 @@ from flexsql.evals import dialogue
 from flexsql.evals.scoring import CATEGORY_TEXT, SCORER_NOTES, SCORERS
 from flexsql.evals.tasks import Task
 from flexsql.paths import write_private
+from flexsql.plural import plural
 
 # Failures of the setup, not of the answer (database not found, gold SQL failed, runner crashed): a
 # resumed run does these tasks again instead of keeping their 0.
@@ -66,11 +67,14 @@ def summarize(
     executor: str = "",
     interrupted: bool = False,
     provenance: dict[str, Any] | None = None,
+    settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """The numbers of the reports. Tasks an interrupted run did not reach are neither passed nor failed:
+    both accuracies count the tasks that ran (`recorded`), and `not_run` lists the others."""
     scored_tasks = [t for t in tasks if t.scored]
-    all_n = len(scored_tasks)
     by_id = {r["instance_id"]: r for r in records}
     scored_records = [by_id[t.instance_id] for t in scored_tasks if t.instance_id in by_id]
+    all_n = len(scored_records)  # "all": every task that ran, a missing prediction counted as a failure
     evaluated = [r for r in scored_records if r.get("evaluated")]
     scorers: dict[str, dict[str, Any]] = {}
     for name in SCORERS:
@@ -97,11 +101,14 @@ def summarize(
         },
     )
 
-    by_db: dict[str, dict[str, int]] = defaultdict(lambda: {"tasks": 0, "evaluated": 0, "passed": 0})
+    by_db: dict[str, dict[str, int]] = defaultdict(
+        lambda: {"tasks": 0, "run": 0, "evaluated": 0, "passed": 0}
+    )
     for t in scored_tasks:
         row = by_db[t.db or "?"]
         row["tasks"] += 1
         r = by_id.get(t.instance_id)
+        row["run"] += r is not None
         if r and r.get("evaluated"):
             row["evaluated"] += 1
             row["passed"] += int(r.get("scores", {}).get(scorer, r.get("score", 0)))
@@ -139,11 +146,14 @@ def summarize(
         for k, v in (r.get("tokens") or {}).items():
             tokens[k] += v
         cost += r.get("cost_usd") or 0.0
-    by_benchmark: dict[str, dict[str, int]] = defaultdict(lambda: {"tasks": 0, "evaluated": 0, "passed": 0})
+    by_benchmark: dict[str, dict[str, int]] = defaultdict(
+        lambda: {"tasks": 0, "run": 0, "evaluated": 0, "passed": 0}
+    )
     for t in scored_tasks:
         row = by_benchmark[t.benchmark]
         row["tasks"] += 1
         r = by_id.get(t.instance_id)
+        row["run"] += r is not None
         if r and r.get("evaluated"):
             row["evaluated"] += 1
             row["passed"] += int(r.get("scores", {}).get(scorer, r.get("score", 0)))
@@ -157,8 +167,9 @@ def summarize(
         "executor": executor,
         "scorer": scorer,
         "interrupted": interrupted,
+        "settings": settings or {},
         "tasks": len(tasks),
-        "scored_tasks": all_n,
+        "scored_tasks": len(scored_tasks),
         "recorded": len(scored_records),
         "evaluated": len(evaluated),
         "passed": primary["passed"],
@@ -180,11 +191,13 @@ def summarize(
         ],
         "failure_kinds": dict(Counter(failure_kind(r) for r in failures)),
         "not_run": missing,
+        "not_run_share": _pct(len(missing), len(scored_tasks)),
         "turn_types": dict(sorted(turn_types.items())),
         "dialogue": dialogue.dialogue_summary(records, tasks, scorer),
         "ran_this_session": ran,
         "wall_s": round(wall_s, 3),
-        "tasks_per_s": round(ran / wall_s, 2) if wall_s > 0 and ran else None,
+        # a rate over less than a second (every task skipped or failed at once) says nothing
+        "tasks_per_s": round(ran / wall_s, 2) if wall_s >= 1.0 and ran else None,
         "median_task_s": round(statistics.median(times), 4) if times else None,
         "tokens": dict(tokens) or None,
         "cost_usd": round(cost, 4) if cost else None,
@@ -255,7 +268,7 @@ def _reason(record: dict[str, Any], scorer: str) -> str:
 
 def write_reports(out: Path, summary: dict[str, Any], records: list[dict[str, Any]]) -> None:
     out = Path(out)
-    write_private(out / "summary.json", json.dumps(summary, indent=2, default=str))
+    write_private(out / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
     write_private(out / "report.md", markdown(summary))
     write_private(out / "report.html", html_report(summary, records))
 
@@ -270,34 +283,85 @@ def _fmt(p: float | None) -> str:
     return "–" if p is None else f"{p:.2f}%"
 
 
+def _all_label(s: dict[str, Any]) -> str:
+    """What the "all" accuracy is over: every task, or (a run not finished) the tasks that ran."""
+    return "of all tasks" if not s["not_run"] else "of the tasks run"
+
+
+def _setting_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
+    """The run's settings as (name, value) rows: the model's as they took effect, then the harness's."""
+    settings = s.get("settings") or {}
+    provenance = s.get("provenance") or {}
+    rows: list[tuple[str, str]] = [("runner", str(s.get("runner"))), ("model", str(s.get("model")))]
+    default = "not sent (the endpoint's default)"
+    for key, label in (
+        ("base_url", "endpoint"),
+        ("plans", "plans (K)"),
+        ("temperature", "temperature"),
+        ("reasoning_effort", "reasoning effort"),
+        ("prediction_mode", "prediction mode"),
+    ):
+        if key in provenance:
+            value = provenance[key]
+            rows.append((label, default if value is None and key != "plans" else str(value)))
+    for stage, fields in (provenance.get("stages") or {}).items():
+        rows.append((f"stage {stage}", ", ".join(f"{k} {v}" for k, v in fields.items())))
+    rows.append(("scorer", str(s.get("scorer"))))
+    for key, label, unit in (
+        ("jobs", "tasks at once", ""),
+        ("timeout_s", "timeout per task", " s"),
+        ("max_rows", "largest result", " rows"),
+        ("executor", "SQL runs", ""),
+        ("flexsql_version", "flexsql", ""),
+        ("started_at", "started", ""),
+    ):
+        if settings.get(key) is not None:
+            value = settings[key]
+            rows.append((label, f"{value:g}{unit}" if isinstance(value, float) else f"{value}{unit}"))
+    if settings.get("resumed_at"):
+        rows.append(("resumed", ", ".join(settings["resumed_at"])))
+    return rows
+
+
 def markdown(s: dict[str, Any]) -> str:
     lines = [f"# flexsql eval — {s['runner']} runner, {s['scorer']} scorer", ""]
     if s.get("model"):
         lines += [f"Model: {_provenance_text(s)}", ""]
-    if s["interrupted"]:
-        lines += ["**Interrupted**: re-run the same command to finish the remaining tasks.", ""]
-    if s["not_run"]:
-        lines += [f"Not run yet: {len(s['not_run'])} task(s) (not counted as failures).", ""]
+    not_run = len(s["not_run"])
+    if not_run:
+        head = "**Interrupted**" if s["interrupted"] else "**Not finished**"
+        lines += [
+            f"{head}: {s['recorded']} of {plural(s['scored_tasks'], 'task')} ran; {not_run} "
+            f"({_fmt(s.get('not_run_share'))}) not run yet, left out of the accuracies below (neither passed "
+            "nor failed). Re-run the same command to run them.",
+            "",
+        ]
+    elif s["interrupted"]:
+        lines += ["**Interrupted**: every task had already finished.", ""]
     lines += [
-        f"- tasks: {s['scored_tasks']} scored ({s['tasks']} in the file), {s['evaluated']} evaluated, "
-        f"{s['passed']} passed",
+        f"- tasks: {s['scored_tasks']} scored ({s['tasks']} in the file), {s['recorded']} run, "
+        f"{s['evaluated']} evaluated, {s['passed']} passed",
         f"- accuracy ({s['scorer']}): **{_fmt(s['accuracy_evaluated'])}** of evaluated "
-        f"({s['passed']}/{s['evaluated']}), **{_fmt(s['accuracy_all'])}** of all tasks "
-        f"({s['passed']}/{s['scored_tasks']})",
+        f"({s['passed']}/{s['evaluated']}), **{_fmt(s['accuracy_all'])}** {_all_label(s)} "
+        f"({s['passed']}/{s['recorded']})",
     ]
     if s.get("ci95_evaluated"):
         low, high = s["ci95_evaluated"]
         lines.append(f"- 95% interval of the accuracy of evaluated (Wilson): {low:.2f}% to {high:.2f}%")
-    if s.get("tasks_per_s"):
+    if s.get("ran_this_session"):
+        rate = (
+            f"{s['tasks_per_s']} tasks/s, " if s.get("tasks_per_s") else ""
+        ) + f"median {s['median_task_s']} s per task, {s['executor']}"
         lines.append(
-            f"- this session: {s['ran_this_session']} tasks in {s['wall_s']:.2f} s "
-            f"({s['tasks_per_s']} tasks/s, median {s['median_task_s']} s per task, {s['executor']})"
+            f"- this session: {plural(s['ran_this_session'], 'task')} in {s['wall_s']:.2f} s ({rate})"
         )
     if s.get("tokens"):
         lines.append(
             f"- tokens: {', '.join(f'{k} {v}' for k, v in s['tokens'].items())}"
             + (f"; cost ${s['cost_usd']}" if s.get("cost_usd") else "")
         )
+    lines += ["", "## Run settings", "", "| setting | value |", "| --- | --- |"]
+    lines += [f"| {name} | {_cell(value)} |" for name, value in _setting_rows(s)]
     lines += [
         "",
         "## Scorers",
@@ -322,7 +386,7 @@ def markdown(s: dict[str, Any]) -> str:
         for name, v in s["by_benchmark"].items():
             lines.append(
                 f"| {name} | {v['tasks']} | {v['evaluated']} | {v['passed']} "
-                f"| {_fmt(_pct(v['passed'], v['tasks']))} |"
+                f"| {_fmt(_pct(v['passed'], v.get('run', v['tasks'])))} |"
             )
     if s.get("agent"):
         a = s["agent"]
@@ -353,7 +417,8 @@ def markdown(s: dict[str, Any]) -> str:
     ]
     for db, v in s["by_db"].items():
         lines.append(
-            f"| {db} | {v['tasks']} | {v['evaluated']} | {v['passed']} | {_fmt(_pct(v['passed'], v['tasks']))} |"
+            f"| {db} | {v['tasks']} | {v['evaluated']} | {v['passed']} "
+            f"| {_fmt(_pct(v['passed'], v.get('run', v['tasks'])))} |"
         )
     if s["turn_types"]:
         lines += [
@@ -394,6 +459,10 @@ def markdown(s: dict[str, Any]) -> str:
                 f"| {f['instance_id']} | {f['db']} | {f['category']} | {reason[:500]} | {f.get('kind', '')} |"
             )
     return "\n".join(lines) + "\n"
+
+
+def _cell(value: object) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
 
 
 # -- HTML ------------------------------------------------------------------------------------------
@@ -463,8 +532,9 @@ def html_report(s: dict[str, Any], records: list[dict[str, Any]] | None = None) 
     )
     if s["recorded"]:  # with nothing recorded yet, "0.00% of all" would read as a result
         out.append(
-            f"<div class=card><div class=muted>accuracy, all tasks</div><div class=big>{_fmt(s['accuracy_all'])}</div>"
-            f"<div class=muted>{s['passed']} / {s['scored_tasks']} tasks</div></div>"
+            f"<div class=card><div class=muted>accuracy, {_all_label(s).removeprefix('of ')}</div>"
+            f"<div class=big>{_fmt(s['accuracy_all'])}</div>"
+            f"<div class=muted>{s['passed']} / {s['recorded']} tasks</div></div>"
         )
     if not_run:
         out.append(
@@ -524,7 +594,11 @@ def html_report(s: dict[str, Any], records: list[dict[str, Any]] | None = None) 
         out.append(
             _bar_chart(
                 [
-                    (k, _pct(v["passed"], v["tasks"]) or 0.0, f"{v['passed']}/{v['tasks']}")
+                    (
+                        k,
+                        _pct(v["passed"], v.get("run", v["tasks"])) or 0.0,
+                        f"{v['passed']}/{v.get('run', v['tasks'])}",
+                    )
                     for k, v in s["by_benchmark"].items()
                 ],
                 100.0,

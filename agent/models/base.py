@@ -77,10 +77,10 @@ class ModelUnavailable(ConfigError):
         super().__init__(
             message
             or (
-                "no model is configured for the agent: set base_url and model under [model] in flexsql.toml, "
-                "or FLEXSQL_MODEL__BASE_URL and FLEXSQL_MODEL__MODEL in the environment, or pass "
-                "--base-url and --model (e.g. --base-url http://127.0.0.1:8000/v1 --model openai/gpt-oss-120b); "
-                "put an API key in an environment variable and name it with api_key_env / --api-key-env"
+                "no model is configured for the agent: set base_url and model under [model] in flexsql.toml "
+                '(e.g. base_url = "http://127.0.0.1:8000/v1", model = "openai/gpt-oss-120b"), or '
+                "FLEXSQL_MODEL__BASE_URL and FLEXSQL_MODEL__MODEL in the environment the server runs in; put "
+                "an API key in an environment variable and name it with api_key_env"
             )
         )
 

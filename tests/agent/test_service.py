@@ -524,14 +524,16 @@ async def test_429_then_500_are_retried_and_answered(shop):
     assert result.usage.model_calls == len(stub.requests) - 2  # failed attempts are not answers
 
 
-async def test_a_timeout_is_retried_and_answered(shop):
+async def test_a_hung_request_ends_at_timeout_s_and_the_question_is_still_answered(shop):
+    """[model] timeout_s bounds a request with its retries (issue 29): the hung classify request is not
+    sent again past it, and the stages after it answer."""
     script = StageScript(plans={"count every order": "SELECT count(*) AS n FROM orders"})
     with OpenAIStub(Sequence([Hang(3)], script)) as stub:
         result = await ask(
             shop, stub, COUNT_QUESTION, agent={"plans": 1}, model={"max_retries": 1, "timeout_s": 0.5}
         )
     assert result.status == "answered", result.reason
-    assert [r.stage for r in stub.requests[:3]] == ["classify", "classify", "link"]
+    assert [r.stage for r in stub.requests[:2]] == ["classify", "link"]
 
 
 async def test_persistent_500_fails_with_a_model_error(shop):

@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "flexsql.config",
             "flexsql.errors",
             "flexsql.paths",
+            "flexsql.plural",
             "flexsql.background",
             "flexsql.demo_db",
             "flexsql",

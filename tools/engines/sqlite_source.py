@@ -157,20 +157,9 @@ class SQLiteSource(Source):
             if not Path(self.path).exists():
                 raise ConfigError(f"SQLite file not found: {self.path}; check the path in the source URL")
             uri = f"file:{quote(str(Path(self.path).resolve()))}?mode=ro"
-            try:
-                with open(self.path, "rb") as handle:
-                    head = handle.read(16)
-            except OSError:
-                head = b""
-            if head[8:12] == b"DUCK":
-                raise ConfigError(
-                    f"{self.path} is a DuckDB file, not SQLite: use duckdb:///{self.path.lstrip('/')}"
-                )
-            if head and not head.startswith(b"SQLite format 3\0"):
-                raise ConfigError(
-                    f"{self.path} is not a SQLite database file (it does not start with the SQLite "
-                    "header); check the path in the source URL"
-                )
+            problem = sqlite_file_problem(self.path)
+            if problem:
+                raise ConfigError(problem)
         try:
             conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
         except sqlite3.Error as exc:
@@ -194,6 +183,14 @@ class SQLiteSource(Source):
         self._local = threading.local()
 
     def _load_catalog(self) -> Catalog:
+        try:
+            return self._read_catalog()
+        except sqlite3.DatabaseError as exc:  # "database disk image is malformed", "file is not a database"
+            if _damage(exc):
+                raise ConfigError(damaged_text(self.path, exc)) from None
+            raise
+
+    def _read_catalog(self) -> Catalog:
         conn = self._connection()
         tables: list[TableInfo] = []
         # names as stored (bytes): a name that is not UTF-8 is still described, by its bytes
@@ -302,6 +299,8 @@ class SQLiteSource(Source):
                 raise timeout_error(timeout_s) from None
             raise QueryError(self._explain(exc, self._names_not_utf8(exc))) from None
         except (sqlite3.DatabaseError, sqlite3.Warning) as exc:  # Warning: several statements (Python < 3.12)
+            if isinstance(exc, sqlite3.DatabaseError) and _damage(exc):
+                raise QueryError(damaged_text(self.path, exc)) from None
             raise QueryError(self._explain(exc, self._names_not_utf8(exc))) from None
         finally:
             conn.set_progress_handler(None, 0)
@@ -402,3 +401,51 @@ def _sqlite_type(rows: list[tuple[Any, ...]], index: int) -> str:
                 type(value), type(value).__name__
             )
     return ""
+
+
+HEADER = b"SQLite format 3\0"
+
+
+def sqlite_file_problem(path: str) -> str | None:
+    """What makes `path` no usable SQLite database, read from its 100-byte header, or None: a DuckDB
+    file, another kind of file, or a file cut short (a copy or download that did not finish), which
+    SQLite itself reports only at the first page it cannot read ("database disk image is malformed")."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(100)
+        size = Path(path).stat().st_size
+    except OSError:
+        return None  # opening it says what is wrong
+    if head[8:12] == b"DUCK":
+        return f"{path} is a DuckDB file, not SQLite: use duckdb:///{path.lstrip('/')}"
+    if not head:
+        return None  # an empty file is an empty database to SQLite
+    if not head.startswith(HEADER[: len(head)]) or (len(head) >= 16 and not head.startswith(HEADER)):
+        return (
+            f"{path} is not a SQLite database file (it does not start with the SQLite header); check the "
+            "path in the source URL"
+        )
+    if len(head) < 100:
+        return damaged_text(path, f"the file ends after {len(head)} bytes, inside its 100-byte header")
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(head[28:32], "big")
+    header_valid = head[24:28] == head[92:96]  # the page count is kept only when these agree
+    if header_valid and pages and size < pages * page_size:
+        return damaged_text(
+            path, f"the file has {size:,} bytes of the {pages * page_size:,} its header announces"
+        )
+    return None
+
+
+def damaged_text(path: str, cause: object) -> str:
+    return (
+        f"the SQLite file {path} is damaged ({cause}), as a copy, download or disk write that did not "
+        "finish leaves it. Copy it again or restore it from a backup; "
+        f"`sqlite3 {path} 'PRAGMA integrity_check'` shows what is wrong"
+    )
+
+
+def _damage(exc: sqlite3.DatabaseError) -> bool:
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text or "corrupt" in text
