@@ -133,7 +133,11 @@ class BuiltinRunner(Runner):
             answer_text=result.clarifying_question
             or result.reply
             or (result.reason if result.status != "answered" else None),
-            tokens={"prompt": usage.prompt_tokens, "completion": usage.completion_tokens},
+            tokens={
+                "prompt": usage.prompt_tokens,
+                "completion": usage.completion_tokens,
+                "cached": usage.cached_prompt_tokens,  # of prompt, served from the endpoint's prefix cache
+            },
             model_calls=usage.model_calls,
             tool_calls=usage.tool_calls,
             trace=str(trace),
@@ -175,14 +179,25 @@ class BuiltinRunner(Runner):
         self._stopped.set()
 
     def provenance(self) -> dict[str, Any]:
+        """The effective settings (a flag, else [agent] / [model]): None only where the endpoint's own
+        default applies (temperature, reasoning effort), so a resume compares what really ran."""
         model = self.settings.model
-        return {
+        found: dict[str, Any] = {
             "model": model.model,
             "base_url": redact(model.base_url) if model.base_url else None,
-            "plans": self.plans,
+            "plans": self.plans if self.plans is not None else self.settings.agent.plans,
             "temperature": model.temperature,
             "reasoning_effort": model.reasoning_effort,
         }
+        stages = {
+            name: {
+                k: redact(v) if k == "base_url" else v for k, v in stage.model_dump(exclude_none=True).items()
+            }
+            for name, stage in sorted(model.stages.items())
+        }
+        if any(stages.values()):  # a stage served by another model or with other settings
+            found["stages"] = {name: fields for name, fields in stages.items() if fields}
+        return found
 
     def close(self) -> None:
         for registry in self._sources.values():

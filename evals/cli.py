@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from flexsql.agent.flags import apply_model_flags, model_options
+from flexsql.agent.flags import apply_model_flags, check_model_settings, model_options
 from flexsql.config import load_settings
 from flexsql.errors import ConfigError, FlexSQLError, NotFoundError
 from flexsql.evals.scoring import SCORERS, Flavor
+from flexsql.plural import plural
 
 if TYPE_CHECKING:  # imported where used: `--help` and the other commands do not load them
     from rich.console import Console
@@ -60,10 +61,13 @@ FLEXSQL_OUT_DIR, … . The program writes <id>.sql / answer.sql or <id>.csv / re
 {out_dir} (optionally usage.json with token counts); Claude Code's --output-format json on stdout
 is read for token usage and, when no file was written, a fenced ```sql block in its final answer.
 \b
-Outputs in --out: results.jsonl (one line per task), report.md, report.html, summary.json,
-submission/ (the official submission folder). Re-running the same command resumes: finished tasks
-are skipped; a resume with other model settings (--model, --base-url, --plans, the runner's
-command) is refused (exit 2): use another --out or --new-run. Every line names its model.
+Every task's database is checked before the first task runs: a missing one is exit 2, nothing run.
+Outputs in --out: results.jsonl (one line per task, in task order), report.md (settings, accuracy,
+failures), report.html (the same, charts, every task), summary.json, submission/ (the official
+submission folder). Re-running the same command resumes: finished tasks are skipped; a resume with
+other model settings (--model, --base-url, --plans, the runner's command) is refused (exit 2): use
+another --out, or --new-run / --no-resume, which move the earlier run to OUT/previous/<time>/.
+Every line names its model.
 Exit codes: 0 the evaluation ran, whatever the accuracy; 1 a runtime error; 2 a usage or
 configuration error; 130 interrupted (Ctrl-C or SIGTERM: the reports are still written).
 """
@@ -115,8 +119,8 @@ configuration error; 130 interrupted (Ctrl-C or SIGTERM: the reports are still w
 @click.option(
     "--scorer",
     type=click.Choice(SCORERS),
-    help="The score reported as `score` (all three are recorded). Default: spider2 for Spider 2.0 "
-    "tasks, ex otherwise.",
+    help="The score reported as `score` (all four are recorded; rex also records a similarity). Default: "
+    "spider2 for Spider 2.0 tasks, ex otherwise.",
 )
 @click.option(
     "--flavor",
@@ -179,7 +183,19 @@ configuration error; 130 interrupted (Ctrl-C or SIGTERM: the reports are still w
     is_flag=True,
     help="Start over in --out even when it holds a run (its files are moved to OUT/previous/<time>/).",
 )
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option(
+    "--trajectories",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write each task's model conversations, answer, scores and tool outcomes to this JSONL "
+    "(OpenAI chat format, for training; docs/trajectories.md).",
+)
+@click.option(
+    "--quiet",
+    "-q",
+    is_flag=True,
+    help="Errors only on stderr, as `flexsql -q eval`: no progress bar, no log lines below errors "
+    "(the results are still printed).",
+)
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout (progress stays on stderr)."
 )
@@ -212,6 +228,7 @@ def eval_command(
     resume: bool,
     max_rows: int,
     new_run: bool,
+    trajectories: Path | None,
     quiet: bool,
     as_json: bool,
     config_file: str | None,
@@ -230,6 +247,9 @@ def eval_command(
     from flexsql.evals.harness import EvalOptions, Evaluation
 
     console = Console(stderr=True, soft_wrap=True)
+    if quiet:
+        errors_only_on_stderr()
+    quiet = quiet or bool(click.get_current_context().find_root().params.get("quiet"))  # `flexsql -q eval`
     if dbs and db_url:
         raise click.UsageError("give --dbs DIR or --db URL, not both")
     out = out or Path("flexsql-eval") / f"{tasks.stem}-{runner}"
@@ -261,6 +281,7 @@ def eval_command(
             options.settings = apply_model_flags(
                 load_settings(config_file), base_url, model_name, api_key_env, plans
             )
+            check_model_settings(options.settings)
         evaluation = Evaluation(options)
     except NotFoundError as exc:  # --ids naming no task: a usage error (exit 2)
         raise click.BadParameter(str(exc).removeprefix("--ids: "), param_hint="'--ids'") from None
@@ -279,34 +300,85 @@ def eval_command(
         raise UsageFailure(str(exc)) from None
     except FlexSQLError as exc:
         raise click.ClickException(str(exc)) from None
-    if evaluation.set_aside is not None:
-        console.print(f"the earlier run's files were moved to {evaluation.set_aside}", markup=False)
     s = outcome.summary
     if as_json:
         click.echo(json.dumps(s, indent=2, default=str))
+    finished = not s["not_run"]
+    if evaluation.set_aside is not None:
+        console.print(f"the earlier run's files were moved to {evaluation.set_aside}", markup=False)
     console.print(
         f"[bold]{s['scorer']}[/]: {_pct(s['accuracy_evaluated'])} of evaluated ({s['passed']}/{s['evaluated']}), "
-        f"{_pct(s['accuracy_all'])} of all ({s['passed']}/{s['scored_tasks']}); "
+        f"{_pct(s['accuracy_all'])} of {'all' if finished else 'the tasks run'} ({s['passed']}/{s['recorded']}); "
         + " ".join(
             f"{k} {_pct(v['accuracy_evaluated'])}" for k, v in s["scorers"].items() if k != s["scorer"]
         )
+        + "".join(
+            f"; {k} mean similarity {v['mean_similarity_evaluated']:.4f}"
+            for k, v in s["scorers"].items()
+            if v.get("mean_similarity_evaluated") is not None
+        )
     )
+    if not finished:
+        console.print(
+            f"{len(s['not_run'])} of {plural(s['scored_tasks'], 'task')} not run yet ({_pct(s['not_run_share'])}), "
+            "left out of the accuracies: run the same command again to run them",
+            markup=False,
+        )
     if outcome.skipped:
         console.print(
-            f"{outcome.skipped} task(s) already in {outcome.out / 'results.jsonl'} were skipped "
-            "(--no-resume to run them again)"
+            f"{plural(outcome.skipped, 'task')} already in {outcome.out / 'results.jsonl'} "
+            f"{'was' if outcome.skipped == 1 else 'were'} skipped (--new-run to run them again)",
+            markup=False,
         )
-    if s.get("tasks_per_s"):
-        console.print(f"{outcome.ran} tasks in {outcome.wall_s:.2f} s ({s['tasks_per_s']} tasks/s)")
+    if outcome.ran:
+        rate = f" ({s['tasks_per_s']} tasks/s)" if s.get("tasks_per_s") else ""
+        console.print(f"{plural(outcome.ran, 'task')} in {outcome.wall_s:.2f} s{rate}", markup=False)
     if s.get("model"):
-        console.print(f"model: {s['model']}", markup=False)
-    console.print(f"report: {outcome.out / 'report.html'}  results: {outcome.out / 'results.jsonl'}")
+        console.print(f"model: {_settings_text(s)}", markup=False)
+    console.print(
+        f"reports: {outcome.out / 'report.md'}, {outcome.out / 'report.html'}  "
+        f"results: {outcome.out / 'results.jsonl'}",
+        markup=False,
+    )
+    if trajectories is not None:
+        from flexsql.evals.trajectories import write_trajectories
+
+        try:
+            written = write_trajectories(outcome.out / "results.jsonl", trajectories, options.settings)
+        except OSError as exc:
+            raise click.ClickException(
+                f"cannot write the trajectories to {trajectories}: {exc.strerror}"
+            ) from None
+        console.print(f"trajectories: {trajectories} ({written} tasks)", markup=False)
     if outcome.interrupted:
         console.print(
-            f"[yellow]interrupted[/]: {outcome.ran} task(s) finished this time; "
+            f"[yellow]interrupted[/]: {plural(outcome.ran, 'task')} finished this time; "
             "run the same command again to resume"
         )
         exit_interrupted()
+
+
+def _settings_text(s: dict[str, Any]) -> str:
+    """The model and the settings that shaped its answers (K, temperature, reasoning effort)."""
+    p = s.get("provenance") or {}
+    shown = [
+        f"{label} {'default' if p[key] is None else p[key]}"
+        for key, label in (("plans", "K"), ("temperature", "temperature"), ("reasoning_effort", "reasoning"))
+        if key in p
+    ]
+    return f"{s['model']}" + (f" ({', '.join(shown)})" if shown else "")
+
+
+def errors_only_on_stderr() -> None:
+    """`eval -q` means what `flexsql -q` means: log lines on stderr from errors up (a --log-file keeps its level)."""
+    import logging
+
+    root = logging.getLogger()
+    handlers = [h for h in root.handlers if isinstance(h, logging.StreamHandler) and h.stream is sys.stderr]
+    for handler in handlers:
+        handler.setLevel(max(handler.level, logging.ERROR))
+    if not handlers:  # run on its own (python -m flexsql.evals.cli): no handler set up yet
+        root.setLevel(logging.ERROR)
 
 
 class UsageFailure(click.ClickException):

@@ -5,6 +5,7 @@ and the official submission folder."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import signal
@@ -12,7 +13,6 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,8 @@ from flexsql.evals.execution import (
 )
 from flexsql.evals.gold import GoldStore
 from flexsql.evals.report import infrastructure_failure, summarize, write_reports
+from flexsql.evals.result_diff import side_by_side
+from flexsql.evals.reward import Gold, Predicted, verdicts
 from flexsql.evals.runners import (
     CommandRunner,
     GoldRunner,
@@ -50,17 +52,18 @@ from flexsql.evals.scoring import (
     frame_from_result,
     frame_rows,
     read_csv_frame,
-    score_ex,
-    score_spider2,
-    score_spider2_strict,
 )
 from flexsql.evals.sqltext import orders_result
 from flexsql.evals.tasks import DatabaseLocator, Task, extract_sql, load_tasks
 from flexsql.paths import open_private, private_file, write_private
+from flexsql.plural import plural
 from flexsql.tools.engines import engine_for_url
-from flexsql.tools.engines.urls import redact
+from flexsql.tools.engines.urls import file_path_of, is_file_url, redact
+
+log = logging.getLogger("flexsql.evals")
 
 RESULTS = "results.jsonl"
+REJECTED = "results.rejected.jsonl"  # lines of results.jsonl that could not be read, kept rather than dropped
 SUBMISSION = "submission"
 STOP_GRACE_S = 8.0  # after Ctrl-C: how long the running tasks get to end (their model requests are cancelled)
 
@@ -134,7 +137,9 @@ class Evaluation:
             else InProcessExecutor(max_rows=options.max_rows)
         )
         self.runner = self._make_runner()
+        self._check_databases()
         self.set_aside: Path | None = None  # where a --new-run moved the earlier run's files
+        self.run_info: dict[str, Any] = {}  # run.json as written by this run
         self.on_stopping: Callable[[], None] | None = None  # called at the first Ctrl-C (the CLI says so)
 
     def _make_runner(self) -> Runner:
@@ -161,6 +166,77 @@ class Evaluation:
         if o.runner == "command":
             return CommandRunner(o.command or "", self.locator, self.out, o.external_knowledge, o.timeout)
         raise ConfigError(f"unknown runner {o.runner!r}; use gold, predictions, command or builtin")
+
+    def _needs_database(self, task: Task) -> bool:
+        """Whether the task runs SQL on its database: the gold SQL, or a predicted SQL answer."""
+        o = self.options
+        if o.runner == "gold":
+            return task.scored
+        if o.runner != "predictions" or o.predictions is None:
+            return True  # an agent (builtin, command) answers on the task's database
+        folder = Path(o.predictions)
+        predicted_sql = (
+            o.prediction_mode in ("auto", "sql") and (folder / f"{task.instance_id}.sql").is_file()
+        )
+        predicted_csv = (
+            o.prediction_mode in ("auto", "csv") and (folder / f"{task.instance_id}.csv").is_file()
+        )
+        if predicted_sql:
+            return True
+        gold_csv = task.benchmark.startswith("spider2") and bool(self.gold.csv_paths(task.instance_id))
+        return predicted_csv and task.scored and not gold_csv
+
+    def _check_databases(self) -> None:
+        """Every task's database is found before the first task runs: a missing one would otherwise be
+        scored task after task (as "no gold" or a setup failure) and the run would still exit 0."""
+        needing = [t for t in self.tasks if self._needs_database(t)]
+        if not needing:
+            return
+        why = (
+            f"the {self.options.runner} runner runs SQL on each task's database"
+            if self.options.runner != "predictions"
+            else "their gold or predicted SQL runs on the task's database"
+        )
+        if self.locator is None:
+            raise ConfigError(
+                f"{len(needing)} of {plural(len(self.tasks), 'task')} need a database ({why}); pass --dbs DIR "
+                "(a folder of SQLite/DuckDB files) or --db URL. Nothing was run."
+            )
+        problems: dict[str | None, str] = {}
+        affected: dict[str | None, list[str]] = {}
+        checked: set[str | None] = set()
+        for task in needing:
+            if task.db in problems:
+                affected[task.db].append(task.instance_id)
+                continue
+            if task.db in checked:
+                continue
+            checked.add(task.db)
+            try:
+                url = self.locator.url_for(task.db)
+            except FlexSQLError as exc:
+                problems[task.db] = str(exc)
+            else:
+                if (
+                    is_file_url(url)
+                    and file_path_of(url) != ":memory:"
+                    and not Path(file_path_of(url)).is_file()
+                ):
+                    problems[task.db] = f"no database file at {file_path_of(url)} (from --db {url})"
+            if task.db in problems:
+                affected[task.db] = [task.instance_id]
+        if not problems:
+            return
+        tasks_hit = sum(len(ids) for ids in affected.values())
+        listed = "; ".join(
+            f"{problems[db]} (task{'s' if len(ids) > 1 else ''} {', '.join(ids[:5])}{' …' if len(ids) > 5 else ''})"
+            for db, ids in list(affected.items())[:5]
+        )
+        more = f"; and {len(problems) - 5} more databases" if len(problems) > 5 else ""
+        raise ConfigError(
+            f"the database of {tasks_hit} of {plural(len(self.tasks), 'task')} is missing: {listed}{more}. "
+            "Nothing was run: pass --dbs / --db where they are, or leave those tasks out with --ids"
+        )
 
     # -- one task ----------------------------------------------------------------------------------
     def evaluate(self, task: Task) -> dict[str, Any]:
@@ -272,10 +348,10 @@ class Evaluation:
                 reason="no gold for this task: neither a gold CSV under --gold nor gold SQL",
                 category="no_gold",
             )
-        verdicts = self._score(task, prediction, gold, timings)
-        return self._finish(record, "scored", verdicts, timings, started)
+        scored, record["results"] = self._score(task, prediction, gold, timings)
+        return self._finish(record, "scored", scored, timings, started)
 
-    def _gold(self, task: Task, timings: dict[str, float]) -> _Gold | None:
+    def _gold(self, task: Task, timings: dict[str, float]) -> Gold | None:
         t0 = time.perf_counter()
         try:
             tables = self.gold.tables(task.instance_id) if task.benchmark.startswith("spider2") else []
@@ -283,7 +359,7 @@ class Evaluation:
                 config = self.gold.config(task.instance_id)
                 for t in tables:
                     t.ordered = not config.ignore_order
-                return _Gold(
+                return Gold(
                     tables=tables, condition_cols=config.condition_cols, ignore_order=config.ignore_order
                 )
             sql = task.gold_sql or self.gold.sql(task.instance_id)
@@ -294,7 +370,7 @@ class Evaluation:
             ordered = orders_result(sql, _dialect(url))
             frame = frame_from_result(result.columns, result.rows)
             config = self.gold.config(task.instance_id)
-            return _Gold(
+            return Gold(
                 tables=[GoldTable(name="gold SQL", frame=frame, ordered=ordered)],
                 raw=[("gold SQL", result.columns, result.rows, ordered)],
                 condition_cols=config.condition_cols,
@@ -313,8 +389,9 @@ class Evaluation:
             raise ExecutionFailure("no_database", str(exc)) from None
 
     def _score(
-        self, task: Task, prediction: Prediction, gold: _Gold, timings: dict[str, float]
-    ) -> dict[str, Verdict]:
+        self, task: Task, prediction: Prediction, gold: Gold, timings: dict[str, float]
+    ) -> tuple[dict[str, Verdict], dict[str, Any] | None]:
+        """Every scorer's verdict, and the two results side by side (evals/result_diff.py)."""
         flavor = self.options.flavor or task.flavor
         t0 = time.perf_counter()
         sub = self.out / SUBMISSION
@@ -322,57 +399,58 @@ class Evaluation:
         try:
             if prediction.sql:
                 sql = extract_sql(prediction.sql)
-                write_private(sub / f"{name}.sql", sql + "\n")
+                self._submit(sub / f"{name}.sql", sql + "\n")
                 url = self._url(task)
                 result = self.executor.execute(url, sql, self.options.timeout)
-                text = csv_text(result.columns, result.rows)
-                write_private(sub / f"{name}.csv", text)
-                pred_cols, pred_rows = result.columns, result.rows
-                empty_cloud = not result.rows and _cloud(url)
-                pred_frame = frame_from_result(result.columns, result.rows) if result.columns else None
+                self._submit(sub / f"{name}.csv", csv_text(result.columns, result.rows))
+                pred = Predicted(
+                    columns=result.columns, rows=result.rows, empty_cloud=not result.rows and _cloud(url)
+                )
             else:
                 assert prediction.csv_path is not None
                 if Path(prediction.csv_path).resolve() != (sub / f"{name}.csv").resolve():
-                    shutil.copyfile(prediction.csv_path, private_file(sub / f"{name}.csv"))
+                    self._submit(sub / f"{name}.csv", Path(prediction.csv_path))
                 pred_frame = read_csv_frame(prediction.csv_path)
-                pred_cols, pred_rows = frame_columns(pred_frame), frame_rows(pred_frame)
-                empty_cloud = False
+                pred = Predicted(
+                    columns=frame_columns(pred_frame), rows=frame_rows(pred_frame), frame=pred_frame
+                )
         except ExecutionFailure as exc:
             timings["exec_s"] = round(time.perf_counter() - t0, 4)
             reason = (
                 f"execution error: {exc}" if exc.category == "execution_error" else f"{exc.category}: {exc}"
             )
-            return {s: failure(s, exc.category, reason) for s in SCORERS}
-        except Exception as exc:  # unreadable CSV (empty file, bad quoting)
+            return {s: failure(s, exc.category, reason) for s in SCORERS}, _gold_view(gold, reason)
+        except (
+            _SubmissionUnwritable
+        ) as exc:  # the harness's own failure, not the model's: run again on resume
+            timings["exec_s"] = round(time.perf_counter() - t0, 4)
+            return {s: failure(s, "runner_error", str(exc)) for s in SCORERS}, _gold_view(gold, str(exc))
+        except Exception as exc:  # the model's CSV: empty file, bad quoting, not UTF-8
             timings["exec_s"] = round(time.perf_counter() - t0, 4)
             reason = f"the prediction CSV could not be read: {type(exc).__name__}: {exc}"
-            return {s: failure(s, "unreadable_prediction", reason) for s in SCORERS}
+            return {s: failure(s, "unreadable_prediction", reason) for s in SCORERS}, _gold_view(gold, reason)
         timings["exec_s"] = round(time.perf_counter() - t0, 4)
         t1 = time.perf_counter()
-        verdicts: dict[str, Verdict] = {}
-        if pred_frame is None:
-            for s in ("spider2", "spider2-strict"):
-                verdicts[s] = failure(s, "unreadable_prediction", "the prediction has no columns")
-        elif empty_cloud:
-            for s in ("spider2", "spider2-strict"):
-                verdicts[s] = failure(
-                    s,
-                    "empty_result",
-                    "empty result (the official evaluator scores an empty result 0 on cloud engines)",
-                )
-        else:
-            verdicts["spider2"] = score_spider2(
-                pred_frame, gold.tables, gold.condition_cols, gold.ignore_order, flavor
-            )
-            verdicts["spider2-strict"] = score_spider2_strict(
-                pred_frame, gold.tables, gold.condition_cols, gold.ignore_order
-            )
-        if gold.raw:
-            verdicts["ex"] = score_ex(pred_cols, pred_rows, gold_tables=gold.raw)
-        else:
-            verdicts["ex"] = score_ex(pred_cols, pred_rows, gold.tables)
+        scored = verdicts(pred, gold, flavor)
         timings["score_s"] = round(time.perf_counter() - t1, 4)
-        return verdicts
+        view = None
+        if scored.rex is not None:
+            match, gold_columns, gold_rows = scored.rex
+            view = side_by_side(gold_columns, gold_rows, pred.columns, pred.rows, match)
+        return scored.verdicts, view
+
+    def _submit(self, path: Path, content: str | Path) -> None:
+        """Write (or copy) one file of the submission folder."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, Path):
+                shutil.copyfile(content, private_file(path))
+            else:
+                write_private(path, content)
+        except OSError as exc:
+            raise _SubmissionUnwritable(
+                f"the harness could not write {path}: {exc.strerror or exc} (check the disk and --out)"
+            ) from None
 
     def _finish(
         self,
@@ -397,6 +475,7 @@ class Evaluation:
                 category=main.category,
                 variant=main.variant,
                 scores={k: v.score for k, v in verdicts.items()},
+                similarities={k: v.similarity for k, v in verdicts.items() if v.similarity is not None},
                 reasons={k: v.reason for k, v in verdicts.items() if v.score == 0},
                 categories={k: v.category for k, v in verdicts.items()},
             )
@@ -410,6 +489,10 @@ class Evaluation:
 
     # -- the whole run -----------------------------------------------------------------------------
     def run(self, on_progress: Callable[[dict[str, Any], int, int], None] | None = None) -> RunOutcome:
+        results_path = self.out / RESULTS
+        # first what an earlier run left (a --new-run moves it aside), then this run's folders: created
+        # before, the submission folder this run writes into would be moved aside with the old one
+        previous = self._previous(results_path)
         try:
             self.out.mkdir(parents=True, exist_ok=True)
             (self.out / SUBMISSION).mkdir(exist_ok=True)
@@ -418,8 +501,6 @@ class Evaluation:
                 f"cannot write the results to {self.out}: {exc.strerror or exc}; "
                 "pass --out a folder you can create and write"
             ) from None
-        results_path = self.out / RESULTS
-        previous = self._previous(results_path)
         # A dialogue is one unit, its turns in order (evals/dialogue.py); any other task is its own.
         units = work_units(self.tasks, set(previous))
         todo = [t for unit in units for t in unit]
@@ -495,6 +576,7 @@ class Evaluation:
                 pool.shutdown(wait=False, cancel_futures=True)
                 self.executor.close()
         wall = time.perf_counter() - started
+        self._write_in_task_order(results_path)
         records = self._merge(previous, new_records)
         summary = summarize(
             records,
@@ -506,6 +588,7 @@ class Evaluation:
             executor=self.executor.name,
             interrupted=interrupted,
             provenance=self.runner.provenance(),
+            settings=run_settings(self.run_info),
         )
         write_reports(self.out, summary, records)
         return RunOutcome(
@@ -525,7 +608,7 @@ class Evaluation:
             return {}
         info_path = self.out / "run.json"
         if info_path.exists() and results_path.exists():
-            info = json.loads(info_path.read_text(encoding="utf-8"))
+            info = self._read_run_info(info_path)
             same = info.get("runner") == self.runner.name and info.get("tasks") == str(
                 Path(self.options.tasks).resolve()
             )
@@ -536,51 +619,121 @@ class Evaluation:
                 )
             earlier = info.get("provenance")
             now = self._provenance()
-            if earlier is not None and earlier != now:
-                changed = ", ".join(
-                    f"{key} {earlier.get(key)!r} -> {now.get(key)!r}"
-                    for key in sorted(set(earlier) | set(now))
-                    if earlier.get(key) != now.get(key)
-                )
+            changed = _changed_settings(earlier, now) if isinstance(earlier, dict) else []
+            if changed:
                 raise ConfigError(
-                    f"{self.out} holds results of other model settings ({changed}); resuming would mix "
-                    "them into one accuracy. Rerun with the earlier settings to resume, use another --out, "
+                    f"{self.out} holds results of other model settings ({', '.join(changed)}); resuming would "
+                    "mix them into one accuracy. Rerun with the earlier settings to resume, use another --out, "
                     f"or --new-run to start over (the old results are moved to {self.out}/previous/)"
                 )
         records: dict[str, dict[str, Any]] = {}
         if results_path.exists():
-            raw = results_path.read_bytes()
-            lines = raw.decode("utf-8", errors="replace").splitlines()
-            kept_lines: list[str] = []
-            for line in lines:
-                try:
-                    record = json.loads(line)
-                except ValueError:
-                    continue  # a line cut short by a crash: dropped below, and that task runs again
-                if not isinstance(record, dict):
-                    continue
-                kept_lines.append(line)
+            for record in self._read_results(results_path):
                 if not infrastructure_failure(record):  # e.g. a wrong --dbs last time: run it again
-                    records[str(record.get("instance_id"))] = record
-            if len(kept_lines) != len(lines) or (raw and not raw.endswith(b"\n")):
-                # rewritten without the broken lines, so appending continues a valid JSONL file
-                repaired = results_path.with_name(RESULTS + ".repaired")
-                write_private(repaired, "".join(line + "\n" for line in kept_lines))
-                os.replace(repaired, results_path)
+                    records[record["instance_id"]] = record
         return records
+
+    def _read_run_info(self, path: Path) -> dict[str, Any]:
+        """run.json of the run in --out: what a resume compares its settings with."""
+        try:
+            info = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+            problem = exc.strerror if isinstance(exc, OSError) else f"not valid JSON: {type(exc).__name__}"
+            info = None
+        else:
+            problem = "not a JSON object"
+        if isinstance(info, dict):
+            return info
+        raise ConfigError(
+            f"{path} cannot be read ({problem}): it records the settings of the run in {self.out}, without "
+            "which a resume could mix two runs. Use --new-run to start over (the earlier files are moved to "
+            f"{self.out}/previous/), or another --out"
+        )
+
+    def _read_results(self, results_path: Path) -> list[dict[str, Any]]:
+        """The records of results.jsonl. A line that is not a record (cut by a crash, or damaged) is moved
+        to results.rejected.jsonl rather than dropped, and the file is rewritten without it, so appending
+        continues a valid JSONL file; its task runs again."""
+        raw = results_path.read_bytes()
+        lines = raw.decode("utf-8", errors="replace").splitlines()
+        kept: list[dict[str, Any]] = []
+        kept_lines: list[str] = []
+        rejected: list[str] = []
+        for line in lines:
+            if not line.strip():
+                continue
+            record = _record_of(line)
+            if record is None:
+                rejected.append(line)
+                continue
+            kept.append(record)
+            kept_lines.append(line)
+        if rejected or len(kept_lines) != len(lines) or (raw and not raw.endswith(b"\n")):
+            if rejected:
+                with open_private(self.out / REJECTED, "a") as sink:
+                    sink.writelines(line + "\n" for line in rejected)
+                log.warning(
+                    "%s: %s could not be read (cut by a crash, or damaged); moved to %s, and %s again",
+                    results_path,
+                    plural(len(rejected), "line"),
+                    self.out / REJECTED,
+                    "its task runs" if len(rejected) == 1 else "their tasks run",
+                )
+            repaired = results_path.with_name(RESULTS + ".repaired")
+            write_private(repaired, "".join(line + "\n" for line in kept_lines))
+            os.replace(repaired, results_path)
+        return kept
+
+    def _write_in_task_order(self, results_path: Path) -> None:
+        """results.jsonl in the task file's order (lines are appended as tasks finish): one line per task,
+        the latest when a task ran again; lines of tasks outside this run's selection are kept."""
+        if not results_path.exists():
+            return
+        latest: dict[str, str] = {}
+        for line in results_path.read_text(encoding="utf-8", errors="replace").splitlines():
+            record = _record_of(line)
+            if record is not None:
+                latest.pop(record["instance_id"], None)  # re-inserted: keeps the file order of the rest
+                latest[record["instance_id"]] = line
+        order = {t.instance_id: i for i, t in enumerate(self.tasks)}
+        ids = sorted(latest, key=lambda i: (0, order[i]) if i in order else (1, 0))
+        text = "".join(latest[i] + "\n" for i in ids)
+        if text != results_path.read_text(encoding="utf-8", errors="replace"):
+            ordered = results_path.with_name(RESULTS + ".ordered")
+            write_private(ordered, text)
+            os.replace(ordered, results_path)
 
     def _set_aside(self) -> None:
         """Starting over in a folder that holds a run: its files are moved to OUT/previous/<time>/,
         never deleted or overwritten silently."""
-        names = [RESULTS, "run.json", "summary.json", "report.md", "report.html", SUBMISSION]
+        names = [
+            RESULTS,
+            REJECTED,
+            "run.json",
+            "summary.json",
+            "report.md",
+            "report.html",
+            SUBMISSION,
+            "tasks",
+        ]
         present = [n for n in names if (self.out / n).exists()]
         if RESULTS not in present and "run.json" not in present:
             return
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
         target = self.out / "previous" / stamp
-        target.mkdir(parents=True, exist_ok=True)
-        for name in present:
-            shutil.move(str(self.out / name), str(target / name))
+        n = 1
+        while target.exists():  # two new runs within a second
+            n += 1
+            target = self.out / "previous" / f"{stamp}-{n}"
+        try:
+            target.mkdir(parents=True)
+            for name in present:
+                shutil.move(str(self.out / name), str(target / name))
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot move the earlier run in {self.out} to {target}: {exc.strerror or exc}; "
+                "pass --out a folder you can write"
+            ) from None
         self.set_aside = target
 
     def _provenance(self) -> dict[str, Any]:
@@ -605,7 +758,9 @@ class Evaluation:
         if resumed and path.exists():
             try:
                 earlier = json.loads(path.read_text(encoding="utf-8"))
-            except ValueError:
+            except (ValueError, RecursionError):
+                earlier = {}
+            if not isinstance(earlier, dict):
                 earlier = {}
         info = {
             "tasks": str(Path(self.options.tasks).resolve()),
@@ -624,15 +779,76 @@ class Evaluation:
         }
         if info["options"].get("db"):
             info["options"]["db"] = redact(info["options"]["db"])
-        write_private(path, json.dumps(info, indent=2))
+        self.run_info = info
+        write_private(path, json.dumps(info, indent=2) + "\n")
 
 
-@dataclass
-class _Gold:
-    tables: list[GoldTable]
-    raw: list[tuple[str, list[str], list[tuple[Any, ...]], bool]] = field(default_factory=list)
-    condition_cols: Any = None
-    ignore_order: bool = True
+class _SubmissionUnwritable(Exception):
+    """A file of the submission folder could not be written."""
+
+
+def _gold_view(gold: Gold, error: str) -> dict[str, Any] | None:
+    """The gold result beside a prediction that gave none."""
+    table = gold.raw[0] if gold.raw else None
+    if table is not None:
+        return side_by_side(table[1], table[2], None, None, None, error=error, ordered=table[3])
+    if gold.tables:
+        first = gold.tables[0]
+        return side_by_side(
+            frame_columns(first.frame), first.rows(None), None, None, None, error=error, ordered=first.ordered
+        )
+    return None
+
+
+def run_settings(info: dict[str, Any]) -> dict[str, Any]:
+    """What the reports state about how the run was made: the runner's effective model settings (K,
+    temperature, reasoning effort for the builtin agent) and the harness's own."""
+    options = info.get("options") or {}
+    return {
+        **(info.get("provenance") or {}),
+        "jobs": info.get("jobs"),
+        "timeout_s": info.get("timeout"),
+        "max_rows": options.get("max_rows"),
+        "executor": info.get("executor"),
+        "flexsql_version": info.get("flexsql_version"),
+        "started_at": info.get("started_at"),
+        "resumed_at": info.get("resumed_at") or [],
+    }
+
+
+def _record_of(line: str) -> dict[str, Any] | None:
+    """One line of results.jsonl as a record, or None when it is not one: not JSON (a line cut by a
+    crash), nested too deep to parse, or without the fields the reports read."""
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("instance_id"), str):
+        return None
+    for key in ("scores", "reasons", "categories", "timings"):
+        if not isinstance(record.get(key, {}), dict):
+            return None
+    if not isinstance(record.get("tokens") or {}, dict) or not isinstance(
+        record.get("score", 0), int | float
+    ):
+        return None
+    return record
+
+
+def _changed_settings(earlier: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """The settings a resume would change, as `key old -> new`. Runs recorded before effective values
+    were recorded have `plans: null` for the default."""
+    from flexsql.config import AgentConfig
+
+    defaults = {"plans": AgentConfig().plans}
+    changed = []
+    for key in sorted(set(earlier) | set(now)):
+        before = earlier.get(key)
+        if before is None and key in defaults:
+            before = defaults[key]
+        if before != now.get(key):
+            changed.append(f"{key} {earlier.get(key)!r} -> {now.get(key)!r}")
+    return changed
 
 
 def _ignore_sigint() -> None:

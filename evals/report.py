@@ -18,6 +18,7 @@ from flexsql.evals import dialogue
 from flexsql.evals.scoring import CATEGORY_TEXT, SCORER_NOTES, SCORERS
 from flexsql.evals.tasks import Task
 from flexsql.paths import write_private
+from flexsql.plural import plural
 
 # Failures of the setup, not of the answer (database not found, gold SQL failed, runner crashed): a
 # resumed run does these tasks again instead of keeping their 0.
@@ -66,11 +67,14 @@ def summarize(
     executor: str = "",
     interrupted: bool = False,
     provenance: dict[str, Any] | None = None,
+    settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """The numbers of the reports. Tasks an interrupted run did not reach are neither passed nor failed:
+    both accuracies count the tasks that ran (`recorded`), and `not_run` lists the others."""
     scored_tasks = [t for t in tasks if t.scored]
-    all_n = len(scored_tasks)
     by_id = {r["instance_id"]: r for r in records}
     scored_records = [by_id[t.instance_id] for t in scored_tasks if t.instance_id in by_id]
+    all_n = len(scored_records)  # "all": every task that ran, a missing prediction counted as a failure
     evaluated = [r for r in scored_records if r.get("evaluated")]
     scorers: dict[str, dict[str, Any]] = {}
     for name in SCORERS:
@@ -84,6 +88,7 @@ def summarize(
             "all": all_n,
             "accuracy_evaluated": _pct(passed, len(have)),
             "accuracy_all": _pct(passed, all_n),
+            **similarity_summary(have, name, all_n),
         }
     primary = scorers.get(
         scorer,
@@ -96,11 +101,14 @@ def summarize(
         },
     )
 
-    by_db: dict[str, dict[str, int]] = defaultdict(lambda: {"tasks": 0, "evaluated": 0, "passed": 0})
+    by_db: dict[str, dict[str, int]] = defaultdict(
+        lambda: {"tasks": 0, "run": 0, "evaluated": 0, "passed": 0}
+    )
     for t in scored_tasks:
         row = by_db[t.db or "?"]
         row["tasks"] += 1
         r = by_id.get(t.instance_id)
+        row["run"] += r is not None
         if r and r.get("evaluated"):
             row["evaluated"] += 1
             row["passed"] += int(r.get("scores", {}).get(scorer, r.get("score", 0)))
@@ -138,11 +146,14 @@ def summarize(
         for k, v in (r.get("tokens") or {}).items():
             tokens[k] += v
         cost += r.get("cost_usd") or 0.0
-    by_benchmark: dict[str, dict[str, int]] = defaultdict(lambda: {"tasks": 0, "evaluated": 0, "passed": 0})
+    by_benchmark: dict[str, dict[str, int]] = defaultdict(
+        lambda: {"tasks": 0, "run": 0, "evaluated": 0, "passed": 0}
+    )
     for t in scored_tasks:
         row = by_benchmark[t.benchmark]
         row["tasks"] += 1
         r = by_id.get(t.instance_id)
+        row["run"] += r is not None
         if r and r.get("evaluated"):
             row["evaluated"] += 1
             row["passed"] += int(r.get("scores", {}).get(scorer, r.get("score", 0)))
@@ -156,8 +167,9 @@ def summarize(
         "executor": executor,
         "scorer": scorer,
         "interrupted": interrupted,
+        "settings": settings or {},
         "tasks": len(tasks),
-        "scored_tasks": all_n,
+        "scored_tasks": len(scored_tasks),
         "recorded": len(scored_records),
         "evaluated": len(evaluated),
         "passed": primary["passed"],
@@ -179,15 +191,33 @@ def summarize(
         ],
         "failure_kinds": dict(Counter(failure_kind(r) for r in failures)),
         "not_run": missing,
+        "not_run_share": _pct(len(missing), len(scored_tasks)),
         "turn_types": dict(sorted(turn_types.items())),
         "dialogue": dialogue.dialogue_summary(records, tasks, scorer),
         "ran_this_session": ran,
         "wall_s": round(wall_s, 3),
-        "tasks_per_s": round(ran / wall_s, 2) if wall_s > 0 and ran else None,
+        # a rate over less than a second (every task skipped or failed at once) says nothing
+        "tasks_per_s": round(ran / wall_s, 2) if wall_s >= 1.0 and ran else None,
         "median_task_s": round(statistics.median(times), 4) if times else None,
         "tokens": dict(tokens) or None,
         "cost_usd": round(cost, 4) if cost else None,
     }
+
+
+def similarity_summary(records: list[dict[str, Any]], scorer: str, all_n: int) -> dict[str, float]:
+    """For a scorer that grades (rex): the mean similarity over the evaluated tasks and over all
+    (a task without a verdict counts 0); its accuracy is the rate of 1.0."""
+    values = [r["similarities"][scorer] for r in records if scorer in (r.get("similarities") or {})]
+    if not values:
+        return {}
+    return {
+        "mean_similarity_evaluated": round(statistics.mean(values), 4),
+        "mean_similarity_all": round(sum(values) / all_n, 4) if all_n else 0.0,
+    }
+
+
+def _similarity(v: dict[str, Any]) -> str:
+    return "–" if v.get("mean_similarity_evaluated") is None else f"{v['mean_similarity_evaluated']:.4f}"
 
 
 def agent_usage(records: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -200,6 +230,7 @@ def agent_usage(records: list[dict[str, Any]]) -> dict[str, Any] | None:
             "model_calls": r.get("model_calls") or 0,
             "tool_calls": r.get("tool_calls") or 0,
             "prompt_tokens": (r.get("tokens") or {}).get("prompt", 0),
+            "cached_tokens": (r.get("tokens") or {}).get("cached", 0),
             "completion_tokens": (r.get("tokens") or {}).get("completion", 0),
         }
         for r in records
@@ -209,9 +240,15 @@ def agent_usage(records: list[dict[str, Any]]) -> dict[str, Any] | None:
         return None
     mean = {
         k: round(statistics.mean(row[k] for row in rows), 1)
-        for k in ("model_calls", "tool_calls", "prompt_tokens", "completion_tokens")
+        for k in ("model_calls", "tool_calls", "prompt_tokens", "cached_tokens", "completion_tokens")
     }
-    return {"tasks": len(rows), "mean": mean, "per_task": rows}
+    total = {k: sum(row[k] for row in rows) for k in ("prompt_tokens", "cached_tokens", "completion_tokens")}
+    return {"tasks": len(rows), "mean": mean, "total": total, "per_task": rows}
+
+
+def _cached(prompt: int, cached: int) -> str:
+    """Prompt tokens with the share the endpoint served from its prefix cache (when it said)."""
+    return f"{prompt:,}" + (f" ({cached / prompt:.0%} cached)" if prompt and cached else "")
 
 
 def _category(record: dict[str, Any], scorer: str) -> str:
@@ -231,7 +268,7 @@ def _reason(record: dict[str, Any], scorer: str) -> str:
 
 def write_reports(out: Path, summary: dict[str, Any], records: list[dict[str, Any]]) -> None:
     out = Path(out)
-    write_private(out / "summary.json", json.dumps(summary, indent=2, default=str))
+    write_private(out / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
     write_private(out / "report.md", markdown(summary))
     write_private(out / "report.html", html_report(summary, records))
 
@@ -246,45 +283,96 @@ def _fmt(p: float | None) -> str:
     return "–" if p is None else f"{p:.2f}%"
 
 
+def _all_label(s: dict[str, Any]) -> str:
+    """What the "all" accuracy is over: every task, or (a run not finished) the tasks that ran."""
+    return "of all tasks" if not s["not_run"] else "of the tasks run"
+
+
+def _setting_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
+    """The run's settings as (name, value) rows: the model's as they took effect, then the harness's."""
+    settings = s.get("settings") or {}
+    provenance = s.get("provenance") or {}
+    rows: list[tuple[str, str]] = [("runner", str(s.get("runner"))), ("model", str(s.get("model")))]
+    default = "not sent (the endpoint's default)"
+    for key, label in (
+        ("base_url", "endpoint"),
+        ("plans", "plans (K)"),
+        ("temperature", "temperature"),
+        ("reasoning_effort", "reasoning effort"),
+        ("prediction_mode", "prediction mode"),
+    ):
+        if key in provenance:
+            value = provenance[key]
+            rows.append((label, default if value is None and key != "plans" else str(value)))
+    for stage, fields in (provenance.get("stages") or {}).items():
+        rows.append((f"stage {stage}", ", ".join(f"{k} {v}" for k, v in fields.items())))
+    rows.append(("scorer", str(s.get("scorer"))))
+    for key, label, unit in (
+        ("jobs", "tasks at once", ""),
+        ("timeout_s", "timeout per task", " s"),
+        ("max_rows", "largest result", " rows"),
+        ("executor", "SQL runs", ""),
+        ("flexsql_version", "flexsql", ""),
+        ("started_at", "started", ""),
+    ):
+        if settings.get(key) is not None:
+            value = settings[key]
+            rows.append((label, f"{value:g}{unit}" if isinstance(value, float) else f"{value}{unit}"))
+    if settings.get("resumed_at"):
+        rows.append(("resumed", ", ".join(settings["resumed_at"])))
+    return rows
+
+
 def markdown(s: dict[str, Any]) -> str:
     lines = [f"# flexsql eval — {s['runner']} runner, {s['scorer']} scorer", ""]
     if s.get("model"):
         lines += [f"Model: {_provenance_text(s)}", ""]
-    if s["interrupted"]:
-        lines += ["**Interrupted**: re-run the same command to finish the remaining tasks.", ""]
-    if s["not_run"]:
-        lines += [f"Not run yet: {len(s['not_run'])} task(s) (not counted as failures).", ""]
+    not_run = len(s["not_run"])
+    if not_run:
+        head = "**Interrupted**" if s["interrupted"] else "**Not finished**"
+        lines += [
+            f"{head}: {s['recorded']} of {plural(s['scored_tasks'], 'task')} ran; {not_run} "
+            f"({_fmt(s.get('not_run_share'))}) not run yet, left out of the accuracies below (neither passed "
+            "nor failed). Re-run the same command to run them.",
+            "",
+        ]
+    elif s["interrupted"]:
+        lines += ["**Interrupted**: every task had already finished.", ""]
     lines += [
-        f"- tasks: {s['scored_tasks']} scored ({s['tasks']} in the file), {s['evaluated']} evaluated, "
-        f"{s['passed']} passed",
+        f"- tasks: {s['scored_tasks']} scored ({s['tasks']} in the file), {s['recorded']} run, "
+        f"{s['evaluated']} evaluated, {s['passed']} passed",
         f"- accuracy ({s['scorer']}): **{_fmt(s['accuracy_evaluated'])}** of evaluated "
-        f"({s['passed']}/{s['evaluated']}), **{_fmt(s['accuracy_all'])}** of all tasks "
-        f"({s['passed']}/{s['scored_tasks']})",
+        f"({s['passed']}/{s['evaluated']}), **{_fmt(s['accuracy_all'])}** {_all_label(s)} "
+        f"({s['passed']}/{s['recorded']})",
     ]
     if s.get("ci95_evaluated"):
         low, high = s["ci95_evaluated"]
         lines.append(f"- 95% interval of the accuracy of evaluated (Wilson): {low:.2f}% to {high:.2f}%")
-    if s.get("tasks_per_s"):
+    if s.get("ran_this_session"):
+        rate = (
+            f"{s['tasks_per_s']} tasks/s, " if s.get("tasks_per_s") else ""
+        ) + f"median {s['median_task_s']} s per task, {s['executor']}"
         lines.append(
-            f"- this session: {s['ran_this_session']} tasks in {s['wall_s']:.2f} s "
-            f"({s['tasks_per_s']} tasks/s, median {s['median_task_s']} s per task, {s['executor']})"
+            f"- this session: {plural(s['ran_this_session'], 'task')} in {s['wall_s']:.2f} s ({rate})"
         )
     if s.get("tokens"):
         lines.append(
             f"- tokens: {', '.join(f'{k} {v}' for k, v in s['tokens'].items())}"
             + (f"; cost ${s['cost_usd']}" if s.get("cost_usd") else "")
         )
+    lines += ["", "## Run settings", "", "| setting | value |", "| --- | --- |"]
+    lines += [f"| {name} | {_cell(value)} |" for name, value in _setting_rows(s)]
     lines += [
         "",
         "## Scorers",
         "",
-        "| scorer | passed | evaluated | all | accuracy (evaluated) | accuracy (all) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        "| scorer | passed | evaluated | all | accuracy (evaluated) | accuracy (all) | mean similarity |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name, v in s["scorers"].items():
         lines.append(
             f"| {name} | {v['passed']} | {v['evaluated']} | {v['all']} | {_fmt(v['accuracy_evaluated'])} "
-            f"| {_fmt(v['accuracy_all'])} |"
+            f"| {_fmt(v['accuracy_all'])} | {_similarity(v)} |"
         )
     lines += [""] + [f"- **{k}**: {v}" for k, v in SCORER_NOTES.items() if k in s["scorers"]]
     if len(s.get("by_benchmark") or {}) > 1 or s.get("agent"):
@@ -298,7 +386,7 @@ def markdown(s: dict[str, Any]) -> str:
         for name, v in s["by_benchmark"].items():
             lines.append(
                 f"| {name} | {v['tasks']} | {v['evaluated']} | {v['passed']} "
-                f"| {_fmt(_pct(v['passed'], v['tasks']))} |"
+                f"| {_fmt(_pct(v['passed'], v.get('run', v['tasks'])))} |"
             )
     if s.get("agent"):
         a = s["agent"]
@@ -308,15 +396,17 @@ def markdown(s: dict[str, Any]) -> str:
             "## Agent usage",
             "",
             f"Per task on average: {m['model_calls']} model calls, {m['tool_calls']} "
-            f"tool calls, {m['prompt_tokens']:,} prompt + {m['completion_tokens']:,} completion tokens.",
+            f"tool calls, {m['prompt_tokens']:,} prompt + {m['completion_tokens']:,} completion tokens. "
+            f"In all: {_cached(a['total']['prompt_tokens'], a['total']['cached_tokens'])} prompt + "
+            f"{a['total']['completion_tokens']:,} completion tokens.",
             "",
-            "| task | status | score | model calls | tool calls | prompt tokens | completion tokens |",
-            "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+            "| task | status | score | model calls | tool calls | prompt tokens | cached prompt tokens | completion tokens |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
         ]
         for row in a["per_task"]:
             lines.append(
                 f"| {row['instance_id']} | {row['status']} | {row['score']} | {row['model_calls']} "
-                f"| {row['tool_calls']} | {row['prompt_tokens']} | {row['completion_tokens']} |"
+                f"| {row['tool_calls']} | {row['prompt_tokens']} | {row['cached_tokens']} | {row['completion_tokens']} |"
             )
     lines += [
         "",
@@ -327,7 +417,8 @@ def markdown(s: dict[str, Any]) -> str:
     ]
     for db, v in s["by_db"].items():
         lines.append(
-            f"| {db} | {v['tasks']} | {v['evaluated']} | {v['passed']} | {_fmt(_pct(v['passed'], v['tasks']))} |"
+            f"| {db} | {v['tasks']} | {v['evaluated']} | {v['passed']} "
+            f"| {_fmt(_pct(v['passed'], v.get('run', v['tasks'])))} |"
         )
     if s["turn_types"]:
         lines += [
@@ -370,30 +461,8 @@ def markdown(s: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _task_table(records: list[dict[str, Any]]) -> str:
-    """Every task: question, predicted and gold SQL, model, latency and verdict (details fold open)."""
-    e = html.escape
-    out = [
-        f"<h2>Every task ({len(records)})</h2><table><tr><th>task</th><th>verdict</th><th class=n>latency</th>"
-        "<th>model</th><th>question, predicted SQL, gold SQL</th></tr>"
-    ]
-    for r in records:
-        verdict = "passed" if r.get("evaluated") and r.get("score") == 1 else str(r.get("category") or "")
-        if verdict != "passed":
-            verdict += f" ({failure_kind(r)})"
-        latency = (r.get("timings") or {}).get("total_s")
-        trace = (
-            f' <a href="{e(Path(str(r["trace"])).resolve().as_uri())}">trace</a>' if r.get("trace") else ""
-        )
-        out.append(
-            f"<tr><td>{e(str(r['instance_id']))}{trace}</td><td>{e(verdict)}</td>"
-            f"<td class=n>{'' if latency is None else f'{latency:.2f} s'}</td><td>{e(str(r.get('model') or ''))}</td>"
-            f"<td class=reason>{e(str(r.get('question') or ''))}<details><summary>SQL</summary>"
-            f"<div class=muted>predicted</div><pre>{e(str(r.get('sql') or '—'))}</pre>"
-            f"<div class=muted>gold</div><pre>{e(str(r.get('gold_sql') or '—'))}</pre></details></td></tr>"
-        )
-    out.append("</table>")
-    return "".join(out)
+def _cell(value: object) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
 
 
 # -- HTML ------------------------------------------------------------------------------------------
@@ -463,8 +532,9 @@ def html_report(s: dict[str, Any], records: list[dict[str, Any]] | None = None) 
     )
     if s["recorded"]:  # with nothing recorded yet, "0.00% of all" would read as a result
         out.append(
-            f"<div class=card><div class=muted>accuracy, all tasks</div><div class=big>{_fmt(s['accuracy_all'])}</div>"
-            f"<div class=muted>{s['passed']} / {s['scored_tasks']} tasks</div></div>"
+            f"<div class=card><div class=muted>accuracy, {_all_label(s).removeprefix('of ')}</div>"
+            f"<div class=big>{_fmt(s['accuracy_all'])}</div>"
+            f"<div class=muted>{s['passed']} / {s['recorded']} tasks</div></div>"
         )
     if not_run:
         out.append(
@@ -486,13 +556,15 @@ def html_report(s: dict[str, Any], records: list[dict[str, Any]] | None = None) 
 
     out.append(
         "<h2>Scorers</h2><table><tr><th>scorer</th><th class=n>passed</th><th class=n>evaluated</th>"
-        "<th class=n>all</th><th class=n>accuracy (evaluated)</th><th class=n>accuracy (all)</th><th>rule</th></tr>"
+        "<th class=n>all</th><th class=n>accuracy (evaluated)</th><th class=n>accuracy (all)</th>"
+        "<th class=n>mean similarity</th><th>rule</th></tr>"
     )
     for name, v in s["scorers"].items():
         out.append(
             f"<tr><td><code>{e(name)}</code></td><td class=n>{v['passed']}</td><td class=n>{v['evaluated']}</td>"
             f"<td class=n>{v['all']}</td><td class=n>{_fmt(v['accuracy_evaluated'])}</td>"
-            f"<td class=n>{_fmt(v['accuracy_all'])}</td><td class=muted>{e(SCORER_NOTES.get(name, ''))}</td></tr>"
+            f"<td class=n>{_fmt(v['accuracy_all'])}</td><td class=n>{_similarity(v)}</td>"
+            f"<td class=muted>{e(SCORER_NOTES.get(name, ''))}</td></tr>"
         )
     out.append("</table>")
 
@@ -500,18 +572,21 @@ def html_report(s: dict[str, Any], records: list[dict[str, Any]] | None = None) 
         a, m = s["agent"], s["agent"]["mean"]
         out.append(
             f"<h2>Agent usage</h2><p>Per task on average: {m['model_calls']} model calls, {m['tool_calls']} tool "
-            f"calls, {m['prompt_tokens']:,} prompt + {m['completion_tokens']:,} completion tokens.</p>"
+            f"calls, {m['prompt_tokens']:,} prompt + {m['completion_tokens']:,} completion tokens. In all: "
+            f"{e(_cached(a['total']['prompt_tokens'], a['total']['cached_tokens']))} prompt + "
+            f"{a['total']['completion_tokens']:,} completion tokens.</p>"
         )
         out.append(
             "<table><tr><th>task</th><th>status</th><th class=n>score</th><th class=n>model calls</th>"
-            "<th class=n>tool calls</th><th class=n>prompt tokens</th><th class=n>completion tokens</th></tr>"
+            "<th class=n>tool calls</th><th class=n>prompt tokens</th><th class=n>cached prompt tokens</th>"
+            "<th class=n>completion tokens</th></tr>"
         )
         for row in a["per_task"]:
             out.append(
                 f"<tr><td>{e(str(row['instance_id']))}</td><td>{e(str(row['status']))}</td>"
                 f"<td class=n>{row['score']}</td><td class=n>{row['model_calls']}</td>"
                 f"<td class=n>{row['tool_calls']}</td><td class=n>{row['prompt_tokens']:,}</td>"
-                f"<td class=n>{row['completion_tokens']:,}</td></tr>"
+                f"<td class=n>{row['cached_tokens']:,}</td><td class=n>{row['completion_tokens']:,}</td></tr>"
             )
         out.append("</table>")
     if len(s.get("by_benchmark") or {}) > 1:
@@ -519,7 +594,11 @@ def html_report(s: dict[str, Any], records: list[dict[str, Any]] | None = None) 
         out.append(
             _bar_chart(
                 [
-                    (k, _pct(v["passed"], v["tasks"]) or 0.0, f"{v['passed']}/{v['tasks']}")
+                    (
+                        k,
+                        _pct(v["passed"], v.get("run", v["tasks"])) or 0.0,
+                        f"{v['passed']}/{v.get('run', v['tasks'])}",
+                    )
                     for k, v in s["by_benchmark"].items()
                 ],
                 100.0,
@@ -590,6 +669,8 @@ def html_report(s: dict[str, Any], records: list[dict[str, Any]] | None = None) 
             )
         out.append("</table>")
     if records:
-        out.append(_task_table(records))
+        from flexsql.evals.report_explorer import task_explorer  # it reads failure_kind from here
+
+        out.append(task_explorer(records, s["scorer"], failure_kind))
     out.append("</body></html>\n")
     return "".join(out)

@@ -53,8 +53,42 @@ class Task(BaseModel):
         return "snow" if self.benchmark == "spider2-snow" else "lite"
 
 
+MAX_ID_BYTES = 200  # ids name files (<id>.sql, <id>.csv, tasks/<id>/): a file name holds 255 bytes
+
+
 def load_tasks(path: Path) -> list[Task]:
-    """Load a task file of any supported format (see the module docstring)."""
+    """Load a task file of any supported format (see the module docstring); every instance id must be
+    usable as a file name, since the submission folder names its files by id."""
+    tasks = _load(path)
+    seen: set[str] = set()
+    for n, task in enumerate(tasks):
+        problem = _id_problem(task.instance_id)
+        if problem:
+            shown = task.instance_id[:40] + ("…" if len(task.instance_id) > 40 else "")
+            raise ConfigError(
+                f"{path}: task {n} (counting from 0) has the instance_id {shown!r}, which {problem}: ids name "
+                "the submission's files (<id>.sql, <id>.csv). Shorten or rename it in the task file"
+            )
+        if task.instance_id in seen:
+            raise ConfigError(
+                f"{path}: the instance_id {task.instance_id!r} is given to more than one task; ids must be unique"
+            )
+        seen.add(task.instance_id)
+    return tasks
+
+
+def _id_problem(instance_id: str) -> str | None:
+    size = len(instance_id.encode("utf-8", errors="surrogatepass"))
+    if not instance_id.strip():
+        return "is empty"
+    if size > MAX_ID_BYTES:
+        return f"is {size} bytes long (at most {MAX_ID_BYTES})"
+    if any(c in instance_id for c in "/\\\0") or instance_id in (".", ".."):
+        return "holds a path separator or NUL"
+    return None
+
+
+def _load(path: Path) -> list[Task]:
     path = Path(path)
     if not path.exists():
         raise ConfigError(

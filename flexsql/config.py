@@ -9,7 +9,15 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    create_model,
+    field_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -36,6 +44,36 @@ class SourceConfig(StrictModel):
         None, description="The name tools take as `source` (default: derived from the URL)"
     )
     description: str = Field("", description="What the source holds; list_sources shows it")
+    knowledge: str | None = Field(
+        None,
+        description="Folder of this source's knowledge store (verified queries, documents, facts learned "
+        "from queries; `flexsql learn`, recall, remember): plain files to keep under version control. "
+        "Unset: <data dir>/knowledge/<name>-<hash of the URL>, the data dir being $FLEXSQL_DATA_DIR or the "
+        "user data folder. A --db URL or NAME=URL that matches a [[sources]] entry uses its folder",
+    )
+    # where the source was given, for messages: a flexsql.toml entry or FLEXSQL_SOURCES (None: --db)
+    _origin: str | None = PrivateAttr(None)
+    # the folder a relative file path in `url` is relative to: the TOML file's (None: the current folder)
+    _base: Path | None = PrivateAttr(None)
+
+    _written: str | None = PrivateAttr(None)  # the URL as given, when a relative path was made absolute
+
+    @property
+    def base(self) -> Path | None:
+        return self._base
+
+    def anchored_at(self, url: str) -> SourceConfig:
+        """This source with its relative file path made absolute (`url`); messages quote it as written."""
+        copy = self.model_copy(update={"url": url})
+        copy._written = self._written or self.url
+        return copy
+
+    def given_as(self) -> str:
+        """How the user gave this source, as messages name it: `--db NAME=URL`, or the file and entry."""
+        written = self._written or self.url
+        if self._origin:
+            return f"{self._origin} (url = {written!r})"
+        return f"--db {self.name + '=' if self.name else ''}{written}"
 
     @field_validator("url")
     @classmethod
@@ -96,10 +134,20 @@ class LimitsConfig(StrictModel):
         description="Seconds before a query is cancelled on the engine (a call's timeout_s may only lower it)",
     )
     family_shards: int = Field(
-        500,
+        1000,
         ge=1,
         le=100_000,
-        description="Tables one family reference in SQL (EVENTS_2024*) may read; past it the query is refused",
+        description='Tables the family references of one statement (EVENTS_2024*, a quoted "*") may read '
+        "together; past it the statement is refused before it is expanded",
+    )
+    family_cells: int = Field(
+        25_000,
+        ge=1,
+        le=10_000_000,
+        description="Cells the family references of one statement may expand into: each reference's tables × "
+        "its union's distinct columns, summed (a table lacking a column still holds its NULL); past it the "
+        "statement is refused before it is expanded. The expansion is also bounded by the 1,000,000 "
+        "characters the guard checks",
     )
     preview_rows: int = Field(
         20, ge=1, le=500, description="Rows a query result shows unless max_rows says otherwise"
@@ -175,6 +223,28 @@ class LimitsConfig(StrictModel):
         le=10_485_760,
         description="The engine's spill budget, in MB (DuckDB max_temp_directory_size)",
     )
+    lock_hold_s: float = Field(
+        5.0,
+        ge=0.1,
+        le=86400,
+        description="DuckDB files: seconds of use after which flexsql lets go of the file's lock (new "
+        "statements wait for the running ones, then the file is left free for lock_yield_s), so that other "
+        "programs can write it while statements keep coming (idle, it lets go after 2 s)",
+    )
+    lock_yield_s: float = Field(
+        0.5,
+        ge=0,
+        le=60,
+        description="DuckDB files: seconds the file is left free each time flexsql lets go of it under "
+        "steady use: a writer retrying at least this often gets it",
+    )
+    value_index_wait_s: float = Field(
+        20.0,
+        ge=0,
+        le=3600,
+        description="Seconds a find_values call waits for the value index to build before it answers from "
+        "the tables indexed so far, saying so (the build goes on in the background, one per source)",
+    )
     value_index_ttl_s: float = Field(
         24 * 3600.0,
         gt=0,
@@ -182,6 +252,32 @@ class LimitsConfig(StrictModel):
         description="Seconds after which a value-index entry is rebuilt even when the engine shows no "
         "change (Snowflake has no signal)",
     )
+
+
+VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def key_variable_problem(name: str, *, check_set: bool = True) -> str | None:
+    """What is wrong with `name` as api_key_env (the NAME of the variable holding the API key), or None.
+    The value is never repeated in the text: given by mistake, it is the key itself."""
+    example = "e.g. export OPENAI_API_KEY=… and give OPENAI_API_KEY"
+    if not VARIABLE_NAME.fullmatch(name):
+        return (
+            "takes the name of the environment variable that holds the API key, not the key itself; the "
+            f"value given is no variable name (it is not repeated here, in case it is a key): {example}"
+        )
+    looks_like_key = len(name) >= 20 and any(c.islower() for c in name) and any(c.isdigit() for c in name)
+    if looks_like_key and not os.environ.get(name):
+        return (
+            "takes the name of the environment variable that holds the API key; the value given is no set "
+            f"variable and looks like a key itself (it is not repeated here): {example}"
+        )
+    if check_set and not os.environ.get(name):
+        return (
+            f"names the environment variable {name}, which is not set (or is empty) here: export {name}=… "
+            "in the shell that runs flexsql, or leave the key out for an endpoint that needs none"
+        )
+    return None
 
 
 Stage = Literal["classify", "link", "knowledge", "plan", "implement", "repair", "evaluate", "revise_plan"]
@@ -204,6 +300,15 @@ class ModelEndpoint(StrictModel):
     api_key_env: str | None = Field(
         None, description="The NAME of the environment variable holding the API key, never the key itself"
     )
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _a_variable_name(cls, value: str | None) -> str | None:
+        problem = None if value is None else key_variable_problem(value, check_set=False)
+        if problem:
+            raise ValueError(problem)  # the value itself is never repeated: it may be a key
+        return value
+
     temperature: float | None = Field(
         None, ge=0, le=2, description="Sampling temperature (unset: the server's default)"
     )
@@ -221,8 +326,8 @@ class ModelEndpoint(StrictModel):
         120.0,
         gt=0,
         le=3600,
-        description="Seconds one request may take in total (connecting, waiting, reading the reply), "
-        "however slowly the server sends it",
+        description="Seconds one model request may take in total: connecting, waiting, reading the reply "
+        "however slowly the server sends it, and the retries with their backoff",
     )
     max_reply_bytes: int = Field(
         4_000_000,
@@ -308,6 +413,20 @@ class AgentConfig(StrictModel):
         le=1000,
         description="Tool calls run from one model reply; the others are answered `not run: limit`",
     )
+    reasoning_chars: int = Field(
+        16_000,
+        ge=1000,
+        le=10_000_000,
+        description="Reasoning of one reply sent back on the step's tool-call turns (its end); reasoning "
+        "leaves the thread at the next step, as chat templates drop it",
+    )
+    request_chars: int = Field(
+        1_000_000,
+        ge=50_000,
+        le=100_000_000,
+        description="Characters of one model request (system text, tools, messages); a step whose "
+        "thread grows past it fails with a message",
+    )
     trace_bytes: int = Field(
         8_000_000,
         ge=100_000,
@@ -376,6 +495,16 @@ class Settings(BaseSettings):
         [], description="Extra Host names HTTP clients may use (a proxy's, a DNS alias), `name[:port]`"
     )
 
+    def knowledge_of(self, source: SourceConfig) -> str | None:
+        """The knowledge folder of a source given on the command line: its own, else that of the
+        [[sources]] entry with the same name or URL."""
+        if source.knowledge:
+            return source.knowledge
+        for entry in self.sources:
+            if entry.knowledge and (entry.url == source.url or (source.name and entry.name == source.name)):
+                return entry.knowledge
+        return None
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -402,7 +531,7 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
     clean = {k: v for k, v in overrides.items() if v is not None}
     warn_unknown_variables()
     try:
-        return FileSettings(**clean)
+        settings = FileSettings(**clean)
     except ValidationError as exc:
         problems = "; ".join(_problem(e, path, clean) for e in exc.errors())
         raise ConfigError(f"invalid configuration: {problems}") from None
@@ -420,11 +549,38 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
                 f"`{env_field.group(1)}` setting): give JSON, e.g. {example}, or unset it"
             ) from None
         raise ConfigError(f"cannot read the configuration {path}: {exc}") from None
+    _note_origins(settings, path, clean)
+    return settings
+
+
+def _note_origins(settings: Settings, path: Path, overrides: dict[str, Any]) -> None:
+    """Relative paths in flexsql.toml are relative to the file's folder (as a client that starts the
+    server elsewhere needs), and each source remembers where it was given, for messages."""
+    environ = {k.upper() for k in os.environ}
+    from_file = path.exists()
+    if "sources" not in overrides:
+        if "FLEXSQL_SOURCES" in environ:
+            for n, source in enumerate(settings.sources, 1):
+                source._origin = f"the environment variable FLEXSQL_SOURCES, source {n}"
+        elif from_file:
+            for n, source in enumerate(settings.sources, 1):
+                source._base = (
+                    path.resolve().parent
+                )  # engines know which URLs hold a path (server/cli_support)
+                source._origin = f"{path.resolve()}, [[sources]] entry {n}"
+    folder = settings.agent.conversations_dir
+    if (
+        from_file
+        and folder
+        and "FLEXSQL_AGENT__CONVERSATIONS_DIR" not in environ
+        and not Path(folder).is_absolute()
+    ):
+        settings.agent.conversations_dir = str(path.resolve().parent / Path(folder).expanduser())
 
 
 # FLEXSQL_* variables that are not settings: read elsewhere, or handed to `--runner command` programs.
 OTHER_VARIABLES = frozenset(
-    {"CONFIG", "CACHE_DIR", "EMBEDDINGS", "WORDNET_DIR", "UPDATE_SNAPSHOT", "QUESTION_FILE", "QUESTION",
+    {"CONFIG", "CACHE_DIR", "DATA_DIR", "EMBEDDINGS", "WORDNET_DIR", "UPDATE_SNAPSHOT", "QUESTION_FILE", "QUESTION",
      "DB_URL", "DB", "MCP_CONFIG", "OUT_DIR", "TASK_DIR", "INSTANCE_ID", "EXTERNAL_KNOWLEDGE_FILE"}
 )  # fmt: skip
 _warned: set[str] = set()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
+import shutil
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -12,22 +14,21 @@ import click
 
 from flexsql import __version__
 from flexsql.agent.flags import model_options
-from flexsql.config import Settings, load_settings
-from flexsql.errors import FlexSQLError, NotFoundError
+from flexsql.config import key_variable_problem, load_settings
+from flexsql.errors import ConfigError, FlexSQLError, NotFoundError
 from flexsql.server.cli_support import (
     LOG_LEVELS,
     FlexGroup,
-    check_files,
-    check_model_endpoint,
     console,
     exit_code,
     fail,
-    parse_db_option,
+    make_sources,
+    parse_db_option,  # noqa: F401 - imported from here by scripts and tests
     read_text,
     setup_logging,
     stderr_is_terminal,
 )
-from flexsql.tools.engines import SourceRegistry, open_source
+from flexsql.server.exits import EXIT_USAGE
 
 EXIT_CODES = """\b
 Exit codes: 0 success; 1 a runtime error (a query, the model endpoint, an unreachable source);
@@ -38,27 +39,6 @@ DB_HELP = (
     "postgresql://user@host:port/db, snowflake://user@account/DB/SCHEMA?warehouse=…&role=…. "
     "Default: the bundled demo database"
 )
-
-
-def make_sources(settings: Settings, db: tuple[str, ...] = (), demo_fallback: bool = True) -> SourceRegistry:
-    configs = [parse_db_option(v) for v in db] if db else list(settings.sources)
-    registry = SourceRegistry()
-    if not configs and demo_fallback:
-        from flexsql.demo_db.cache import demo_url
-
-        registry.add(
-            open_source(
-                demo_url(),
-                name="demo",
-                description="the bundled retail demo database",
-                limits=settings.limits,
-            )
-        )
-        return registry
-    check_files(configs)  # a missing file stops the command now (exit 2), not at the first tool call
-    for cfg in configs:
-        registry.add(open_source(cfg.url, name=cfg.name, description=cfg.description, limits=settings.limits))
-    return registry
 
 
 @click.group(cls=FlexGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES)
@@ -115,6 +95,24 @@ def serve(
     """Run the MCP server (stdio by default)."""
     from flexsql.server.transport import serve_http, serve_stdio
 
+    if not http:  # options of the HTTP server, given to a stdio one, would do nothing
+        ctx = click.get_current_context()
+        given = [
+            flag
+            for name, flag in (
+                ("host", "--host"),
+                ("port", "--port"),
+                ("auth_token", "--auth-token"),
+                ("allowed_hosts", "--allowed-host"),
+            )
+            if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
+        ]
+        if given:
+            fail(
+                f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to the HTTP server only: add "
+                "--http (flexsql serve --http …), or leave "
+                f"{'it' if len(given) == 1 else 'them'} out to serve MCP over stdio"
+            )
     try:
         settings = load_settings(
             config_file,
@@ -126,6 +124,11 @@ def serve(
         if python_flag is not None:
             settings.sandbox.enabled = python_flag
         sources = make_sources(settings, db)
+        key_variable = settings.model.api_key_env
+        if key_variable and key_variable_problem(key_variable):  # the server runs; only `ask` needs the key
+            logging.getLogger("flexsql.server").warning(
+                "the ask tool will fail: [model] api_key_env %s", key_variable_problem(key_variable)
+            )
         if http:
             serve_http(settings, sources)
         else:
@@ -135,9 +138,26 @@ def serve(
                     "stdin/stdout (see `flexsql mcp-config`). Ctrl-C stops it.",
                     err=True,
                 )
+            leave_on_ctrl_c()
             serve_stdio(settings, sources)
     except FlexSQLError as exc:
         fail(exc)
+
+
+def leave_on_ctrl_c() -> None:
+    """Ctrl-C stops a stdio server at once. The MCP SDK reads stdin in a worker thread, which the
+    KeyboardInterrupt cannot stop: in a terminal the server would wait for the next line (Enter, or a
+    second Ctrl-C). A stdio server keeps nothing a client could lose by leaving now; the exit handlers
+    still stop background work and cancel running statements."""
+    import signal
+
+    from flexsql.server.exits import EXIT_INTERRUPTED, leave
+
+    def interrupted(signum: int, frame: object) -> None:
+        click.echo("interrupted", err=True)
+        leave(EXIT_INTERRUPTED)
+
+    signal.signal(signal.SIGINT, interrupted)
 
 
 @main.command()
@@ -225,7 +245,13 @@ def parse_call_args(pairs: tuple[str, ...], spec: Any = None) -> dict[str, Any]:
 def _option_hint(option: str, params: dict[str, Any]) -> str:
     """`flexsql call … --foo`: the tool's arguments are key=value; a flag of `call` or a near name."""
     name = option.lstrip("-").replace("-", "_")
-    flags = ["--db", "--config", "--json"]
+    flags = ["--db", "--config", "--json", "--csv", "--url", "--auth-token"]
+    group = {opt for param in main.params for opt in (*param.opts, *param.secondary_opts)}
+    if option in group or (option.startswith("-v") and set(option[1:]) == {"v"}):
+        return (
+            f"no such option {option} for `flexsql call`: {option} is an option of flexsql itself and goes "
+            f"before the command: flexsql {option} call …"
+        )
     if name in params:
         return f"no such option: {option}; tool arguments are key=value: write {name}=…"
     near = difflib.get_close_matches(option, flags, n=1) or [
@@ -233,7 +259,7 @@ def _option_hint(option: str, params: dict[str, Any]) -> str:
     ]
     hint = f" (did you mean {near[0]}?)" if near else ""
     return (
-        f"no such option: {option}{hint}; `flexsql call` takes --db, --config and --json, and the "
+        f"no such option: {option}{hint}; `flexsql call` takes {', '.join(flags)}, and the "
         f"tool's arguments as key=value ({', '.join(params) or 'none'})"
     )
 
@@ -255,58 +281,271 @@ def _tool(name: str) -> Any:
 @click.argument("args", nargs=-1)
 @click.option("--db", "db", multiple=True, help=DB_HELP)
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="flexsql.toml to read")
-@click.option("--json", "as_json", is_flag=True, help="print the structured result as JSON")
+@click.option(
+    "--url",
+    metavar="URL",
+    default=None,
+    help="call the tool on a running `flexsql serve --http` (e.g. http://127.0.0.1:8000/mcp) instead of "
+    "opening the sources in this process",
+)
+@click.option(
+    "--auth-token",
+    default=None,
+    envvar="FLEXSQL_AUTH_TOKEN",
+    help="the bearer token the --url server requires (env FLEXSQL_AUTH_TOKEN)",
+)
+@click.option("--json", "as_json", is_flag=True, help="print the structured result (or the error) as JSON")
+@click.option(
+    "--csv",
+    "as_csv",
+    is_flag=True,
+    help="print a table result (run_query, fetch_rows, sample_rows, run_python…) as CSV: every row it keeps",
+)
 def call(
-    tool: str, args: tuple[str, ...], db: tuple[str, ...], config_file: str | None, as_json: bool
+    tool: str,
+    args: tuple[str, ...],
+    db: tuple[str, ...],
+    config_file: str | None,
+    url: str | None,
+    auth_token: str | None,
+    as_json: bool,
+    as_csv: bool,
 ) -> None:
     """Call one tool and print its output, e.g. `flexsql call describe_table table=orders`.
 
     Values are JSON when they parse as JSON (limit=5, tables='["a","b"]'), text otherwise; text
-    parameters always stay text, list parameters also take a comma list (tables=orders,customers)."""
-    import anyio
+    parameters always stay text, list parameters also take a comma list (tables=orders,customers).
+    With --url the tool runs on a server already running over HTTP (its sources and settings)."""
+    from flexsql.errors import error_code, error_text
 
-    from flexsql.errors import error_text
-    from flexsql.server.sessions import SessionState
-    from flexsql.tools.runtime.registry import ToolEnv, python_enabled, result_text
-
+    if as_json and as_csv:
+        raise click.UsageError("give --json or --csv, not both")
     try:
         spec = _tool(tool)
         arguments = parse_call_args(args, spec)
         spec.parse(arguments)  # argument errors before any database is opened
-        settings = load_settings(config_file)
-        sources = make_sources(settings, db)
-    except NotFoundError as exc:  # an unknown tool: a usage error
-        fail(exc, 2)
-    except FlexSQLError as exc:
-        fail(exc)
+        if url is not None:
+            if db or config_file:
+                raise ConfigError(
+                    "--url calls a running server, which serves its own sources: drop --db and --config"
+                )
+            structured, text, table = call_remote(url, auth_token, tool, arguments, as_csv)
+        else:
+            structured, text, table = call_local(spec, arguments, config_file, db, as_csv)
+    except click.ClickException:
+        raise
+    except (FlexSQLError, CallFailed) as exc:
+        if isinstance(exc, CallFailed):
+            code, kind, message = exc.exit_code, exc.code, exc.text
+        else:
+            unknown_tool = isinstance(exc, NotFoundError) and str(exc).startswith("unknown tool")
+            code = (
+                EXIT_USAGE if unknown_tool else exit_code(exc)
+            )  # a configuration error at the call is a 2 too
+            kind, message = error_code(exc), error_text(exc)
+        if as_json:  # a program reading stdout gets JSON either way
+            click.echo(
+                json.dumps({"error": {"code": kind, "message": message}}, indent=2, ensure_ascii=False)
+            )
+        click.echo(message if message.startswith("error: ") else f"error: {message}", err=True)
+        sys.exit(code)
+    if as_csv:
+        if table is None:
+            fail(
+                f"{tool} gives no table to print as CSV; --csv takes run_query, fetch_rows, sample_rows, "
+                "run_python and other tools whose result has rows (use --json for the others)"
+            )
+        columns, rows, note = table
+        write_csv(columns, rows)
+        if note:
+            click.echo(note, err=True)
+    elif as_json:
+        click.echo(json.dumps(structured, indent=2, ensure_ascii=False, default=str))
+    else:
+        click.echo(text)
+
+
+class CallFailed(Exception):
+    """A tool call that ended in an error result (over --url: as the server said it)."""
+
+    def __init__(self, text: str, code: str = "error", exit_code: int = 1) -> None:
+        super().__init__(text)
+        self.text, self.code, self.exit_code = text, code, exit_code
+
+
+Table = tuple[list[str], list[Any], str | None]  # columns, rows, a note when rows are left out
+
+
+def call_local(
+    spec: Any, arguments: dict[str, Any], config_file: str | None, db: tuple[str, ...], as_csv: bool
+) -> tuple[Any, str, Table | None]:
+    """Run the tool in this process on the configured sources: (structured, text, table)."""
+    import anyio
+
+    from flexsql.server.sessions import SessionState
+    from flexsql.tools.runtime.registry import ToolEnv, python_enabled, result_text
+
+    settings = load_settings(config_file)
+    sources = make_sources(settings, db)
     env = ToolEnv(settings=settings, python_enabled=python_enabled(settings, True))
     context = SessionState(sources, settings).new_context()
     try:
         model = anyio.run(spec.acall, context, arguments, env)
-    except Exception as exc:  # FlexSQLError or a bug: printed the way an MCP client would show it
-        text = error_text(exc)
+        structured = model.model_dump(mode="json", by_alias=True)
+        table: Table | None = None
+        result_id = structured.get("result_id")
+        stored = context.results.get(result_id) if as_csv and isinstance(result_id, str) else None
+        if stored is not None:
+            left = stored.total_rows - len(stored.rows)
+            note = (
+                f"note: {len(stored.rows):,} of {stored.total_rows:,} rows written: the result keeps at most "
+                "[limits] store_rows rows"
+                if left > 0 or stored.total_is_lower_bound
+                else None
+            )
+            table = (list(stored.columns), list(stored.rows), note)
+        elif as_csv:
+            table = _table_of(structured)
+        return structured, result_text(model, settings), table
+    except FlexSQLError as exc:
         if isinstance(exc, NotFoundError) and "result_id" in str(exc) and not len(context.results):
             # this process has just started: nothing was evicted, the id is from another session
-            text = (
-                f"not_found: {str(exc).split(' is unknown', 1)[0]} does not exist here: result ids live in one "
-                "server session, and each `flexsql call` is a new one. Run the query in the same call "
-                "(run_query max_rows=…, or run_python with flexsql.sql()), or use `flexsql serve` with an "
-                "MCP client to keep results between calls"
-            )
-        click.echo(text, err=True)
-        sys.exit(exit_code(exc))  # a configuration error found at the call is still a 2
+            raise NotFoundError(
+                f"{str(exc).split(' is unknown', 1)[0]} does not exist here: result ids live in one server "
+                "session, and each `flexsql call` is a new one. Run the query in the same call (run_query "
+                "max_rows=…, or run_python with flexsql.sql()), use `flexsql call --url` against a running "
+                "`flexsql serve --http`, or an MCP client to keep results between calls"
+            ) from None
+        raise
     finally:
         sources.close()
-    if as_json:
-        click.echo(json.dumps(model.model_dump(mode="json", by_alias=True), indent=2, ensure_ascii=False))
-    else:
-        click.echo(result_text(model, settings))
+
+
+def _table_of(structured: dict[str, Any]) -> Table | None:
+    columns, rows = structured.get("columns"), structured.get("rows")
+    if not isinstance(columns, list) or not isinstance(rows, list):
+        return None
+    total = structured.get("total_rows")
+    note = (
+        f"note: {len(rows):,} of {total:,} rows written"
+        if isinstance(total, int) and total > len(rows)
+        else None
+    )
+    return [str(c) for c in columns], rows, note
+
+
+def call_remote(
+    url: str, token: str | None, tool: str, arguments: dict[str, Any], as_csv: bool
+) -> tuple[Any, str, Table | None]:
+    """Call the tool on a running HTTP server, as an MCP client: (structured, text, table). With --csv the
+    rows a result keeps beyond the first page are read with fetch_rows in the same session."""
+    import anyio
+
+    async def run() -> tuple[Any, str, Table | None]:
+        import httpx2
+        from mcp import Client
+        from mcp.client.streamable_http import streamable_http_client
+
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+
+        async def record(response: Any) -> None:  # the SDK's error does not say the HTTP status
+            statuses.append(response.status_code)
+
+        async with (
+            httpx2.AsyncClient(
+                headers=headers, timeout=httpx2.Timeout(30.0, read=3600.0), event_hooks={"response": [record]}
+            ) as http,
+            Client(streamable_http_client(url, http_client=http)) as client,
+        ):
+            result = await client.call_tool(tool, arguments)
+            text = "\n".join(getattr(block, "text", "") for block in result.content)
+            if result.is_error:
+                code = _code_of(text)
+                raise CallFailed(text, code, EXIT_USAGE if code in ("config", "invalid_argument") else 1)
+            structured = (
+                result.structured_content if result.structured_content is not None else {"text": text}
+            )
+            table = _table_of(structured) if as_csv else None
+            result_id = structured.get("result_id")
+            if table is not None and isinstance(result_id, str):
+                columns, rows, _ = table
+                kept = structured.get("kept_rows") or structured.get("total_rows") or len(rows)
+                while isinstance(kept, int) and len(rows) < kept:
+                    page = await client.call_tool(
+                        "fetch_rows", {"result_id": result_id, "offset": len(rows), "limit": 1000}
+                    )
+                    more = (page.structured_content or {}).get("rows") or []
+                    if page.is_error or not more:
+                        break
+                    rows = [*rows, *more]
+                total = structured.get("total_rows")
+                note = (
+                    f"note: {len(rows):,} of {total:,} rows written: the result keeps at most [limits] "
+                    "store_rows rows"
+                    if isinstance(total, int) and total > len(rows)
+                    else None
+                )
+                table = (columns, rows, note)
+            return structured, text, table
+
+    statuses: list[int] = []
+    try:
+        return anyio.run(run)
+    except Exception as exc:  # the tool's error, or: connection refused, a 401, not an MCP server
+        found: BaseException = exc
+        while isinstance(found, BaseExceptionGroup) and found.exceptions:  # the SDK's task groups
+            found = found.exceptions[0]
+        if isinstance(found, CallFailed):
+            raise found from None
+        raise CallFailed(_remote_problem(url, found, statuses), "unavailable") from None
+
+
+def _remote_problem(url: str, found: BaseException, statuses: list[int]) -> str:
+    text = f"{type(found).__name__}: {found}"
+    if 401 in statuses or 403 in statuses:
+        return (
+            f"the server at {url} refused the request (HTTP {401 if 401 in statuses else 403}): pass the "
+            "token it was started with, --auth-token TOKEN or FLEXSQL_AUTH_TOKEN"
+        )
+    if 421 in statuses:
+        return f"the server at {url} refused this Host name (HTTP 421): use the address it serves on"
+    return (
+        f"cannot call the flexsql server at {url} ({text[:300]}); is `flexsql serve --http` running "
+        "there? The URL ends in /mcp, e.g. http://127.0.0.1:8000/mcp"
+    )
+
+
+def _code_of(text: str) -> str:
+    head = text.split(":", 1)[0].strip()
+    return head if head.replace("_", "").isalpha() and len(head) < 30 else "error"
+
+
+def write_csv(columns: list[str], rows: list[Any]) -> None:
+    """Rows as CSV on stdout: NULL as an empty field, nested values (JSON, lists) as JSON text."""
+    import csv
+
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow(
+            [
+                ""
+                if v is None
+                else json.dumps(v, ensure_ascii=False, default=str)
+                if isinstance(v, dict | list)
+                else v
+                for v in row
+            ]
+        )
 
 
 @main.command("tools")
 @click.argument("name", required=False)
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="flexsql.toml to read")
-def tools_command(name: str | None, config_file: str | None) -> None:
+@click.option(
+    "--json", "as_json", is_flag=True, help="print the tools' descriptions and input schemas as JSON"
+)
+def tools_command(name: str | None, config_file: str | None, as_json: bool) -> None:
     """List the tools (`flexsql call` runs one), or show one tool's description and arguments."""
     from flexsql.server.app import SERVED
 
@@ -317,13 +556,35 @@ def tools_command(name: str | None, config_file: str | None) -> None:
         fail(exc, 2)
     except FlexSQLError as exc:
         fail(exc)
+    if as_json:
+        listing = [
+            {
+                "name": spec.name,
+                "description": spec.describe(settings),
+                "input_schema": spec.input_schema(),
+                "example": f"flexsql call {spec.name} " + " ".join(f"{k}=…" for k in _required(spec)),
+            }
+            for spec in specs
+        ]
+        click.echo(json.dumps(listing[0] if name else {"tools": listing}, indent=2, ensure_ascii=False))
+        return
+    width = max(40, shutil.get_terminal_size().columns - 19) if sys.stdout.isatty() else None
     for spec in specs:
         text = spec.describe(settings)
         if name:
             click.echo(f"{spec.name}: {text}\narguments: {spec.signature()}")
             click.echo(f"example: flexsql call {spec.name} " + " ".join(f"{k}=…" for k in _required(spec)))
         else:
-            click.echo(f"{spec.name:<17} {text.splitlines()[0][:100]}")
+            click.echo(f"{spec.name:<17} {_first_line(text, width)}")
+
+
+def _first_line(text: str, width: int | None) -> str:
+    """A description's first line; on a terminal cut at a word boundary to fit, with an ellipsis."""
+    line = text.splitlines()[0] if text else ""
+    if width is None or len(line) <= width:
+        return line
+    cut = line[: width - 1].rsplit(" ", 1)[0].rstrip(" ,;:—-(")
+    return cut + "…"
 
 
 def _required(spec: Any) -> list[str]:
@@ -356,6 +617,11 @@ def _required(spec: Any) -> list[str]:
 )
 @click.option("--json", "as_json", is_flag=True, help="print the whole answer as JSON")
 @click.option(
+    "--remember",
+    is_flag=True,
+    help="store the answer's SQL in the source's knowledge store as verified by you (recall offers it later)",
+)
+@click.option(
     "--progress/--no-progress",
     "progress_flag",
     default=None,
@@ -374,6 +640,7 @@ def ask(
     trace_path: str | None,
     source_name: str | None,
     as_json: bool,
+    remember: bool,
     progress_flag: bool | None,
 ) -> None:
     """Answer QUESTION with the FlexSQL agent (needs a model endpoint: --base-url and --model, or [model]).
@@ -382,9 +649,7 @@ def ask(
     --model openai/gpt-oss-120b"""
     import anyio
 
-    from flexsql.agent.flags import apply_model_flags
-    from flexsql.agent.models.base import ModelUnavailable
-    from flexsql.agent.models.factory import configured
+    from flexsql.agent.flags import apply_model_flags, check_model_settings
     from flexsql.agent.service import ask_question
     from flexsql.paths import cache_dir
     from flexsql.server.render_answer import print_answer
@@ -395,9 +660,7 @@ def ask(
         fail('the question is empty: ask something, e.g. flexsql ask "How many orders shipped to France?"')
     try:
         settings = apply_model_flags(load_settings(config_file), base_url, model_name, api_key_env, plans)
-        if not configured(settings.model):
-            raise ModelUnavailable()
-        check_model_endpoint(settings)
+        check_model_settings(settings)
         if conversation_id and not settings.agent.conversations_dir:
             settings.agent.conversations_dir = str(cache_dir() / "conversations")
         document = read_text(external_knowledge, "--external-knowledge") if external_knowledge else None
@@ -406,7 +669,8 @@ def ask(
     except FlexSQLError as exc:
         fail(exc, 2)
     progress: Callable[[str, str], None] | None = None
-    if progress_flag if progress_flag is not None else (stderr_is_terminal() and not as_json):
+    quiet = bool(click.get_current_context().find_root().params.get("quiet"))  # `flexsql -q ask`: errors only
+    if progress_flag if progress_flag is not None else (stderr_is_terminal() and not as_json and not quiet):
         err = console(stderr=True)
 
         def print_stage(stage: str, message: str) -> None:
@@ -426,6 +690,7 @@ def ask(
                 external_knowledge=document,
                 trace_path=trace_path,
                 on_stage=progress,
+                remember="flexsql ask --remember" if remember else None,
             )
         )
     except FlexSQLError as exc:
@@ -449,7 +714,7 @@ def demo(scale: float) -> None:
     from flexsql.server.demo import run_demo
 
     try:
-        run_demo(scale=scale)  # a walkthrough of panels and rules: laid out at the default width
+        run_demo(scale=scale, console=console())  # panels on a terminal, plain unwrapped text when piped
     except FlexSQLError as exc:
         fail(exc)
 
@@ -458,10 +723,12 @@ def _register_optional_commands() -> None:
     """Subcommands that live beside their feature's code."""
     from flexsql.evals.cli import eval_command
     from flexsql.server.config_cli import config_command
+    from flexsql.server.learn_cli import learn_command
     from flexsql.server.plugin_cli import install_skills_command, mcp_config_command
 
     main.add_command(eval_command, "eval")
     main.add_command(config_command, "config")
+    main.add_command(learn_command, "learn")
     main.add_command(install_skills_command, "install-skills")
     main.add_command(mcp_config_command, "mcp-config")
 

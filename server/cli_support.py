@@ -9,7 +9,6 @@ import re
 import sys
 from pathlib import Path
 from typing import IO, Any, NoReturn
-from urllib.parse import urlsplit
 
 import click
 from rich.console import Console
@@ -17,12 +16,14 @@ from rich.console import Console
 from flexsql.config import Settings, SourceConfig
 from flexsql.errors import ConfigError, FlexSQLError, InvalidArgument, error_text
 from flexsql.server.exits import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE
+from flexsql.tools.engines import SourceRegistry, open_source
 
 USAGE_ERRORS = (ConfigError, InvalidArgument)
 
 
 class FlexGroup(click.Group):
-    """The `flexsql` group: Ctrl-C exits 130 with one line instead of click's "Aborted!" and 1."""
+    """The `flexsql` group: Ctrl-C exits 130 with one line instead of click's "Aborted!" and 1; an
+    option of the group given after the command (`flexsql serve -v`) says where it goes."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -30,6 +31,17 @@ class FlexGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
+        except click.NoSuchOption as exc:
+            name = exc.option_name.split("=", 1)[0]
+            mine = {opt for param in self.params for opt in (*param.opts, *param.secondary_opts)}
+            if name in mine or (name.startswith("-v") and set(name[1:]) == {"v"}):
+                command = ctx.invoked_subcommand or "COMMAND"
+                raise click.UsageError(
+                    f"no such option {name} for `flexsql {command}`: {name} is an option of flexsql itself and "
+                    f"goes before the command: flexsql {name} {command} …",
+                    exc.ctx,
+                ) from None
+            raise
 
 
 def exit_code(exc: BaseException) -> int:
@@ -145,9 +157,26 @@ def parse_db_option(value: str) -> SourceConfig:
     return SourceConfig(url=value.strip())
 
 
+def anchored(cfg: SourceConfig) -> SourceConfig:
+    """The source with a relative file path made absolute against the folder it is relative to: the
+    flexsql.toml file's for sources given there (a client starts the server in a folder of its own),
+    the current folder for --db and FLEXSQL_SOURCES."""
+    from flexsql.tools.engines.urls import file_path_of, is_file_url
+
+    if not is_file_url(cfg.url) or file_path_of(cfg.url) == ":memory:":
+        return cfg
+    path = Path(file_path_of(cfg.url)).expanduser()
+    if path.is_absolute():
+        return cfg
+    scheme = cfg.url.split("://", 1)[0]
+    return cfg.anchored_at(f"{scheme}://{((cfg.base or Path.cwd()) / path).resolve()}")
+
+
 def check_files(configs: list[SourceConfig]) -> None:
     """A file source must exist and be a file when the command starts, not at the first tool call
     (a server that starts on a missing file looks connected and fails every call)."""
+    from flexsql.tools.engines import engine_for_url
+    from flexsql.tools.engines.sqlite_source import SQLite, sqlite_file_problem
     from flexsql.tools.engines.urls import file_path_of, is_file_url
 
     for cfg in configs:
@@ -157,30 +186,25 @@ def check_files(configs: list[SourceConfig]) -> None:
         if path == ":memory:":
             continue
         file = Path(path)
-        label = f"--db {cfg.name + '=' if cfg.name else ''}{cfg.url}"
+        label = cfg.given_as()
         if file.is_dir():
             raise ConfigError(
                 f"{label}: {file} is a folder, not a database file; name the .duckdb / .sqlite file inside it"
             )
+        if file.is_file() and isinstance(
+            engine_for_url(cfg.url), SQLite
+        ):  # a damaged file: now, not at each call
+            problem = sqlite_file_problem(str(file))
+            if problem:
+                raise ConfigError(f"{label}: {problem}")
         if not file.exists():
             relative = "" if file.is_absolute() else f" (relative to the current folder {Path.cwd()})"
             raise ConfigError(
                 f"{label}: no database file at {file.resolve()}{relative}. Check the path; URLs take "
                 "three slashes before an absolute path (duckdb:///data/shop.duckdb is /data/shop.duckdb) "
                 "and duckdb:///./shop.duckdb is relative"
+                + (f" (in a flexsql.toml, to its folder {cfg.base})" if cfg.base else "")
             )
-
-
-def check_model_endpoint(settings: Settings) -> None:
-    """--base-url must be an http(s) URL: a typo would otherwise be retried against nothing."""
-    url = settings.model.base_url
-    if url is None:
-        return
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(
-            f"the model base URL {url!r} is not an http(s) URL; give e.g. --base-url http://127.0.0.1:8000/v1"
-        )
 
 
 def read_text(path: str, what: str) -> str:
@@ -198,3 +222,35 @@ def read_text(path: str, what: str) -> str:
 
 def stderr_is_terminal() -> bool:
     return sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
+
+
+def make_sources(settings: Settings, db: tuple[str, ...] = (), demo_fallback: bool = True) -> SourceRegistry:
+    """The sources a command serves: its --db options, else [[sources]], else (`demo_fallback`) the demo
+    database; each with its knowledge store's folder when one is configured."""
+    configs = [parse_db_option(v) for v in db] if db else list(settings.sources)
+    registry = SourceRegistry()
+    if not configs and demo_fallback:
+        from flexsql.demo_db.cache import demo_url
+
+        registry.add(
+            open_source(
+                demo_url(),
+                name="demo",
+                description="the bundled retail demo database",
+                limits=settings.limits,
+            )
+        )
+        return registry
+    configs = [anchored(cfg) for cfg in configs]
+    check_files(configs)  # a missing file stops the command now (exit 2), not at the first tool call
+    for cfg in configs:
+        registry.add(
+            open_source(
+                cfg.url,
+                name=cfg.name,
+                description=cfg.description,
+                limits=settings.limits,
+                knowledge=settings.knowledge_of(cfg),
+            )
+        )
+    return registry

@@ -96,9 +96,9 @@ async def _walk(url: str, console: Console) -> None:
     params = StdioServerParameters(
         command=sys.executable, args=["-P", "-m", "flexsql.server", "serve", "--db", f"demo={url}"]
     )
-    console.print(Rule("flexsql demo"))
-    console.print(f"Question: [bold]{question.question}[/bold]")
-    console.print(f"Server: flexsql serve --db {url}  (MCP over stdio)\n")
+    _rule(console, "flexsql demo")
+    console.print(f"Question: {question.question}", markup=False)
+    console.print(f"Server: flexsql serve --db {url}  (MCP over stdio)\n", markup=False)
     ids: dict[str, str] = {}
     async with Client(params) as client:
         tools = {t.name for t in (await client.list_tools()).tools}
@@ -115,25 +115,39 @@ async def _walk(url: str, console: Console) -> None:
                 ids["$A" if "$A" not in ids else "$B"] = result.structured_content["result_id"]
             shown = ", ".join(f"{k}={v!r}" if k != "sql" else "sql=…" for k, v in args.items())
             body = text if step.tool != "run_query" else f"{args['sql']}\n\n{text}"
-            console.print(
-                Panel(
-                    body,
-                    title=f"{step.title}: {step.tool}({shown})",
-                    subtitle=step.why,
-                    border_style="red" if result.is_error else "cyan",
+            title = f"{step.title}: {step.tool}({shown})"
+            if console.is_terminal:
+                console.print(
+                    Panel(
+                        body,
+                        title=title,
+                        subtitle=step.why,
+                        border_style="red" if result.is_error else "cyan",
+                    )
                 )
-            )
-    console.print(Rule())
-    console.print(f"Grounding that mattered: {question.grounding}.")
-    console.print(
-        "Try it with your own client: flexsql mcp-config   ·   one tool: flexsql call describe_table table=orders"
-    )
+            else:  # piped: plain text, every line whole (a panel's border would wrap and frame each line)
+                console.print(f"## {title}\n{step.why}\n\n{body}\n", markup=False, highlight=False)
+    _rule(console)
+    console.print(f"Grounding that mattered: {question.grounding}.", markup=False)
+    console.print("Try it with your own client: flexsql mcp-config", markup=False)
+    console.print("One tool: flexsql call describe_table table=orders", markup=False)
+
+
+def _rule(console: Console, title: str = "") -> None:
+    if console.is_terminal:
+        console.print(Rule(title))
+    else:
+        console.print(f"-- {title} --" if title else "--", markup=False)
 
 
 def run_demo(scale: float = 1.0, console: Console | None = None) -> None:
+    """The walkthrough; `console` prints plain unwrapped text when piped (server/cli_support.console)."""
     from flexsql.demo_db.cache import demo_url
 
     console = console or Console()
-    with console.status("preparing the demo database (first run only)…"):
+    if console.is_terminal:
+        with console.status("preparing the demo database (first run only)…"):
+            url = demo_url(scale)
+    else:
         url = demo_url(scale)
     anyio.run(_walk, url, console)

@@ -11,12 +11,9 @@ leaves with `os._exit`.
 
 from __future__ import annotations
 
-import atexit
-import os
 import sys
-from typing import NoReturn
 
-from flexsql.server.exits import EXIT_INTERRUPTED
+from flexsql.server.exits import EXIT_INTERRUPTED, leave
 
 
 def run() -> None:
@@ -26,18 +23,8 @@ def run() -> None:
         main()
     except KeyboardInterrupt:  # before the command group's own handler exists (imports)
         print("interrupted", file=sys.stderr)
-        _leave(EXIT_INTERRUPTED)
+        leave(EXIT_INTERRUPTED)
     except SystemExit as exc:
         if exc.code == EXIT_INTERRUPTED:
-            _leave(EXIT_INTERRUPTED)
+            leave(EXIT_INTERRUPTED)
         raise
-
-
-def _leave(code: int) -> NoReturn:
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe: nothing more to say
-            pass
-    atexit._run_exitfuncs()
-    os._exit(code)

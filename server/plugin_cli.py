@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
 import sys
 from importlib import resources
 from pathlib import Path
 
 import click
 
+from flexsql.config import SourceConfig
 from flexsql.tools.engines.urls import file_path_of, is_file_url, secrets_in
 
 PLUGIN_TOOL_PREFIX = "mcp__plugin_flexsql_flexsql__"
@@ -82,17 +84,28 @@ def install_skills_command(scope: str, force: bool, server_name: str) -> None:
         click.echo(f"{state:<10} {target}")
     click.echo(
         f"Skills use the tools of the MCP server named '{server_name}'; if you have not added it yet:\n"
-        f"  {claude_add_line(server_name, launch_command('path', ()), None)}"
+        f"  {claude_add_line(server_name, launch_command('path', (), _config_path(None)), None)}\n"
+        "(`flexsql mcp-config --client claude` prints it with the sources it will serve)"
     )
 
 
-def launch_command(launcher: str, dbs: tuple[str, ...]) -> list[str]:
-    """The argv an MCP client runs to start `flexsql serve`."""
+def launch_command(launcher: str, dbs: tuple[str, ...], config: Path | None = None) -> list[str]:
+    """The argv an MCP client runs to start `flexsql serve`: every path in it absolute, since clients
+    start servers in a folder of their own and often without the shell's PATH."""
     args = ["serve"]
+    if config is not None:
+        args += ["--config", str(config.resolve())]
     for db in dbs:
         args += ["--db", absolute_db(db)]
     if launcher == "uvx":  # flexsql is not on PyPI: uvx builds it from this checkout
-        return ["uvx", "--from", str(source_checkout()), "flexsql", *args]
+        uvx = shutil.which("uvx")
+        if uvx is None:
+            raise click.UsageError(
+                "--launcher uvx: uvx is not on PATH (pip install uv, or see https://docs.astral.sh/uv/); "
+                "or use --launcher path"
+            )
+        # by absolute path: desktop clients (Claude Desktop, Cursor) do not read the shell's PATH
+        return [str(Path(uvx).resolve()), "--from", str(source_checkout()), "flexsql", *args]
     if launcher == "flexsql":
         return ["flexsql", *args]
     # This installation's own script, by absolute path: clients such as Claude Desktop do not
@@ -161,7 +174,16 @@ WHERE = {
     "--db",
     "dbs",
     multiple=True,
-    help="source URL to serve, repeatable (NAME=URL names it); default: the demo database",
+    help="source URL to serve, repeatable (NAME=URL names it); default: the configured sources "
+    "(flexsql.toml, FLEXSQL_SOURCES), else the demo database",
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="flexsql.toml to serve with (default: FLEXSQL_CONFIG, else ./flexsql.toml when it exists); "
+    "written into the client's config by absolute path",
 )
 @click.option(
     "--client",
@@ -176,8 +198,8 @@ WHERE = {
     type=click.Choice(["path", "flexsql", "uvx"]),
     default="path",
     show_default=True,
-    help="path: this installation's flexsql by absolute path; flexsql: `flexsql` on PATH; "
-    "uvx: `uvx --from <checkout or wheel> flexsql` (flexsql is not on PyPI: give the source)",
+    help="path: this installation's flexsql by absolute path; flexsql: `flexsql` on the client's PATH; "
+    "uvx: uv's uvx by absolute path, building this checkout (`uvx --from <checkout> flexsql`)",
 )
 @click.option(
     "--scope",
@@ -186,26 +208,70 @@ WHERE = {
     help="Claude Code scope for `claude mcp add` (its default: local)",
 )
 def mcp_config_command(
-    dbs: tuple[str, ...], client: str, name: str, launcher: str, scope: str | None
+    dbs: tuple[str, ...], config_file: str | None, client: str, name: str, launcher: str, scope: str | None
 ) -> None:
-    """Print the `claude mcp add` line and JSON for Cursor, VS Code and Claude Desktop."""
-    from flexsql.errors import FlexSQLError
-    from flexsql.server.cli_support import check_files, fail, parse_db_option
+    """Print the `claude mcp add` line and JSON for Cursor, VS Code and Claude Desktop.
 
-    try:  # a config for a file that does not exist would show "connected" and fail every call
-        check_files([parse_db_option(db) for db in dbs])
+    The server it configures serves what `flexsql serve` would serve here: --db, else the sources of
+    flexsql.toml (passed on as an absolute --config, so its relative paths and other settings hold
+    wherever the client starts the server) or of FLEXSQL_SOURCES (passed on as --db), else the demo
+    database. Which sources that is goes to stderr."""
+    from flexsql.config import load_settings
+    from flexsql.errors import FlexSQLError
+    from flexsql.server.cli_support import anchored, check_files, fail, parse_db_option
+
+    try:
+        settings = load_settings(config_file)
+        config = _config_path(config_file)
+        given = [parse_db_option(db) for db in dbs]
+        configured = [anchored(cfg) for cfg in (given or settings.sources)]
+        # a config for a file that does not exist would show "connected" and fail every call
+        check_files(configured)
     except FlexSQLError as exc:
         fail(exc)
-    argv = launch_command(launcher, dbs)
-    if any(secrets_in(split_name(db)[1]) for db in dbs):
+    carried: tuple[str, ...] = dbs
+    if not dbs and settings.sources and (config is None or _from_environment()):
+        # FLEXSQL_SOURCES is not in the client's environment: its sources go in as --db
+        carried = tuple(f"{cfg.name}={cfg.url}" if cfg.name else cfg.url for cfg in configured)
+    argv = launch_command(launcher, carried, config)
+    if any(secrets_in(cfg.url) for cfg in configured):
         click.echo(
-            "warning: a --db URL contains a password, which the client stores in plain text; "
+            "warning: a source URL contains a password, which the client stores in plain text; "
             "prefer PGPASSWORD or the Snowflake connector's connections.toml",
             err=True,
         )
+    click.echo(_serves_text(configured, config, bool(dbs)), err=True)
     chosen = CLIENTS if client == "all" else (client,)
     parts = []
     for c in chosen:
         body = claude_add_line(name, argv, scope) if c == "claude" else client_snippet(c, name, argv)
         parts.append(f"# {WHERE[c]}\n{body}" if client == "all" else body)
     click.echo("\n\n".join(parts))
+
+
+def _config_path(config_file: str | None) -> Path | None:
+    """The flexsql.toml `flexsql serve` would read here, or None."""
+    import os
+
+    named = config_file or os.environ.get("FLEXSQL_CONFIG")
+    path = Path(named) if named else Path("flexsql.toml")
+    return path.resolve() if path.is_file() else None
+
+
+def _from_environment() -> bool:
+    import os
+
+    return "FLEXSQL_SOURCES" in {k.upper() for k in os.environ}
+
+
+def _serves_text(configured: list[SourceConfig], config: Path | None, from_flags: bool) -> str:
+    from flexsql.tools.engines.urls import redact
+
+    if not configured:
+        where = f" ({config} names none)" if config else ""
+        return f"the server will serve the demo database{where}; add sources with --db or [[sources]] in flexsql.toml"
+    origin = (
+        "--db" if from_flags else (f"{config}" if config and not _from_environment() else "FLEXSQL_SOURCES")
+    )
+    listing = ", ".join(f"{cfg.name or 'unnamed'} ({redact(cfg.url)})" for cfg in configured)
+    return f"the server will serve {len(configured)} source{'s' if len(configured) != 1 else ''} (from {origin}): {listing}"

@@ -7,6 +7,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from flexsql.agent.answer import Answer
+from flexsql.plural import plural
 from flexsql.tools.runtime.render import cell_text
 
 
@@ -24,6 +25,7 @@ def print_answer(answer: Answer, console: Console | None = None) -> None:
     for label, text in (
         ("reply", answer.reply),
         ("reason", answer.reason if answer.status != "answered" else None),
+        ("knowledge store", answer.remembered),
     ):
         if text:
             console.print(f"{label}: {text}", markup=False)
@@ -32,19 +34,13 @@ def print_answer(answer: Answer, console: Console | None = None) -> None:
     elif answer.code:  # piped: the program as it is (Syntax pads every line to the console's width)
         console.print(answer.code, markup=False, highlight=False)
     if answer.columns:
-        console.print(f"{answer.result_id}: {answer.total_rows} rows", markup=False)
-        table = Table()
-        for column in answer.columns:
-            table.add_column(column, overflow="fold")
-        for row in answer.rows:
-            table.add_row(*(cell_text(v, 60) for v in row))
-        console.print(table)
+        rows = "rows" if answer.total_rows is None else plural(answer.total_rows, "row")
+        console.print(f"{answer.result_id}: {rows}", markup=False)
+        _print_table(console, list(answer.columns), [[cell_text(v, 60) for v in row] for row in answer.rows])
     for line in answer.reading_lines():
         console.print(line, markup=False, highlight=False)
     if answer.candidates:
-        considered = Table(title="candidates", title_justify="left")
-        for column in ("id", "plan", "lang", "rows", "verdicts", "outcome"):
-            considered.add_column(column)
+        considered: list[list[str]] = []
         # only an answered question has a chosen candidate: a failed one's first group holds failures
         chosen = next(
             (
@@ -58,19 +54,41 @@ def print_answer(answer: Answer, console: Console | None = None) -> None:
             outcome = (
                 "chosen" if c.candidate_id == chosen else (c.error.splitlines()[0][:60] if c.error else "")
             )
-            considered.add_row(
-                c.candidate_id,
-                str(c.plan_index + 1),
-                c.language,
-                "" if c.rows is None else str(c.rows),
-                ",".join(c.verdicts),
-                outcome,
+            considered.append(
+                [
+                    c.candidate_id,
+                    str(c.plan_index + 1),
+                    c.language,
+                    "" if c.rows is None else str(c.rows),
+                    ",".join(c.verdicts),
+                    outcome,
+                ]
             )
-        console.print(considered)
+        _print_table(console, ["id", "plan", "lang", "rows", "verdicts", "outcome"], considered, "candidates")
     u = answer.usage
     console.print(
-        f"model calls {u.model_calls}, tool calls {u.tool_calls}, tokens {u.prompt_tokens:,} + "
-        f"{u.completion_tokens:,}, {u.seconds:g} s" + (f"; trace {answer.trace}" if answer.trace else ""),
+        f"model calls {u.model_calls}, tool calls {u.tool_calls}, tokens {u.usage_text()}, {u.seconds:g} s"
+        + (f"; trace {answer.trace}" if answer.trace else ""),
         style="dim",
         markup=False,
     )
+
+
+def _print_table(
+    console: Console, columns: list[str], rows: list[list[str]], title: str | None = None
+) -> None:
+    """A box table on a terminal; piped, plain columns aligned with spaces, no box characters and no
+    trailing blanks (a file or a program reads it)."""
+    if console.is_terminal:
+        table = Table(title=title, title_justify="left")
+        for column in columns:
+            table.add_column(column, overflow="fold")
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+        return
+    widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(columns)]
+    lines = [title] if title else []
+    for cells in [columns, *rows]:
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(cells, widths, strict=True)).rstrip())
+    console.print("\n".join(lines), markup=False, highlight=False)

@@ -72,8 +72,13 @@ def http_app(settings: Settings, sources: SourceRegistry) -> tuple[MCPServer, AS
         base = advertised_base(host, port)
         verifier = StaticTokenVerifier(token)
         # validated from text, not built from AnyHttpUrl objects: AuthSettings keeps a path-less URL
-        # given as text exactly as written, where an AnyHttpUrl would add a trailing slash to the issuer
-        auth = AuthSettings.model_validate({"issuer_url": base, "resource_server_url": f"{base}/mcp"})
+        # given as text exactly as written, where an AnyHttpUrl would add a trailing slash to the issuer.
+        # validate_token_resource is off, said explicitly (the SDK warns while it is unset): that check
+        # refuses OAuth tokens issued for another resource, and this token is no OAuth token but the
+        # server's own secret, compared whole in constant time (StaticTokenVerifier).
+        auth = AuthSettings.model_validate(
+            {"issuer_url": base, "resource_server_url": f"{base}/mcp", "validate_token_resource": False}
+        )
     server = build_server(settings, sources, allow_python=loopback, token_verifier=verifier, auth=auth)
     # Host/Origin checks are ours (HostCheck): the SDK's take an exact list, which cannot name every
     # address of a wildcard bind, so its own check is off
@@ -119,8 +124,9 @@ def serve_http(settings: Settings, sources: SourceRegistry) -> None:
     sock = bind(settings.host, settings.port)
     _prewarm_python(settings, is_loopback(settings.host))
     port = sock.getsockname()[1]
+    guard = "; every request must carry the bearer token" if settings.auth_token else ""
     sys.stderr.write(
-        f"flexsql: serving streamable HTTP on http://{settings.host}:{port}/mcp (health: /healthz); "
+        f"flexsql: serving streamable HTTP on http://{settings.host}:{port}/mcp (health: /healthz){guard}; "
         "Ctrl-C stops it\n"
     )
     level = logging.getLevelName(logging.getLogger().getEffectiveLevel()).lower()

@@ -1,8 +1,8 @@
 """OpenAI-compatible Chat Completions backend (vLLM, OpenAI, any compatible server), over httpx.
 
 The endpoint is not trusted: a reply is read as a stream and refused past [model] max_reply_bytes
-(its Content-Length, or the bytes read), the whole request is cut at [model] timeout_s however
-slowly the server drips it, and the body is checked field by field off the event loop — anything
+(its Content-Length, or the bytes read), the whole request — its retries and their backoff included —
+is cut at [model] timeout_s however slowly the server drips it, and the body is checked field by field off the event loop — anything
 that is not a chat completion (not JSON, not UTF-8, nested past the parser's depth, a choice
 without a message, content that is not text, a usage count that is not a number) is a ModelError
 that says what the endpoint sent, never a crash. Retries (429, 5xx, timeouts, connection errors)
@@ -183,6 +183,8 @@ class OpenAICompatModel:
         key = (
             api_key if api_key is not None else (os.environ.get(cfg.api_key_env) if cfg.api_key_env else None)
         )
+        # a named variable that is not set: refused at the first request rather than sent as a placeholder
+        self._missing_key = bool(cfg.api_key_env and not key and api_key is None)
         self._key_set = bool(key)
         # The key lives only inside this closure and the request headers; never an attribute a repr
         # could show. The scrubber holds its forms (and the URL's credentials) to mask them.
@@ -197,7 +199,15 @@ class OpenAICompatModel:
     # -- the protocol ---------------------------------------------------------------------------
 
     async def complete(self, request: ChatRequest) -> ModelReply:
+        # [model] timeout_s bounds the whole request, retries and their backoff included: a hung
+        # endpoint fails within timeout_s, not max_retries + 1 times over.
+        if self._missing_key and self.cfg.api_key_env:
+            from flexsql.config import key_variable_problem
+            from flexsql.errors import ConfigError
+
+            raise ConfigError(f"[model] api_key_env {key_variable_problem(self.cfg.api_key_env)}")
         watch = Stopwatch()
+        deadline = time.monotonic() + self.cfg.timeout_s
         use_schema = self._sends_schema(request)
         attempt = 0
         while True:
@@ -205,18 +215,20 @@ class OpenAICompatModel:
             # client's exception (and through it the request and its Authorization header) as
             # __context__.
             failure: ModelError | None = None
+            retry: tuple[str, str] | None = None  # (what happened, what to do) if there is no retry
             delay = 0.0
             try:
+                queued = time.monotonic()
                 async with endpoint_limiter(self.base_url, self.cfg.concurrency):
-                    status, headers, body = await self._post(request, use_schema)
+                    deadline += time.monotonic() - queued  # waiting for a slot is not the endpoint's time
+                    status, headers, body = await self._post(request, use_schema, deadline)
             except (TimeoutError, httpx.TimeoutException):
-                if attempt >= self.cfg.max_retries:
-                    failure = self._error(
-                        request,
-                        f"did not answer within {self.cfg.timeout_s:g} s, {attempt + 1} attempt(s)",
-                        "check that the server is up and not overloaded, or raise [model] timeout_s "
-                        "(FLEXSQL_MODEL__TIMEOUT_S)",
-                    )
+                retry = (
+                    f"did not answer within {self.cfg.timeout_s:g} s ([model] timeout_s, the bound of one "
+                    f"request with its retries), {attempt + 1} attempt(s)",
+                    "check that the server is up and not overloaded, or raise [model] timeout_s "
+                    "(FLEXSQL_MODEL__TIMEOUT_S)",
+                )
                 delay = self._backoff(attempt)
             except _TooBig as exc:  # the same request would get the same reply: not retried
                 failure = self._error(
@@ -229,14 +241,11 @@ class OpenAICompatModel:
             except _Malformed as exc:
                 failure = self._malformed(request, str(exc))
             except httpx.HTTPError as exc:  # connection refused or reset, a broken HTTP exchange
-                if attempt >= self.cfg.max_retries:
-                    cause = exc.__cause__ or exc
-                    failure = self._error(
-                        request,
-                        f"cannot be reached ({type(cause).__name__}: {cause}), {attempt + 1} attempt(s)",
-                        "check that the server is running and [model] base_url is right "
-                        "(it usually ends in /v1)",
-                    )
+                cause = exc.__cause__ or exc
+                retry = (
+                    f"cannot be reached ({type(cause).__name__}: {cause}), {attempt + 1} attempt(s)",
+                    "check that the server is running and [model] base_url is right (it usually ends in /v1)",
+                )
                 delay = self._backoff(attempt)
             else:
                 if 200 <= status < 300:
@@ -259,6 +268,12 @@ class OpenAICompatModel:
                     else:
                         retry_after = _retry_after(headers)
                         delay = self._backoff(attempt) if retry_after is None else retry_after
+                        if time.monotonic() + delay >= deadline:
+                            failure = self._status_error(error, request, attempt + 1, out_of_time=True)
+            if retry is not None and (
+                attempt >= self.cfg.max_retries or time.monotonic() + delay >= deadline
+            ):
+                failure = self._error(request, *retry)
             if failure is not None:
                 raise failure
             attempt += 1
@@ -272,10 +287,11 @@ class OpenAICompatModel:
         if self.cfg.response_format == "json_schema":
             return True
         # auto: vLLM turns response_format into a decoding constraint that suppresses tool calls
-        # when tool_choice is auto (vllm#39929), so a request with tools goes without it and its
-        # final answer is parsed leniently; set response_format = "json_schema" for endpoints that
-        # combine both (OpenAI).
-        return not request.tools and self.base_url not in _NO_JSON_SCHEMA
+        # when tool_choice is auto (vllm#39929), so a request that allows tool calls goes without
+        # it and its final answer is parsed leniently; set response_format = "json_schema" for
+        # endpoints that combine both (OpenAI).
+        allows_calls = bool(request.tools) and request.tool_choice != "none"
+        return not allows_calls and self.base_url not in _NO_JSON_SCHEMA
 
     def _arguments(self, request: ChatRequest, use_schema: bool) -> dict[str, Any]:
         """The request body; extra_body's keys are merged in at the top level, over the others."""
@@ -283,7 +299,7 @@ class OpenAICompatModel:
         args: dict[str, Any] = {"model": cfg.model, "messages": request.messages}
         if request.tools:
             args["tools"] = request.tools
-            args["tool_choice"] = "auto"
+            args["tool_choice"] = request.tool_choice
         if cfg.temperature is not None:
             args["temperature"] = cfg.temperature
         if cfg.max_tokens is not None:
@@ -309,11 +325,14 @@ class OpenAICompatModel:
             "X-FlexSQL-Run": request.run_id,
         }
 
-    async def _post(self, request: ChatRequest, use_schema: bool) -> tuple[int, httpx.Headers, bytes]:
-        """(status, headers, body) of one POST, the whole of it within timeout_s; a 2xx body is
-        refused past max_reply_bytes (announced or read), an error body is cut at ERROR_BODY_BYTES."""
+    async def _post(
+        self, request: ChatRequest, use_schema: bool, deadline: float
+    ) -> tuple[int, httpx.Headers, bytes]:
+        """(status, headers, body) of one POST, the whole of it before `deadline` (time.monotonic); a
+        2xx body is refused past max_reply_bytes (announced or read), an error body is cut at
+        ERROR_BODY_BYTES."""
         content = json.dumps(self._arguments(request, use_schema), default=str).encode()
-        with anyio.fail_after(self.cfg.timeout_s):
+        with anyio.fail_after(max(deadline - time.monotonic(), 0.0)):
             async with self._client().stream(
                 "POST", f"{self.base_url}/chat/completions", content=content, headers=self._headers(request)
             ) as response:
@@ -371,14 +390,17 @@ class OpenAICompatModel:
             "a proxy or a web page",
         )
 
-    def _status_error(self, exc: _StatusError, request: ChatRequest, attempts: int) -> ModelError:
+    def _status_error(
+        self, exc: _StatusError, request: ChatRequest, attempts: int, out_of_time: bool = False
+    ) -> ModelError:
         status = exc.status_code
         detail = _error_text(exc)
         said = f"answered HTTP {status}" + (f" ({detail})" if detail else "")
         if status in RETRYABLE_STATUS:
+            within = f" within [model] timeout_s ({self.cfg.timeout_s:g} s)" if out_of_time else ""
             return self._error(
                 request,
-                f"{said}, {attempts} attempt(s)",
+                f"{said}, {attempts} attempt(s){within}",
                 "the server is overloaded or failing: check its logs, lower [model] "
                 "concurrency, or raise [model] max_retries",
             )
@@ -481,6 +503,15 @@ def _count(usage: dict[str, Any], name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or value != int(value):
         raise _Malformed(f"usage.{name} that is {_kind(value)}, not a count of tokens")
     return int(value)
+
+
+def _cached(usage: dict[str, Any]) -> int:
+    """Cached prompt tokens, where the server reports them (`prompt_tokens_details.cached_tokens`:
+    OpenAI, vLLM with --enable-prompt-tokens-details); an optional extension, so a malformed one
+    counts as none rather than failing the reply."""
+    details = usage.get("prompt_tokens_details")
+    value = details.get("cached_tokens") if isinstance(details, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _text_content(content: Any) -> str | None:
@@ -588,7 +619,9 @@ def completion_reply(body: bytes, known_tools: list[str]) -> ModelReply:
         tool_calls=calls,
         reasoning=reasoning or (think if think else None),
         usage=Usage(
-            prompt_tokens=_count(usage, "prompt_tokens"), completion_tokens=_count(usage, "completion_tokens")
+            prompt_tokens=_count(usage, "prompt_tokens"),
+            completion_tokens=_count(usage, "completion_tokens"),
+            cached_tokens=_cached(usage),
         ),
         finish_reason=finish if isinstance(finish, str) else None,
         model=model if isinstance(model, str) else None,

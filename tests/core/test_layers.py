@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "flexsql.config",
             "flexsql.errors",
             "flexsql.paths",
+            "flexsql.plural",
             "flexsql.background",
             "flexsql.demo_db",
             "flexsql",
@@ -40,6 +41,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("sql", ("flexsql.tools.sql",)),
     ("engines", ("flexsql.tools.engines",)),
     ("runtime", ("flexsql.tools.runtime",)),
+    # the knowledge store's files (tools/knowledge/store.py): search reads its synonyms and descriptions
+    ("knowledge store", ("flexsql.tools.knowledge.store",)),
     ("search/values/sandbox", ("flexsql.tools.search", "flexsql.tools.values", "flexsql.tools.sandbox")),
     ("tools", ("flexsql.tools",)),
     ("agent", ("flexsql.agent", "flexsql.prompts")),

@@ -155,3 +155,34 @@ def test_non_editable_install_in_a_clean_venv_runs_the_cli(wheel, tmp_path):
     )
     assert call.returncode == 0, call.stderr[-2000:]
     assert "demo" in call.stdout and "duckdb" in call.stdout, call.stdout
+
+
+@pytest.mark.parametrize("package, needed_by", [("sqlglot", "fakesnow"), ("python-dateutil", "botocore")])
+def test_a_plain_install_and_the_dev_extra_pick_the_same_versions(package: str, needed_by: str) -> None:
+    """Was: `pip install -e '.[dev]'` downgraded sqlglot (fakesnow pins it) and python-dateutil (botocore
+    caps it), so the tests ran other versions than users get: the runtime pins lie within the dev ones."""
+    import importlib.metadata as metadata
+    import tomllib
+
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    ours = next(
+        Requirement(r)
+        for r in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+        if Requirement(r).name == package
+    )
+    try:
+        theirs = next(
+            Requirement(r)
+            for r in metadata.requires(needed_by) or []
+            if Requirement(r).name == package and not Requirement(r).marker
+        )
+    except metadata.PackageNotFoundError:
+        pytest.skip(f"{needed_by} is not installed (pip install -e '.[dev]')")
+    installed = Version(metadata.version(package))
+    assert installed in ours.specifier and installed in theirs.specifier
+    # every release a plain install could pick next is one the dev extra allows too
+    for bump in (f"{installed.major}.{installed.minor}.{installed.micro + 1}", f"{installed.major}.{installed.minor + 1}.0",
+                 f"{installed.major + 1}.0.0"):  # fmt: skip
+        assert (Version(bump) in ours.specifier) <= (Version(bump) in theirs.specifier), (package, bump)

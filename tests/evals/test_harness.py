@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from flexsql.plural import plural
 from tests.support.evals import eval_results, results, run_cli, run_eval, write_predictions
 
 
@@ -48,7 +49,12 @@ def test_gold_runner_scores_every_task_and_writes_outputs(spider, tmp_path: Path
     got = results(out)
     assert sorted(got) == ["0", "1", "2", "3", "4"]  # Spider 1.0 tasks are numbered in file order
     assert all(r["score"] == 1 and r["scorer"] == "ex" and r["sql"] for r in got.values())
-    assert all(r["scores"] == {"spider2": 1, "spider2-strict": 1, "ex": 1} for r in got.values())
+    assert all(r["scores"] == {"spider2": 1, "spider2-strict": 1, "ex": 1, "rex": 1} for r in got.values())
+    assert all(r["similarities"] == {"rex": 1.0} for r in got.values())
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["scorers"]["rex"]["mean_similarity_evaluated"] == 1.0
+    assert "| rex | 5 | 5 | 5 | 100.00% | 100.00% | 1.0000 |" in (out / "report.md").read_text()
+    assert "rex mean similarity 1.0000" in output
     assert "100.00% of evaluated (5/5)" in output
     assert (out / "submission" / "1.sql").read_text().startswith("SELECT name FROM singer")
     assert (out / "submission" / "1.csv").read_text().splitlines()[0] == "name"
@@ -65,7 +71,7 @@ def test_rerun_resumes_and_no_resume_starts_over(spider, tmp_path: Path) -> None
     run_cli(*args, "--limit", "2")
     assert sorted(results(out)) == ["0", "1"]
     code, output = run_cli(*args)
-    assert code == 0 and "2 task(s) already in" in output
+    assert code == 0 and "2 tasks already in" in output
     lines = (out / "results.jsonl").read_text().splitlines()
     assert len(lines) == 5 and sorted(json.loads(x)["instance_id"] for x in lines) == [
         "0",
@@ -166,21 +172,22 @@ def test_ctrl_c_stops_agents_keeps_finished_tasks_and_resumes(spider, tmp_path: 
     code, output = run_cli(
         tasks, "--runner", "command", "--command", f"{sys.executable} {agent}", "--dbs", dbs, "--out", out
     )
-    assert code == 0 and f"{len(finished)} task(s) already in" in output
+    assert code == 0 and f"{plural(len(finished), 'task')} already in" in output
     resumed = results(out)
     assert sorted(resumed) == ["0", "1", "2", "3", "4"]
     assert all(resumed[i] == finished[i] for i in finished)
 
 
-def test_resume_runs_again_the_tasks_a_wrong_dbs_failed(spider_tasks, tmp_path):
-    """Was: the second run (right --dbs) skipped all 5 tasks and kept their 0 scores."""
+def test_resume_runs_again_the_tasks_an_unreachable_database_failed(spider_tasks, tmp_path):
+    """Was: the second run (right --dbs) skipped all 5 tasks and kept their 0 scores. (A missing database
+    file is refused before any work; a server that does not answer is found task by task.)"""
     tasks, dbs = spider_tasks
-    empty, out = tmp_path / "empty", tmp_path / "out"
-    empty.mkdir()
-    code, output = run_eval(tasks, "--runner", "gold", "--dbs", empty, "--out", out, "-q")
+    out = tmp_path / "out"
+    down = "postgresql://postgres@127.0.0.1:1/{db}"  # nothing listens on port 1
+    code, output = run_eval(tasks, "--runner", "gold", "--db", down, "--out", out, "-q")
     assert code == 0, output
     first = eval_results(out)
-    assert all(r["score"] == 0 and "not found" in r["reason"] for r in first.values()), first
+    assert all(r["score"] == 0 and "cannot connect" in r["reason"] for r in first.values()), first
     code, output = run_eval(tasks, "--runner", "gold", "--dbs", dbs, "--out", out, "-q")
     assert code == 0, output
     assert "already in" not in output  # nothing was kept from the failed run
@@ -188,7 +195,7 @@ def test_resume_runs_again_the_tasks_a_wrong_dbs_failed(spider_tasks, tmp_path):
     assert sorted(again) == ["0", "1", "2", "3", "4"] and all(r["score"] == 1 for r in again.values()), again
     # a task that really ran keeps its result on the next resume
     code, output = run_eval(tasks, "--runner", "gold", "--dbs", dbs, "--out", out, "-q")
-    assert code == 0 and "5 task(s) already in" in output
+    assert code == 0 and "5 tasks already in" in output
 
 
 def _eval_process(*args: str | Path) -> subprocess.Popen[bytes]:
@@ -224,7 +231,7 @@ def test_an_interrupt_ends_a_builtin_evaluation_at_once_with_the_reports(spider,
         assert (out / name).is_file(), name
     summary = json.loads((out / "summary.json").read_text())
     assert summary["interrupted"] and len(summary["not_run"]) == 5 and summary["failures"] == []
-    assert "Not run yet: 5 task(s)" in (out / "report.md").read_text()
+    assert "0 of 5 tasks ran; 5 (100.00%) not run yet" in (out / "report.md").read_text()
 
 
 STUCK_GOLD = textwrap.dedent("""
@@ -276,11 +283,11 @@ def test_a_results_file_cut_mid_line_is_repaired_and_the_task_runs_once(spider_t
     text = path.read_text()
     path.write_text(text[: len(text) - 40])  # a crash while writing the last line
     code, output = run_eval(tasks, "--runner", "gold", "--dbs", dbs, "--out", out, "-q")
-    assert code == 0 and "4 task(s) already in" in output, output
+    assert code == 0 and "4 tasks already in" in output, output
     lines = path.read_text().splitlines()
     assert len(lines) == 5 and all(isinstance(json.loads(line), dict) for line in lines)
     code, output = run_eval(tasks, "--runner", "gold", "--dbs", dbs, "--out", out, "-q")
-    assert code == 0 and "5 task(s) already in" in output, output
+    assert code == 0 and "5 tasks already in" in output, output
 
 
 def test_a_resume_with_other_model_settings_is_refused_and_records_name_their_model(
@@ -306,7 +313,7 @@ def test_a_resume_with_other_model_settings_is_refused_and_records_name_their_mo
             assert code == 2 and "other model settings" in output and "--new-run" in output, output
         assert len(eval_results(out)) == 2  # nothing was added
         code, output = run_eval(tasks, *base, "--model", "model-a", "--plans", "1", "--limit", "3")
-        assert code == 0 and "2 task(s) already in" in output, output
+        assert code == 0 and "2 tasks already in" in output, output
         resumed = json.loads((out / "run.json").read_text())
         assert resumed["started_at"] == first["started_at"] and len(resumed["resumed_at"]) == 1
         code, output = run_eval(

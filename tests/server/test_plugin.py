@@ -126,10 +126,15 @@ def test_manifests_agree_with_each_other_and_the_package() -> None:
 
 def test_plugin_server_entry_runs_the_plugins_own_checkout() -> None:
     # flexsql is not on PyPI yet: `uvx flexsql serve` would fail for every user; the plugin builds itself
-    servers = json.loads((ROOT / ".mcp.json").read_text())["mcpServers"]
-    assert servers == {
+    plugin = json.loads((ROOT / ".claude-plugin" / "plugin.json").read_text())
+    assert plugin["mcpServers"] == {
         "flexsql": {"command": "uvx", "args": ["--from", "${CLAUDE_PLUGIN_ROOT}", "flexsql", "serve"]}
     }
+    # `claude` run in the checkout reads the root .mcp.json as the project's: CLAUDE_PLUGIN_ROOT is unset
+    # there (Claude Code passes "${CLAUDE_PLUGIN_ROOT}" through as text), and project servers start in
+    # the project folder, the checkout
+    project = json.loads((ROOT / ".mcp.json").read_text())["mcpServers"]
+    assert project == {"flexsql": {"command": "uvx", "args": ["--from", ".", "flexsql", "serve"]}}
 
 
 # -- flexsql install-skills --------------------------------------------------------------------
@@ -183,7 +188,10 @@ def test_install_skills_user_scope_with_another_server_name(tmp_path: Path, monk
 def config_output(*args: str) -> str:
     result = CliRunner().invoke(mcp_config_command, list(args))
     assert result.exit_code == 0, result.output
-    return result.output
+    return result.stdout  # which sources it serves goes to stderr
+
+
+UVX = shutil.which("uvx")
 
 
 def test_mcp_config_claude_line_puts_the_name_before_the_command(tmp_path: Path, monkeypatch) -> None:
@@ -212,7 +220,7 @@ def test_mcp_config_claude_line_puts_the_name_before_the_command(tmp_path: Path,
         "user",
         "db",
         "--",
-        "uvx",
+        str(Path(UVX).resolve()),  # by absolute path: desktop clients do not read the shell's PATH
         "--from",
         str(ROOT),
         "flexsql",
@@ -228,10 +236,11 @@ def test_mcp_config_json_snippets_for_each_client() -> None:
         s.split("\n", 1)[0].lstrip("# ").split(":")[0].split(" (")[0]: s.split("\n", 1)[1] for s in sections
     }
     argv = ["--from", str(ROOT), "flexsql", "serve", "--db", "pg=postgresql://me@localhost/shop"]
+    uvx = str(Path(UVX).resolve())
     for client in ("Cursor", "Claude Desktop"):
-        assert json.loads(snippets[client]) == {"mcpServers": {"flexsql": {"command": "uvx", "args": argv}}}
+        assert json.loads(snippets[client]) == {"mcpServers": {"flexsql": {"command": uvx, "args": argv}}}
     assert json.loads(snippets["VS Code"]) == {
-        "servers": {"flexsql": {"type": "stdio", "command": "uvx", "args": argv}}
+        "servers": {"flexsql": {"type": "stdio", "command": uvx, "args": argv}}
     }
     assert shlex.split(snippets["Claude Code"])[:5] == ["claude", "mcp", "add", "flexsql", "--"]
 
@@ -332,27 +341,11 @@ def uv_environment(home: Path) -> dict[str, str]:
 @pytest.mark.integration
 def test_plugin_installs_from_the_marketplace_and_its_server_connects(tmp_path: Path) -> None:
     """The real thing: real uv (the dev extra installs it from PyPI), a clean HOME, the plugin
-    installed from a marketplace holding a copy of this checkout, and its .mcp.json unchanged."""
+    installed from a marketplace holding a copy of this checkout, and its manifest unchanged."""
     uvx = shutil.which("uvx", path=str(Path(sys.executable).parent)) or shutil.which("uvx")
     if uvx is None:
         pytest.skip("uv is not installed (pip install -e '.[dev]' installs it)")
-    # the marketplace is a checkout as a user clones it: tracked and new files, nothing ignored
-    market = tmp_path / "market"
-    files = (
-        subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            cwd=ROOT,
-            capture_output=True,
-            check=True,
-            timeout=60,
-        )
-        .stdout.decode()
-        .split("\0")
-    )
-    for name in filter(None, files):
-        if (ROOT / name).is_file():
-            (market / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, market / name)
+    market = checkout_copy(tmp_path / "market")
     home, project = tmp_path / "home", tmp_path / "project"
     home.mkdir()
     project.mkdir()
@@ -375,6 +368,47 @@ def test_plugin_installs_from_the_marketplace_and_its_server_connects(tmp_path: 
     line = next((ln for ln in listed.stdout.splitlines() if ln.startswith("plugin:flexsql:flexsql")), None)
     assert line is not None, listed.stdout + listed.stderr
     assert "uvx --from" in line and "flexsql serve" in line, line
+    assert "✔ Connected" in line, line + "\n" + mcp_logs(home)
+
+
+def checkout_copy(target: Path) -> Path:
+    """This checkout as a user clones it: tracked and new files, nothing ignored."""
+    files = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+            timeout=60,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
+    for name in filter(None, files):
+        if (ROOT / name).is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, target / name)
+    return target
+
+
+@needs_claude
+@pytest.mark.integration
+def test_claude_run_in_the_checkout_as_a_project_connects(tmp_path: Path) -> None:
+    """Was: the root .mcp.json said `uvx --from ${CLAUDE_PLUGIN_ROOT}`, unset in a project: "Missing
+    environment variables: CLAUDE_PLUGIN_ROOT" and "Failed to connect"."""
+    uvx = shutil.which("uvx", path=str(Path(sys.executable).parent)) or shutil.which("uvx")
+    if uvx is None:
+        pytest.skip("uv is not installed (pip install -e '.[dev]' installs it)")
+    checkout = checkout_copy(tmp_path / "flexsql")
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    # approving the project's servers, as a user does at the first start of `claude` there
+    (home / ".claude" / "settings.json").write_text(json.dumps({"enableAllProjectMcpServers": True}))
+    path = f"{Path(uvx).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    listed = claude("mcp", "list", home=home, cwd=checkout, path=path, extra=uv_environment(home))
+    line = next((ln for ln in listed.stdout.splitlines() if ln.startswith("flexsql:")), None)
+    assert line is not None, listed.stdout + listed.stderr
+    assert "Missing environment variables" not in listed.stdout + listed.stderr
     assert "✔ Connected" in line, line + "\n" + mcp_logs(home)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -72,3 +74,39 @@ def run_eval(*args: str | Path) -> tuple[int, str]:
 
 def eval_results(out: Path) -> dict[str, dict]:
     return {r["instance_id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+
+
+def flexsql_eval(
+    *args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`flexsql eval …` in a subprocess, as a user runs it: exit code, stdout and stderr."""
+    from tests.support.mcp_support import server_env
+
+    return subprocess.run(
+        [sys.executable, "-P", "-m", "flexsql.server", "eval", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env=server_env(env),
+    )
+
+
+# An agent for --runner command: answers each task with its gold SQL (a perfect agent), after a pause
+# given per task in FLEXSQL_TEST_DELAYS ({"id": seconds}); a task given -1 hangs until it is stopped.
+GOLD_AGENT = """
+import json, os, pathlib, sys, time
+tasks = json.loads(pathlib.Path(sys.argv[1]).read_text())
+task = os.environ["FLEXSQL_INSTANCE_ID"]
+delay = json.loads(os.environ.get("FLEXSQL_TEST_DELAYS", "{}")).get(task, 0)
+pathlib.Path(os.environ["FLEXSQL_TASK_DIR"], "started").write_text(str(os.getpid()))
+time.sleep(600 if delay < 0 else delay)
+(pathlib.Path(os.environ["FLEXSQL_OUT_DIR"]) / "answer.sql").write_text(tasks[int(task)]["query"])
+"""
+
+
+def gold_agent(folder: Path, tasks: Path) -> str:
+    """The --command of GOLD_AGENT for the Spider 1.0 task file `tasks`."""
+    script = folder / "gold_agent.py"
+    script.write_text(GOLD_AGENT)
+    return f"{sys.executable} {script} {tasks}"

@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from flexsql import background
 from flexsql.config import LimitsConfig
-from flexsql.errors import ConfigError, QueryError, UnavailableError
+from flexsql.errors import ConfigError, QueryError, QueryTimeout, UnavailableError
 from flexsql.tools.engines.cancel import Deadline, timeout_error
 from flexsql.tools.engines.catalog import Catalog, Column, ForeignKey, TableInfo
 from flexsql.tools.engines.engine import CellCap, Engine
@@ -36,6 +36,10 @@ class DuckDB(Engine):
     notes = (
         "DuckDB: double quotes are identifiers, single quotes are strings; ILIKE, regexp_matches, "
         "strftime(date, '%Y'), date_trunc('month', d), list/struct columns (unnest, s.field), QUALIFY."
+    )
+    nested_notes = (
+        "JSON_EXTRACT_STRING(col, '$.key') reads a JSON key, struct_col.field a STRUCT field, and UNNEST(col) "
+        "unnests a list."
     )
     double_type = "DOUBLE"
     approx_distinct = "approx_count_distinct({expr})"
@@ -100,6 +104,14 @@ class DuckDBSource(Source):
     # notebook) out. So the handle is released once no statement has used it for this long, and
     # reopened (a few milliseconds) on the next one.
     IDLE_RELEASE_S: float | None = 2.0
+    # Statements that keep coming (less than IDLE_RELEASE_S apart, or overlapping) would hold it for
+    # ever: once the handle has been open [limits] lock_hold_s, new statements wait (DRAIN_S at most)
+    # for the running ones to finish, the handle is closed and the file left free for [limits]
+    # lock_yield_s, so that a writer retrying in that window gets it. While a writer holds the file,
+    # statements wait for it (within their timeout) instead of failing.
+    OPEN_RETRY_S = 0.05  # how often a statement tries the file again while a writer holds it
+    DRAIN_S = 2.0  # the most new statements wait for running ones so that the handle can be let go
+    CATALOG_WAIT_S = 5.0  # how long a catalog read waits for a writer to let go of the file
 
     def __init__(
         self, name: str, url: str, description: str = "", limits: LimitsConfig | None = None
@@ -111,20 +123,26 @@ class DuckDBSource(Source):
         self._users = 0
         self._cursors: set[Any] = set()  # open cursors, interrupted at interpreter exit
         self._idle_timer: threading.Timer | None = None
+        self._opened_at = 0.0  # when the handle was opened (monotonic)
+        self._free_until = 0.0  # the file is left free for writers until then (monotonic)
         _SOURCES.add(self)
 
     # -- connection -----------------------------------------------------------------------------
     @contextlib.contextmanager
-    def _cursor(self) -> Iterator[Any]:
-        """A cursor on the shared handle, opening it if needed and scheduling its release."""
+    def _cursor(self, timeout_s: float | None = None) -> Iterator[Any]:
+        """A cursor on the shared handle, opening it if needed and scheduling its release; waits at most
+        `timeout_s` while the handle is let go for writers or a writer holds the file."""
+        deadline = time.monotonic() + (self.CATALOG_WAIT_S if timeout_s is None else timeout_s)
         with self._open_lock:
             if background.exiting():
                 raise UnavailableError("the process is shutting down; no new statements start")
             if self._idle_timer is not None:
                 self._idle_timer.cancel()
                 self._idle_timer = None
+            self._yield_if_held(deadline)
             if self._conn is None:
-                self._conn = self._open()
+                self._conn = self._open_when_free(deadline, timeout_s)
+                self._opened_at = time.monotonic()
             self._users += 1
             cur = self._conn.cursor()
             self._cursors.add(cur)
@@ -132,6 +150,53 @@ class DuckDBSource(Source):
             yield cur
         finally:
             self._done_with(cur)
+
+    def _yield_if_held(self, deadline: float) -> None:
+        """Let go of a handle open for [limits] lock_hold_s: wait (DRAIN_S at most) for the statements on
+        it to finish, close it, and leave the file free for [limits] lock_yield_s. When they do not
+        finish in time, keep the handle and try again after another lock_hold_s: quick reads never wait
+        behind a long query for a writer that may not be there. Called holding _open_lock."""
+        if self._conn is None or self.path == ":memory:":
+            return
+        now = time.monotonic()
+        if now - self._opened_at < self.limits.lock_hold_s:
+            return
+        until = min(deadline, now + self.DRAIN_S)
+        while self._users and self._conn is not None and time.monotonic() < until:
+            self._open_lock.wait(min(until - time.monotonic(), 0.1))
+        if self._conn is None:
+            return  # let go meanwhile by another statement that waited too
+        if self._users:
+            self._opened_at = time.monotonic()  # busy with long statements: not this time
+            return
+        self._conn.close()
+        self._conn = None
+        self._free_until = time.monotonic() + self.limits.lock_yield_s
+
+    def _open_when_free(self, deadline: float, timeout_s: float | None) -> Any:
+        """Open the handle once the window left to writers is over, retrying while a writer holds the
+        file, until `deadline`. Called holding _open_lock (released while waiting)."""
+        while True:
+            now = time.monotonic()
+            if now < self._free_until:
+                self._open_lock.wait(min(self._free_until, deadline) - now)
+            elif self._conn is not None:  # opened by another statement while this one waited
+                return self._conn
+            else:
+                try:
+                    return self._open()
+                except _FileLocked as exc:
+                    if time.monotonic() + self.OPEN_RETRY_S >= deadline:
+                        raise _FileLocked(
+                            f"{exc}; waited for it {self.CATALOG_WAIT_S if timeout_s is None else timeout_s:g} s "
+                            "— retry when that program has finished writing, or close it"
+                        ) from None
+                    self._open_lock.wait(self.OPEN_RETRY_S)
+            if time.monotonic() >= deadline and self._conn is None:
+                raise QueryTimeout(
+                    "the query waited for the DuckDB file, left free for other programs to write "
+                    f"([limits] lock_yield_s = {self.limits.lock_yield_s:g} s), until its timeout; retry"
+                )
 
     def _done_with(self, cur: Any) -> None:
         """Close a cursor; the last one out schedules the handle's release (unless one is pending)."""
@@ -223,14 +288,15 @@ class DuckDBSource(Source):
             text = str(exc)
             hint = ""
             if "lock" in text.lower():  # first: the lock holder's path may contain "version"
-                hint = " — another process holds a write lock on it; close that process or copy the file"
-            elif "version" in text.lower() or "serializ" in text.lower():
+                raise _FileLocked(
+                    f"cannot open DuckDB database {self.path}: another process holds a write lock on it "
+                    f"({text.splitlines()[0]})"
+                ) from None
+            if "version" in text.lower() or "serializ" in text.lower():
                 hint = (
                     f" — the file was written by a different DuckDB version (this is {duckdb.__version__}); "
                     "open it with the version that wrote it and EXPORT/IMPORT it, or upgrade duckdb"
                 )
-            elif "lock" in text.lower():
-                hint = " — another process holds a write lock on it; close that process or copy the file"
             raise ConfigError(
                 f"cannot open DuckDB database {self.path}: {text.splitlines()[0]}{hint}"
             ) from None
@@ -346,7 +412,10 @@ class DuckDBSource(Source):
     def _run(self, sql: str, timeout_s: float, limits: FetchLimits) -> RunOutput:
         import duckdb
 
-        with self._cursor() as cur:
+        started = time.monotonic()
+        with self._cursor(timeout_s) as cur:
+            # the wait for the file (let go for writers, or held by one) counts against the timeout
+            left = max(timeout_s - (time.monotonic() - started), 0.001)
             try:
                 # DuckDB's own parser, independent of the guard's: one statement per call, always.
                 count = len(cur.extract_statements(sql))
@@ -356,7 +425,7 @@ class DuckDBSource(Source):
                 raise QueryError(
                     f"refused by the engine: {count} statements in one call — send exactly one statement"
                 )
-            deadline = Deadline(timeout_s, cur.interrupt)
+            deadline = Deadline(left, cur.interrupt)
             with deadline:
                 try:
                     # the query's columns and types, bound but not run: the engine then cuts big cells,
@@ -503,6 +572,10 @@ def _json(column_sql: str, column_type: str) -> str:
     if "JSON" in column_type.upper() or text_type(column_type):
         return column_sql
     return f"to_json({column_sql})"
+
+
+class _FileLocked(ConfigError):
+    """Another process holds the DuckDB file's write lock (a writer): a statement waits for it."""
 
 
 _SOURCES: weakref.WeakSet[DuckDBSource] = weakref.WeakSet()

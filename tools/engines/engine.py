@@ -44,6 +44,18 @@ class CellCap:
     cut says how many were dropped."""
 
 
+@dataclass(frozen=True)
+class QueryHistory:
+    """Where an engine keeps the statements it ran, read-only like every query."""
+
+    origin: str  # its name, as the knowledge store records where facts came from
+    sql: str  # {n}: rows at most; returns (statement text, times it ran)
+    unreadable: str  # why reading it can fail and what to do (after "… cannot be read (error). ")
+    check: str | None = None  # one value, true when the history exists at all
+    missing: str = ""  # what to do when `check` says it does not
+    timeout_s: float = 60.0
+
+
 class Engine:
     """An engine's SQL habits. Subclasses override only the attributes and methods that differ."""
 
@@ -125,6 +137,10 @@ class Engine:
     """Why other forms of SHOW are refused, when the engine has a reason of its own."""
     statement_hints: Mapping[str, str] = {}
     """Advice added to the refusal of a statement kind (by sqlglot node name): what reads instead."""
+    nested_notes: str = ""
+    """How this dialect reads a key of a nested (JSON, VARIANT, STRUCT) column and unnests an array."""
+    query_history: QueryHistory | None = None
+    """Where the engine keeps the statements it ran (`flexsql learn --history`); None: it keeps none."""
 
     # -- rendering helpers --------------------------------------------------------------------------
     def quote(self, name: str) -> str:

@@ -10,7 +10,9 @@ all of them. Every name list_tables prints resolves (Catalog.resolve) and reads 
 In SQL a family reference is a table name with `*` (a glob over the schema's table names:
 `GA_SESSIONS_*`, `GA_SESSIONS_2017*`) or a family's range name. Source.execute replaces it, before
 the guard and the engine, by the union of its shards aligned by column name (a column a shard lacks
-reads NULL), at most [limits] family_shards shards (tools/sql/families.py finds the references).
+reads NULL) (tools/sql/families.py finds the references). A statement's references are bounded
+together, before anything is built: [limits] family_shards tables, [limits] family_cells cells
+(tables × their union's columns) and the guard's characters (ExpansionBounds).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pydantic import BaseModel
 from flexsql.errors import InvalidArgument, NotFoundError
 from flexsql.tools.engines.names import split_name
 from flexsql.tools.sql.families import FamilyRef, family_refs, replace_refs
+from flexsql.tools.sql.guard import MAX_SQL_CHARS
 
 if TYPE_CHECKING:
     from flexsql.tools.engines.catalog import Catalog, Column, TableInfo
@@ -307,15 +310,41 @@ class FamilyRead(BaseModel):
 _TYPE_NAME = re.compile(r"[A-Za-z][\w ]*(?:\(\d+(?:,\s*\d+)?\))?(?:\[\])?")
 
 
-def union_sql(engine: Engine, shards: Sequence[TableInfo]) -> str:
-    """SELECT … UNION ALL SELECT … over the shards, columns aligned by name; NULL where one lacks it."""
+@dataclass(frozen=True)
+class ExpansionBounds:
+    """What the family references of one statement may expand into, checked before anything is built:
+    the shards all of them read together ([limits] family_shards), their unions' cells (each shard
+    times its union's columns, a shard lacking one holding its NULL: [limits] family_cells), and the
+    statement's characters (the most the guard checks)."""
+
+    shards: int
+    cells: int
+    chars: int = MAX_SQL_CHARS
+
+
+def _union_columns(shards: Sequence[TableInfo]) -> tuple[dict[str, str], dict[str, str]]:
+    """The union's columns aligned by name: lower name -> first spelling, and -> first type."""
     names: dict[str, str] = {}
     types: dict[str, str] = {}
     for t in shards:
         for c in t.columns:
             names.setdefault(c.name.lower(), c.name)
             types.setdefault(c.name.lower(), c.type)
+    return names, types
+
+
+def union_sql(engine: Engine, shards: Sequence[TableInfo]) -> str:
+    """SELECT … UNION ALL SELECT … over the shards, columns aligned by name; NULL where one lacks it."""
+    union = _bounded_union(engine, shards, None)
+    assert union is not None  # unbounded
+    return union
+
+
+def _bounded_union(engine: Engine, shards: Sequence[TableInfo], max_chars: int | None) -> str | None:
+    """union_sql, or None as soon as it passes `max_chars` (the rest is never built)."""
+    names, types = _union_columns(shards)
     branches = []
+    size = 0
     for t in shards:
         own = {c.name.lower(): c.name for c in t.columns}
         items = []
@@ -329,9 +358,11 @@ def union_sql(engine: Engine, shards: Sequence[TableInfo]) -> str:
                 items.append(f"{engine.quote(own[key])} AS {engine.quote(shown)}")
             else:
                 items.append(engine.quote(shown))
-        branches.append(
-            f"SELECT {', '.join(items)} FROM {engine.quote_table(t.model_copy(update={'shards': []}))}"
-        )
+        branch = f"SELECT {', '.join(items)} FROM {engine.quote_table(t.model_copy(update={'shards': []}))}"
+        size += len(branch) + 11
+        if max_chars is not None and size > max_chars:
+            return None
+        branches.append(branch)
     return "\nUNION ALL\n".join(branches)
 
 
@@ -342,18 +373,31 @@ def _default_alias(ref: FamilyRef) -> str:
 
 
 def expand_families(
-    sql: str, catalog_of: Callable[[], Catalog], engine: Engine, max_shards: int
+    sql: str,
+    catalog_of: Callable[[], Catalog],
+    engine: Engine,
+    bounds: ExpansionBounds,
+    check: Callable[[], object] | None = None,
 ) -> tuple[str, list[FamilyRead]]:
     """`sql` with each family reference replaced by the union of its shards, and what each read.
-    `catalog_of` gives the catalog, loaded only when the SQL holds a reference."""
-    refs = family_refs(sql)
+    `catalog_of` gives the catalog, loaded only when the SQL holds a reference. Every reference is
+    resolved and counted against `bounds` first: a statement past them is refused before any union
+    is built (a quoted "*" names every table of a schema, and each table may bring its own columns).
+    `check` runs between references (and may raise: the statement's timeout, a cancelled call), as a
+    name is resolved against every table of a catalog that may hold 100,000."""
+    if len(sql) > bounds.chars:
+        return sql, []  # the guard refuses it by its length, before anything reads it
+    refs = family_refs(sql, engine.dialect)
     if not refs:
         return sql, []
     catalog = catalog_of()
-    reads: list[FamilyRead] = []
-    chosen: list[FamilyRef] = []
-    unions: list[str] = []
+    planned: list[tuple[FamilyRef, str, list[TableInfo]]] = []
+    shards = 0
     for ref in refs:
+        if check is not None:
+            check()
+        if shards > bounds.shards:
+            break  # refused below, with the counts so far
         name = ".".join(p for p, _q in ref.parts)
         try:
             members = family_members(catalog, ".".join(_requote(p, q) for p, q in ref.parts))
@@ -361,20 +405,54 @@ def expand_families(
             if ref.in_from:
                 raise
             continue
-        if members is None:
-            continue
-        if len(members) > max_shards:
-            raise InvalidArgument(
-                f"family {name} matches {len(members)} tables, more than the {max_shards} one query may read "
-                f"([limits] family_shards): narrow it with a longer prefix (e.g. {_narrower(members)}*) or "
-                "raise the limit"
-            )
+        if members is not None:
+            planned.append((ref, name, members))
+            shards += len(members)
+    _check_bounds(planned, bounds)
+    reads: list[FamilyRead] = []
+    chosen: list[FamilyRef] = []
+    unions: list[str] = []
+    room = bounds.chars - len(sql)
+    for ref, name, members in planned:
         alias = "" if ref.has_alias else f" AS {_default_alias(ref)}"
+        body = _bounded_union(engine, members, max(room, 0))
+        union = f"(\n{body}\n){alias}"
+        room -= len(union) - len(ref.text)
+        if body is None or room < 0:
+            raise InvalidArgument(
+                f"the statement's family references would expand into more than {bounds.chars:,} characters "
+                "of SQL, the most the guard checks: name fewer shards (a longer prefix) or fewer columns"
+            )
         chosen.append(ref)
-        unions.append(f"(\n{union_sql(engine, members)}\n){alias}")
+        unions.append(union)
         # plain parts, not the SQL's quoting: sample_rows quotes what it builds, run_query rarely does
         reads.append(FamilyRead(reference=name, shards=[t.name for t in members]))
     return replace_refs(sql, chosen, unions), reads
+
+
+def _check_bounds(planned: list[tuple[FamilyRef, str, list[TableInfo]]], bounds: ExpansionBounds) -> None:
+    """Refuse a statement whose references read more shards, or unite more cells, than `bounds` allow."""
+    shards = sum(len(members) for _, _, members in planned)
+    if shards > bounds.shards:
+        biggest = max(planned, key=lambda p: len(p[2]))
+        each = ", ".join(f"{name} {len(members):,}" for _, name, members in planned[:4])
+        more = f" and {len(planned) - 4} more" if len(planned) > 4 else ""
+        raise InvalidArgument(
+            f"the family references of this statement read {shards:,} tables ({each}{more}), more than the "
+            f"{bounds.shards:,} one statement may read ([limits] family_shards): narrow them with a longer "
+            f"prefix (e.g. {_narrower(biggest[2])}*) or raise the limit"
+        )
+    cells = 0
+    for _, name, members in planned:
+        width = len(_union_columns(members)[0])
+        cells += width * len(members)
+        if cells > bounds.cells:
+            raise InvalidArgument(
+                f"family {name} unites {len(members):,} tables of {width:,} distinct columns: "
+                f"{len(members) * width:,} cells (tables × columns{', with the other references: ' + format(cells, ',') if cells != len(members) * width else ''}), "
+                f"more than the {bounds.cells:,} one statement may expand into ([limits] family_cells): "
+                f"name fewer tables (a longer prefix, e.g. {_narrower(members)}*) or the shards you need"
+            )
 
 
 def _requote(part: str, quoted: bool) -> str:
@@ -389,6 +467,7 @@ def _narrower(members: Sequence[TableInfo]) -> str:
 
 
 __all__ = [
+    "ExpansionBounds",
     "Family",
     "FamilyLabel",
     "FamilyRead",

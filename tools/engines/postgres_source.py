@@ -30,7 +30,7 @@ from flexsql.config import LimitsConfig
 from flexsql.errors import ConfigError, QueryError
 from flexsql.tools.engines.cancel import Deadline, timeout_error
 from flexsql.tools.engines.catalog import Catalog, Column, ForeignKey, TableInfo
-from flexsql.tools.engines.engine import CellCap, Engine
+from flexsql.tools.engines.engine import CellCap, Engine, QueryHistory
 from flexsql.tools.engines.fetch import FetchLimits, collect, fetch_batches, plan_cells
 from flexsql.tools.engines.paths import json_path, text_type
 from flexsql.tools.engines.row_counts import count_rows, worth_counting
@@ -145,6 +145,27 @@ class Postgres(Engine):
     notes = (
         "PostgreSQL: identifiers fold to lower case unless quoted; ILIKE; date_trunc, EXTRACT; "
         "::type casts; integer division truncates."
+    )
+    nested_notes = "col->>'key' reads a key, and jsonb_array_elements(col) unnests an array."
+    query_history = QueryHistory(
+        origin="pg_stat_statements",
+        check="SELECT count(*) > 0 FROM pg_extension WHERE extname = 'pg_stat_statements'",
+        missing=(
+            "pg_stat_statements is not installed in this database, so PostgreSQL keeps no query history "
+            "flexsql can read. Ask an administrator to add pg_stat_statements to shared_preload_libraries "
+            "and run CREATE EXTENSION pg_stat_statements; or export a query log to a .sql file and run "
+            "`flexsql learn FILE --db URL`"
+        ),
+        sql=(
+            "SELECT query, calls FROM pg_stat_statements "
+            "WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+            "AND query ~* '^\\s*(select|with)\\s' ORDER BY calls DESC LIMIT {n}"
+        ),
+        unreadable=(
+            "pg_stat_statements is installed but must be loaded at server start (shared_preload_libraries = "
+            "'pg_stat_statements', then a restart), and reading other users' statements needs the "
+            "pg_read_all_stats role; or import a query log file instead"
+        ),
     )
     text_type = "TEXT"
     double_type = "DOUBLE PRECISION"

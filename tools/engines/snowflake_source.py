@@ -19,7 +19,7 @@ from flexsql.config import LimitsConfig
 from flexsql.errors import ConfigError, QueryError
 from flexsql.tools.engines.cancel import Deadline, timeout_error
 from flexsql.tools.engines.catalog import Catalog, Column, ForeignKey, TableInfo
-from flexsql.tools.engines.engine import CellCap, Engine
+from flexsql.tools.engines.engine import CellCap, Engine, QueryHistory
 from flexsql.tools.engines.fetch import CellPlan, FetchLimits, collect, fetch_batches, plan_cells
 from flexsql.tools.engines.paths import text_type
 from flexsql.tools.engines.source import RunOutput, SafetyReport, Source
@@ -168,6 +168,20 @@ class Snowflake(Engine):
     notes = (
         "Snowflake: unquoted identifiers are UPPER case; VARIANT paths col:field::string, "
         "LATERAL FLATTEN(input => col); ILIKE; DATE_TRUNC; QUALIFY; sharded tables → FROM t_2024* (flexsql unions the shards)."
+    )
+    nested_notes = "col:key::string reads a VARIANT key, and LATERAL FLATTEN(input => col) unnests an array."
+    query_history = QueryHistory(
+        origin="QUERY_HISTORY",
+        sql=(
+            "SELECT query_text, count(*) AS calls FROM TABLE(information_schema.query_history(result_limit => 10000)) "
+            "WHERE execution_status = 'SUCCESS' AND query_type = 'SELECT' GROUP BY query_text ORDER BY calls DESC LIMIT {n}"
+        ),
+        unreadable=(
+            "it needs a role that may see the warehouse's queries (MONITOR on the warehouse, or a role with "
+            "ACCOUNT_USAGE), and an emulator such as fakesnow has no history at all; or export the history to a "
+            ".sql file and run `flexsql learn FILE --db URL`"
+        ),
+        timeout_s=120.0,
     )
     approx_distinct = "approx_count_distinct({expr})"
     # block sampling exists for tables only; views are sampled row by row

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -20,9 +21,10 @@ from pydantic import BaseModel, SkipValidation
 
 from flexsql.config import LimitsConfig
 from flexsql.errors import QueryError, QueryTimeout
+from flexsql.tools.engines.cancel import active_cancel_hooks, timeout_error
 from flexsql.tools.engines.catalog import Catalog, TableInfo
 from flexsql.tools.engines.engine import Engine
-from flexsql.tools.engines.families import FamilyRead, expand_families
+from flexsql.tools.engines.families import ExpansionBounds, FamilyRead, expand_families
 from flexsql.tools.engines.fetch import FetchCut, FetchLimits
 from flexsql.tools.engines.gate import StatementGate
 from flexsql.tools.engines.urls import redact, scrub_secrets
@@ -81,6 +83,8 @@ class Source(ABC):
         self.name = name
         self._url = url
         self.description = description
+        # the folder of the source's knowledge store, when configured (tools/knowledge/store.py)
+        self.knowledge_dir: str | None = None
         # [limits]: the engine's own memory and spill budget is applied when a connection opens
         self.limits = limits or LimitsConfig()
         self._catalog: Catalog | None = None
@@ -121,24 +125,48 @@ class Source(ABC):
         guarded: bool = True,
     ) -> QueryResult:
         """Run one read statement. The guard checks it first unless `guarded=False`, which only
-        tests use to prove the engine-level read-only layer holds on its own."""
-        # family references (EVENTS_2024*) become the union of their shards first: the guard checks,
-        # and the engine runs, the SQL as expanded
-        expanded, reads = self.expand(sql)
-        text = check_sql(expanded, self.engine) if guarded else expanded
+        tests use to prove the engine-level read-only layer holds on its own.
+
+        Expanding family references and guarding the result are the statement's work like running it:
+        they happen inside its slot of the gate (so they hold its working memory, and at most
+        [limits] server_statements of them run at once), their time counts against `timeout_s`, and a
+        cancelled call stops before the engine sees the statement."""
         limits = limits or FetchLimits()
         started = time.perf_counter()
-        try:
-            with self.gate.slot(timeout_s) as waited:
-                # the wait for a slot counts against the statement's timeout (a moment's wait does not)
-                left = timeout_s if waited < 0.01 else max(timeout_s - waited, 0.001)
+        begun = time.monotonic()
+        hooks = active_cancel_hooks.get()
+
+        def before_engine() -> float:
+            """The time spent so far; raises when the call was cancelled or the timeout passed."""
+            spent = time.monotonic() - begun
+            if hooks is not None and hooks.cancelled:
+                raise QueryTimeout("the query was cancelled before it started")
+            if spent >= timeout_s:
+                raise QueryTimeout(
+                    f"query cancelled after {timeout_s:g} s (timeout_s={timeout_s:g}) before it reached the "
+                    f"engine: waiting for a slot, expanding its family references and checking it took "
+                    f"{spent:.1f} s; name fewer shards, or retry when the server is less busy"
+                )
+            return spent
+
+        with self.gate.slot(timeout_s):
+            # family references (EVENTS_2024*) become the union of their shards first: the guard checks,
+            # and the engine runs, the SQL as expanded
+            expanded, reads = self.expand(sql, before_engine)
+            text = check_sql(expanded, self.engine) if guarded else expanded
+            spent = before_engine()
+            # the time already spent counts against the statement's timeout (a moment does not)
+            left = timeout_s if spent < 0.01 else max(timeout_s - spent, 0.001)
+            try:
                 columns, types, rows, counted, more, cut = self._run(text, left, limits)
-        except QueryTimeout:
-            raise
-        except QueryError:
-            raise
-        except Exception as exc:  # engine errors become one clear type, without secrets
-            raise QueryError(self._clean_error(exc)) from None
+            except QueryTimeout as exc:
+                if left != timeout_s and str(exc) == str(timeout_error(left)):
+                    raise timeout_error(timeout_s) from None  # the timeout the caller gave, not what was left
+                raise
+            except QueryError:
+                raise
+            except Exception as exc:  # engine errors become one clear type, without secrets
+                raise QueryError(self._clean_error(exc)) from None
         return QueryResult(
             columns=columns,
             types=types,
@@ -153,10 +181,13 @@ class Source(ABC):
             expanded_sql=expanded if reads else None,
         )
 
-    def expand(self, sql: str) -> tuple[str, list[FamilyRead]]:
+    def expand(self, sql: str, check: Callable[[], object] | None = None) -> tuple[str, list[FamilyRead]]:
         """`sql` with its family references (`EVENTS_*`, `EVENTS_2024*`) replaced by the union of their
-        shards ([limits] family_shards at most each), and what each read; unchanged when it has none."""
-        return expand_families(sql, self.catalog, self.engine, self.limits.family_shards)
+        shards, and what each read; unchanged when it has none. Refused, before anything is built, past
+        [limits] family_shards tables or family_cells cells for the whole statement; `check` runs
+        between references (it raises to stop)."""
+        bounds = ExpansionBounds(shards=self.limits.family_shards, cells=self.limits.family_cells)
+        return expand_families(sql, self.catalog, self.engine, bounds, check)
 
     def safety(self) -> SafetyReport:
         return SafetyReport(read_only_engine=True, measures=[])

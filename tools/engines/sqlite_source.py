@@ -3,12 +3,13 @@ and extension loading, and a progress handler that cancels a query at its deadli
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import re
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -82,6 +83,7 @@ class SQLite(Engine):
         "SQLite: dates are TEXT (strftime('%Y', d), date(d)); no ILIKE (LIKE is case-insensitive for ASCII); "
         "|| concatenates; integer division truncates (CAST(x AS REAL))."
     )
+    nested_notes = "JSON_EXTRACT(col, '$.key') reads a key, and json_each(col) unnests an array."
     text_type = "TEXT"
     explain_prefix = "EXPLAIN QUERY PLAN "
     schema_in_names = False
@@ -168,6 +170,7 @@ class SQLiteSource(Source):
         self._local = threading.local()
         self._all_conns: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        self._unnameable: dict[str, bytes] = {}  # tables whose names are not UTF-8: lower shown name -> bytes
 
     def _connection(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -185,20 +188,9 @@ class SQLiteSource(Source):
             if not Path(self.path).exists():
                 raise ConfigError(f"SQLite file not found: {self.path}; check the path in the source URL")
             uri = f"file:{quote(str(Path(self.path).resolve()))}?mode=ro"
-            try:
-                with open(self.path, "rb") as handle:
-                    head = handle.read(16)
-            except OSError:
-                head = b""
-            if head[8:12] == b"DUCK":
-                raise ConfigError(
-                    f"{self.path} is a DuckDB file, not SQLite: use duckdb:///{self.path.lstrip('/')}"
-                )
-            if head and not head.startswith(b"SQLite format 3\0"):
-                raise ConfigError(
-                    f"{self.path} is not a SQLite database file (it does not start with the SQLite "
-                    "header); check the path in the source URL"
-                )
+            problem = sqlite_file_problem(self.path)
+            if problem:
+                raise ConfigError(problem)
         try:
             conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
         except sqlite3.Error as exc:
@@ -222,15 +214,40 @@ class SQLiteSource(Source):
         self._local = threading.local()
 
     def _load_catalog(self) -> Catalog:
+        try:
+            return self._read_catalog()
+        except sqlite3.DatabaseError as exc:  # "database disk image is malformed", "file is not a database"
+            if _damage(exc):
+                raise ConfigError(damaged_text(self.path, exc)) from None
+            raise
+
+    def _read_catalog(self) -> Catalog:
         conn = self._connection()
         tables: list[TableInfo] = []
+        # names as stored (bytes): a name that is not UTF-8 is still described, by its bytes
         rows = conn.execute(
-            "SELECT name, type FROM sqlite_master WHERE type IN ('table','view') AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            "SELECT CAST(name AS BLOB), type FROM sqlite_master WHERE type IN ('table','view') "
+            "AND name NOT LIKE 'sqlite_%' ORDER BY name"
         ).fetchall()
-        for name, kind in rows:
-            info = TableInfo(schema_name="main", name=name, kind="view" if kind == "view" else "table")
+        unnameable: dict[str, bytes] = {}
+        for raw, kind in rows:
+            raw = bytes(raw)
             try:
-                described = conn.execute("SELECT * FROM pragma_table_info(?)", (name,)).fetchall()
+                name = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                name = _shown(raw)
+                unnameable[name.lower()] = raw
+            info = TableInfo(schema_name="main", name=name, kind="view" if kind == "view" else "table")
+            if name.lower() in unnameable:
+                info.comment = _not_utf8(name, raw)
+            try:
+                with _bytes_named(conn, name.lower() in unnameable):
+                    described = conn.execute(
+                        "SELECT * FROM pragma_table_info(CAST(? AS TEXT))", (raw,)
+                    ).fetchall()
+                    links = conn.execute(
+                        "SELECT * FROM pragma_foreign_key_list(CAST(? AS TEXT))", (raw,)
+                    ).fetchall()
             except sqlite3.Error as exc:  # a view over a dropped table: report it, keep the rest usable
                 info.comment = f"broken view ({exc}): querying it fails until the missing table exists again"
                 tables.append(info)
@@ -240,9 +257,7 @@ class SQLiteSource(Source):
                     Column(name=col, type=ctype or "", nullable=not notnull, primary_key=bool(pk))
                 )
             fks: dict[int, ForeignKey] = {}
-            for fid, _seq, ref_table, from_col, to_col, *_ in conn.execute(
-                "SELECT * FROM pragma_foreign_key_list(?)", (name,)
-            ):
+            for fid, _seq, ref_table, from_col, to_col, *_ in links:
                 fk = fks.setdefault(
                     fid, ForeignKey(columns=[], ref_schema="main", ref_table=ref_table, ref_columns=[])
                 )
@@ -258,7 +273,8 @@ class SQLiteSource(Source):
                     ]
             info.foreign_keys = list(fks.values())
             tables.append(info)
-        self._estimate_rows(conn, tables)
+        self._unnameable = unnameable
+        self._estimate_rows(conn, [t for t in tables if t.name.lower() not in unnameable])
         return Catalog(tables=tables, default_schema="main")
 
     def _estimate_rows(self, conn: sqlite3.Connection, tables: list[TableInfo]) -> None:
@@ -315,15 +331,28 @@ class SQLiteSource(Source):
         except sqlite3.OperationalError as exc:
             if watchdog.fired or "interrupted" in str(exc):
                 raise timeout_error(timeout_s) from None
-            raise QueryError(self._explain(exc)) from None
+            raise QueryError(self._explain(exc, self._names_not_utf8(exc))) from None
         except (sqlite3.DatabaseError, sqlite3.Warning) as exc:  # Warning: several statements (Python < 3.12)
-            raise QueryError(self._explain(exc)) from None
+            if isinstance(exc, sqlite3.DatabaseError) and _damage(exc):
+                raise QueryError(damaged_text(self.path, exc)) from None
+            raise QueryError(self._explain(exc, self._names_not_utf8(exc))) from None
         finally:
             conn.set_progress_handler(None, 0)
 
+    def _names_not_utf8(self, exc: Exception) -> dict[str, bytes]:
+        """The tables whose names are not UTF-8, when a statement named a table that is not there (the
+        catalog, read once, knows them)."""
+        if "no such table" in str(exc):
+            self.catalog()
+        return self._unnameable
+
     @staticmethod
-    def _explain(exc: Exception) -> str:
+    def _explain(exc: Exception, unnameable: dict[str, bytes] | None = None) -> str:
         text = str(exc)
+        missing = re.match(r"no such table: (?:main\.)?(.+)$", text)
+        if missing and unnameable and missing.group(1).lower() in unnameable:
+            name = missing.group(1)
+            return f"{text}: {_not_utf8(name, unnameable[name.lower()])}"
         if "one statement at a time" in text:
             return "refused by the engine: several statements in one call — send exactly one statement"
         if "not authorized" in text or "prohibited" in text or "authorization denied" in text:
@@ -350,6 +379,36 @@ class SQLiteSource(Source):
                 "progress handler cancels at the timeout",
             ],
         )
+
+
+@contextlib.contextmanager
+def _bytes_named(conn: sqlite3.Connection, needed: bool) -> Iterator[None]:
+    """Describe a table whose name is not UTF-8: Python cannot hand such a name to the authorizer (it
+    fails to decode it, and SQLite denies), so the authorizer is off for the block's two fixed pragmas
+    (read-only, their one argument bound); the connection is this thread's own."""
+    if not needed:
+        yield
+        return
+    conn.set_authorizer(None)
+    try:
+        yield
+    finally:
+        conn.set_authorizer(_authorizer)
+
+
+def _shown(raw: bytes) -> str:
+    """A name that is not UTF-8 as text: each byte that is not part of a character as <E9>."""
+    text = raw.decode("utf-8", errors="surrogateescape")
+    return re.sub("[\udc80-\udcff]", lambda m: f"<{ord(m.group()) - 0xDC00:02X}>", text)
+
+
+def _not_utf8(name: str, raw: bytes) -> str:
+    """Why a table whose name is not UTF-8 cannot be queried, and what to do."""
+    return (
+        f"its name is not UTF-8 (bytes {raw.hex(' ')}; shown as {name}): SQL reaches SQLite as UTF-8 text, "
+        "so no statement can name it — its columns are listed, its rows cannot be read; rename it with a "
+        "tool that writes the name's bytes (the sqlite3 shell: ALTER TABLE … RENAME TO …)"
+    )
 
 
 def _column_names(conn: sqlite3.Connection, sql: str) -> list[str] | None:
@@ -448,3 +507,51 @@ def _walks(page: Any, root: int, rng: random.Random) -> int:
         else:
             raise ValueError("no leaf within 32 levels")
     return total // PAGE_PROBES
+
+
+HEADER = b"SQLite format 3\0"
+
+
+def sqlite_file_problem(path: str) -> str | None:
+    """What makes `path` no usable SQLite database, read from its 100-byte header, or None: a DuckDB
+    file, another kind of file, or a file cut short (a copy or download that did not finish), which
+    SQLite itself reports only at the first page it cannot read ("database disk image is malformed")."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(100)
+        size = Path(path).stat().st_size
+    except OSError:
+        return None  # opening it says what is wrong
+    if head[8:12] == b"DUCK":
+        return f"{path} is a DuckDB file, not SQLite: use duckdb:///{path.lstrip('/')}"
+    if not head:
+        return None  # an empty file is an empty database to SQLite
+    if not head.startswith(HEADER[: len(head)]) or (len(head) >= 16 and not head.startswith(HEADER)):
+        return (
+            f"{path} is not a SQLite database file (it does not start with the SQLite header); check the "
+            "path in the source URL"
+        )
+    if len(head) < 100:
+        return damaged_text(path, f"the file ends after {len(head)} bytes, inside its 100-byte header")
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(head[28:32], "big")
+    header_valid = head[24:28] == head[92:96]  # the page count is kept only when these agree
+    if header_valid and pages and size < pages * page_size:
+        return damaged_text(
+            path, f"the file has {size:,} bytes of the {pages * page_size:,} its header announces"
+        )
+    return None
+
+
+def damaged_text(path: str, cause: object) -> str:
+    return (
+        f"the SQLite file {path} is damaged ({cause}), as a copy, download or disk write that did not "
+        "finish leaves it. Copy it again or restore it from a backup; "
+        f"`sqlite3 {path} 'PRAGMA integrity_check'` shows what is wrong"
+    )
+
+
+def _damage(exc: sqlite3.DatabaseError) -> bool:
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text or "corrupt" in text

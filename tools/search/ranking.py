@@ -35,7 +35,7 @@ from flexsql.tools.search.rules import RULES
 from flexsql.tools.search.scoring import ValueHit, score
 from flexsql.tools.search.semantic import attach, tables_stored
 from flexsql.tools.search.text import DEMONYMS, STOPWORDS, approximate, stem
-from flexsql.tools.values.index import ValueIndex
+from flexsql.tools.values.index import IndexReset, ValueIndex
 from flexsql.tools.values.normalize import fold, normalize
 
 MAX_QUERY_CHARS = 2000
@@ -77,7 +77,11 @@ def search_schema(ctx: ToolContext, args: SearchSchema) -> SchemaSearchResult:
         first = engine.semantic is None and not engine.semantic_started
         attach(engine, wait=FIRST_SEARCH_WAIT_S if first and tables_stored(engine) else False)
     vindex = _value_index_if_built(ctx, src)
-    state = score(engine, query, limit, _value_hits(vindex, engine, query) if vindex is not None else [])
+    try:
+        hits = _value_hits(vindex, engine, query) if vindex is not None else []
+    except IndexReset:  # its file was found damaged and set aside: rank without values this once
+        vindex, hits = None, []
+    state = score(engine, query, limit, hits)
     for rule in RULES:
         rule(state)
     return SchemaSearchResult(

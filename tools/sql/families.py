@@ -2,14 +2,18 @@
 (`GA_SESSIONS_*`, `web."events_2017*"`) or ends in a digit range (`GA_SESSIONS_20160801-20170630`).
 
 Only the text is read here; tools/engines/families.py decides which references name a family and what
-replaces them. Strings, comments and dollar-quoted bodies are masked first, so a `*` inside them is
-never a reference.
+replaces them. Strings, comments and dollar-quoted bodies are masked first, as the dialect's tokenizer
+reads them (backslash escapes included), so a `*` inside them is never a reference.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from sqlglot import TokenType
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.errors import SqlglotError
 
 # one name part: a quoted identifier, or an unquoted one that may hold '*' and end in a digit range
 _PART = r'(?:"(?:[^"]|"")*"|`[^`]*`|[A-Za-z_*][\w$*]*(?:-\d+)?)'
@@ -29,6 +33,17 @@ _NOT_ALIAS = {
 }  # fmt: skip
 
 
+# every kind of literal the tokenizers read as one token: blanked, so no `*` inside is a reference
+_STRING_TOKENS = frozenset(
+    getattr(TokenType, name)
+    for name in (
+        "STRING", "NATIONAL_STRING", "RAW_STRING", "BIT_STRING", "BYTE_STRING", "HEX_STRING",
+        "HEREDOC_STRING", "UNICODE_STRING",
+    )
+    if hasattr(TokenType, name)
+)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class FamilyRef:
     start: int  # span of the name in the SQL text
@@ -39,50 +54,23 @@ class FamilyRef:
     in_from: bool  # after FROM or JOIN (not only after a comma)
 
 
-def mask(sql: str) -> str:
-    """`sql` with string literals, comments and $$ bodies blanked (same length, quotes kept)."""
-    out = list(sql)
-    i, n = 0, len(sql)
-    while i < n:
-        ch = sql[i]
-        if ch == "'":
-            j = i + 1
-            while j < n:
-                if sql[j] == "'" and sql[j + 1 : j + 2] == "'":
-                    j += 2
-                    continue
-                if sql[j] == "'":
-                    break
-                j += 1
-            for k in range(i + 1, min(j, n)):
-                out[k] = " "
-            i = j + 1
-        elif ch == '"':
-            j = sql.find('"', i + 1)
-            while j != -1 and sql[j + 1 : j + 2] == '"':
-                j = sql.find('"', j + 2)
-            i = n if j == -1 else j + 1
-        elif sql.startswith("--", i):
-            j = sql.find("\n", i)
-            j = n if j == -1 else j
-            for k in range(i, j):
-                out[k] = " "
-            i = j
-        elif sql.startswith("/*", i):
-            j = sql.find("*/", i + 2)
-            j = n if j == -1 else j + 2
-            for k in range(i, j):
-                out[k] = " "
-            i = j
-        elif ch == "$" and (m := re.match(r"\$([A-Za-z_]\w*)?\$", sql[i:])):
-            tag = m.group(0)
-            j = sql.find(tag, i + len(tag))
-            j = n if j == -1 else j + len(tag)
-            for k in range(i, j):
-                out[k] = " "
-            i = j
+def mask(sql: str, dialect: str = "") -> str:
+    """`sql` with string literals and comments blanked (same length, a string's quotes kept), as the
+    dialect's tokenizer reads them: sqlglot's, the one the guard parses with, so an escape it honours
+    (`E'\\''` on PostgreSQL and DuckDB, `'\\''` on Snowflake, `$tag$ … $tag$`) ends no string here
+    either. Text the tokenizer cannot read (an unterminated string) is masked whole: it names no
+    family, and the guard then says what is wrong with it."""
+    try:
+        tokens = Dialect.get_or_raise(dialect or None).tokenize(sql)
+    except (SqlglotError, ValueError, RecursionError):
+        return " " * len(sql)
+    out = [" "] * len(sql)
+    for token in tokens:
+        start, end = token.start, token.end + 1
+        if token.token_type in _STRING_TOKENS:
+            out[start], out[end - 1] = sql[start], sql[end - 1]  # its delimiters, not its text
         else:
-            i += 1
+            out[start:end] = sql[start:end]
     return "".join(out)
 
 
@@ -101,12 +89,14 @@ def _candidate(last: str, quoted: bool) -> bool:
     return "*" in last or bool(re.search(r"\d-\d+$", last))
 
 
-def family_refs(sql: str) -> list[FamilyRef]:
-    """Table references that may name a family, in text order."""
+def family_refs(sql: str, dialect: str = "") -> list[FamilyRef]:
+    """Table references that may name a family, in text order; strings and comments read as the
+    dialect's tokenizer reads them (sqlglot's dialect name; "" for its default)."""
     if not _MAYBE.search(sql):  # most SQL (count(*), t.*) has no name ending in '*' nor a digit range
         return []
-    masked = mask(sql)
+    masked = mask(sql, dialect)
     out: list[FamilyRef] = []
+    from_commas: set[int] | None = None
     for m in _REF.finditer(masked):
         name = m.group("name")
         parts = _parts(name)
@@ -115,8 +105,10 @@ def family_refs(sql: str) -> list[FamilyRef]:
         if not parts[-1][1] and parts[-1][0].strip("*") == "":
             continue  # a bare '*' (SELECT a, * …)
         in_from = not m.group("lead").startswith(",")
-        if not in_from and not _in_from_list(masked, m.start()):
-            continue  # a comma of a select list or a call: `a, b*c` is arithmetic
+        if not in_from:
+            from_commas = _from_list_commas(masked) if from_commas is None else from_commas
+            if m.start() not in from_commas:
+                continue  # a comma of a select list or a call: `a, b*c` is arithmetic
         start, end = m.start("name"), m.end("name")
         alias = _ALIAS.match(masked, end)
         has_alias = alias is not None and (
@@ -138,20 +130,24 @@ def family_refs(sql: str) -> list[FamilyRef]:
 _CLAUSE = {"select", "from", "where", "group", "order", "having", "on", "join", "qualify", "limit", "window"}
 
 
-def _in_from_list(masked: str, pos: int) -> bool:
-    """Whether the comma at `pos` separates items of a FROM list: the nearest clause keyword before it,
-    at its own parenthesis depth, is FROM."""
-    depth = 0
-    for tok in reversed(re.findall(r"[()]|[A-Za-z_]+", masked[:pos])):
-        if tok == ")":
-            depth += 1
-        elif tok == "(":
-            if depth == 0:
-                return False
-            depth -= 1
-        elif depth == 0 and tok.lower() in _CLAUSE:
-            return bool(tok.lower() == "from")
-    return False
+def _from_list_commas(masked: str) -> set[int]:
+    """Positions of the commas that separate items of a FROM list: the nearest clause keyword before
+    each, at its own parenthesis depth, is FROM. One pass (a statement may hold thousands of commas)."""
+    out: set[int] = set()
+    clause: list[str | None] = [None]  # per open parenthesis: the last clause keyword inside it
+    for m in re.finditer(r"[(),]|[A-Za-z_]+", masked):
+        tok = m.group()
+        if tok == "(":
+            clause.append(None)
+        elif tok == ")":
+            if len(clause) > 1:
+                clause.pop()
+        elif tok == ",":
+            if clause[-1] == "from":
+                out.add(m.start())
+        elif tok.lower() in _CLAUSE:
+            clause[-1] = tok.lower()
+    return out
 
 
 def replace_refs(sql: str, refs: list[FamilyRef], replacements: list[str]) -> str:

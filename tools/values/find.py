@@ -27,8 +27,10 @@ from flexsql.tools.runtime.render import TextBudget, cell_text
 from flexsql.tools.runtime.schema import unlisted
 from flexsql.tools.values.column_sql import is_text_type, like_pattern
 from flexsql.tools.values.index import (
+    BuildReport,
     ColumnState,
     IndexedValue,
+    IndexReset,
     Progress,
     ScopeView,
     ValueIndex,
@@ -112,6 +114,7 @@ class FindValuesResult(ToolResult):
     truncated: bool
     tables_searched: int
     index_tables_built: int  # tables this call had to index first
+    index_tables_pending: int = 0  # tables of the scope not indexed yet (being built in the background)
     live_checked: list[str] = []  # table.column checked with a live query (not covered by the index)
     not_checked: int = 0  # uncovered columns left unchecked (budget)
     notes: list[str] = []
@@ -136,7 +139,12 @@ class FindValuesResult(ToolResult):
                 f"{sample}){extra}"
                 + (f" — context: {', '.join(repr(w) for w in m.context_words)}" if m.context_words else "")
             )
-        if not self.matches:
+        if not self.matches and self.index_tables_pending:
+            lines.append(
+                f"no value like it in the {self.tables_searched - self.index_tables_pending:,} tables indexed "
+                f"so far; {self.index_tables_pending:,} tables are not indexed yet (see below)"
+            )
+        elif not self.matches:
             lines.append(self._nothing_found(budget))
         info = [f"searched {self.tables_searched} tables"]
         if self.index_tables_built:
@@ -176,21 +184,58 @@ def find_values(ctx: ToolContext, args: FindValues, env: ToolEnv = NO_ENV) -> Fi
     spacing ('NorthCarolina' for 'North Carolina'), word order, plural, partial ('Todd Casey' for
     'Casey'), compound ('NorthCarolina' for 'Carolina'), typos), with the stored spelling and row
     count. `schema` keeps one schema; `context` (the question, or the words around the literal) ranks
-    the columns by relevance to it."""
-    from flexsql.tools.values.context import rank_bonus, spread_schemas
-
-    text, tables, limit, context, progress = args.text, args.tables, args.limit, args.context, env.progress
+    the columns by relevance to it. The index is built first where it lacks tables, for at most
+    [limits] value_index_wait_s: past it the answer comes from the tables indexed so far and says so,
+    while the build goes on in the background."""
+    text, tables, progress = args.text, args.tables, env.progress
     if not text.strip():
         raise InvalidArgument("text is required: the value to look for, e.g. 'France' or 'Desk Lamp'")
+    notes: list[str] = []
     if args.refresh:
-        build_value_index(ctx, args.source, progress=progress, refresh=True)
+        rebuilt = build_value_index(ctx, args.source, progress=progress, refresh=True, wait_s=_wait(ctx))
+        notes += rebuilt.notes
+        if rebuilt.tables_pending:
+            notes.append(
+                f"the refresh goes on in the background ({rebuilt.tables_pending:,} tables to go); until "
+                "then those tables answer from their previous entries"
+            )
     src = ctx.source(args.source)
     catalog = src.catalog()
     scope, explicit = resolve_scope(catalog, tables)
     if args.schema_ is not None:
         scope = in_schema(catalog, scope, args.schema_)
     index = value_index(ctx, src)
-    built = index.ensure(scope, progress=progress, timeout_s=ctx.limits.query_timeout_s, ttl_s=_ttl(ctx))
+    for attempt in range(2):
+        built = index.ensure(
+            scope, progress=progress, timeout_s=ctx.limits.query_timeout_s, ttl_s=_ttl(ctx), wait_s=_wait(ctx)
+        )
+        try:
+            with index.snapshot():
+                result = _answer(ctx, src, catalog, index, scope, explicit, args, built)
+        except IndexReset:  # the file was damaged under this call: it was set aside, build it again
+            if attempt:
+                raise
+            notes += index.take_notes()
+            continue
+        result.notes = [*notes, *built.notes, *index.take_notes(), *result.notes]
+        return result
+    raise AssertionError("unreachable")  # the loop returns or raises
+
+
+def _answer(
+    ctx: ToolContext,
+    src: Source,
+    catalog: Catalog,
+    index: ValueIndex,
+    scope: list[TableInfo],
+    explicit: bool,
+    args: FindValues,
+    built: BuildReport,
+) -> FindValuesResult:
+    """find_values on one committed state of the index (the caller holds its snapshot)."""
+    from flexsql.tools.values.context import rank_bonus, spread_schemas
+
+    text, limit, context = args.text, args.limit, args.context
     view = index.scope_view(t.qualified for t in scope)
     built_at = index.built_at(t.qualified for t in scope)
     indexed = view.indexed
@@ -250,6 +295,19 @@ def find_values(ctx: ToolContext, args: FindValues, env: ToolEnv = NO_ENV) -> Fi
     notes = []
     if built.errors:
         notes.append(f"{len(built.errors)} tables could not be indexed: " + "; ".join(built.errors[:2]))
+    known = index.known_tables()  # failed tables too: they are done, and checked live
+    pending = sum(1 for t in scope if t.qualified not in known)
+    if pending:
+        who = (
+            "another flexsql process is building it"
+            if built.elsewhere
+            else "it is being built in the background"
+        )
+        notes.append(
+            f"value index partial: {len(scope) - pending:,} of {len(scope):,} tables indexed ({who}); "
+            "values of the others are not found yet unless checked live — ask again shortly, or name the "
+            "tables to check them live"
+        )
     return FindValuesResult(
         text=text,
         source=src.name,
@@ -258,6 +316,7 @@ def find_values(ctx: ToolContext, args: FindValues, env: ToolEnv = NO_ENV) -> Fi
         truncated=len(matches) > limit,
         tables_searched=len(scope),
         index_tables_built=built.scanned,
+        index_tables_pending=pending,
         live_checked=live_checked,
         not_checked=not_checked,
         notes=notes,
@@ -353,6 +412,11 @@ def _by_family(catalog: Catalog, matches: list[ValueMatch]) -> list[ValueMatch]:
 def _ttl(ctx: ToolContext) -> float:
     """How old an index entry may get before it is rebuilt whatever the change signal ([limits] value_index_ttl_s)."""
     return float(ctx.limits.value_index_ttl_s)
+
+
+def _wait(ctx: ToolContext) -> float:
+    """How long a call waits for the value index to build ([limits] value_index_wait_s)."""
+    return float(ctx.limits.value_index_wait_s)
 
 
 def _age_text(seconds: float) -> str:
@@ -707,14 +771,24 @@ def _live_check(
 
 
 def build_value_index(
-    ctx: ToolContext, source: str | None = None, progress: Progress | None = None, refresh: bool = False
+    ctx: ToolContext,
+    source: str | None = None,
+    progress: Progress | None = None,
+    refresh: bool = False,
+    wait_s: float | None = None,
 ) -> ValueIndexStats:
-    """Index the values of every base table of a source (only what is missing, unless `refresh`)."""
+    """Index the values of every base table of a source (only what is missing, unless `refresh`),
+    waiting for the build at most `wait_s` seconds (None: until it is done)."""
     src = ctx.source(source)
     catalog = src.catalog(refresh=refresh)
     scope = [t for t in catalog.tables if t.kind == "table"]
     index = value_index(ctx, src)
     report = index.ensure(
-        scope, refresh=refresh, progress=progress, timeout_s=ctx.limits.query_timeout_s, ttl_s=_ttl(ctx)
+        scope,
+        refresh=refresh,
+        progress=progress,
+        timeout_s=ctx.limits.query_timeout_s,
+        ttl_s=_ttl(ctx),
+        wait_s=wait_s,
     )
     return index.stats(scope, report)

@@ -23,29 +23,42 @@ index_scan.py reads a table's values, index_file.py holds the file's layout and 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
 import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
-from flexsql.errors import QueryError
-from flexsql.tools.engines import FetchLimits, Source, TableInfo
+from flexsql import background
+from flexsql.errors import FlexSQLError, QueryError
+from flexsql.tools.engines import FetchLimits, Source, TableInfo, active_cancel_hooks
 from flexsql.tools.engines.paths import remember_paths
 from flexsql.tools.engines.source import DEFAULT_TIMEOUT_S
 from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.values.fuzzy import edit_distance, max_edits
-from flexsql.tools.values.index_file import open_index, store_table
+from flexsql.tools.values.index_file import (
+    IndexDamaged,
+    commit,
+    file_identity,
+    file_key,
+    is_damage,
+    open_index,
+    reset_index,
+    store_table,
+)
 from flexsql.tools.values.index_scan import CAP_PER_COLUMN, scan_table
 from flexsql.tools.values.normalize import trigrams
 
 Progress = Callable[[float, float, str], None]
+log = logging.getLogger("flexsql.values")
 
 
 class ValueIndexStats(BaseModel):
@@ -57,6 +70,7 @@ class ValueIndexStats(BaseModel):
     tables_indexed: int
     tables_scanned: int  # scanned by this call (0: everything came from the file)
     tables_failed: int = 0
+    tables_pending: int = 0  # still being built in the background when the call answered
     columns_indexed: int
     columns_skipped: dict[str, int] = {}
     columns_sampled: int = 0
@@ -64,6 +78,7 @@ class ValueIndexStats(BaseModel):
     values: int
     seconds: float
     errors: list[str] = []
+    notes: list[str] = []
 
     def to_text(self) -> str:
         skipped = ", ".join(f"{n} {why}" for why, n in sorted(self.columns_skipped.items())) or "none"
@@ -73,16 +88,21 @@ class ValueIndexStats(BaseModel):
             f"in {self.seconds:.1f} s; skipped columns: {skipped}; sampled columns: {self.columns_sampled}; "
             f"incomplete (over {CAP_PER_COLUMN} distinct): {self.columns_incomplete}"
         )
+        if self.tables_pending:
+            text += f"; {self.tables_pending} tables still being indexed in the background"
         if self.tables_failed:
             text += f"; {self.tables_failed} tables failed: " + "; ".join(self.errors[:3])
-        return text
+        return "\n".join([text, *self.notes])
 
 
 @dataclass
 class BuildReport:
-    scanned: int = 0  # tables (re)indexed by the call
+    scanned: int = 0  # tables (re)indexed while the call waited
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    pending: int = 0  # tables of the call still to index when it stopped waiting (built in the background)
+    elsewhere: bool = False  # another process holds the index's write lock (it is building it)
+    notes: list[str] = field(default_factory=list)  # said once: a damaged file set aside
 
 
 @dataclass
@@ -118,6 +138,13 @@ class IndexedValue:
     count: int
 
 
+class IndexReset(FlexSQLError):
+    """The index file turned out damaged while it was read: it was set aside (a fresh one is built).
+    The caller answers again from the fresh index, or without it."""
+
+    code = "value_index_reset"
+
+
 def index_path(source: Source) -> Path:
     from flexsql.paths import cache_dir, private_dir
 
@@ -134,6 +161,8 @@ def table_signature(table: TableInfo, data_version: str = "") -> str:
 
 
 INDEX_TTL_S = 24 * 3600.0  # entries older than this are rebuilt where the engine gives no change signal
+COMMIT_EVERY_S = 1.0  # a build commits this often: readers see its progress, an interrupted one keeps it
+LOCK_RETRY_S = 0.5  # how often a build waiting for another process's write lock looks again
 
 
 def data_versions(source: Source, tables: list[TableInfo]) -> dict[str, str] | None:
@@ -143,104 +172,275 @@ def data_versions(source: Source, tables: list[TableInfo]) -> dict[str, str] | N
     return source.data_versions(tables)
 
 
+@dataclass
+class _Queued:
+    table: TableInfo
+    signature: str
+    forced: bool  # rebuilt even when the file holds this signature (refresh)
+    timeout_s: float
+
+
 class ValueIndex:
-    """One source's value index file. Thread-safe; cheap to open (nothing is loaded up front)."""
+    """One source's value index file. Thread-safe; cheap to open (nothing is loaded up front).
+
+    Readers and the builder never wait for each other. Each thread reads through a connection of its
+    own, and a call's lookups run in one read transaction (`snapshot`), so they see one committed state
+    of the file: a table's entry is replaced whole inside a commit, so a reader sees it before or
+    after a rebuild, never half-way. What is cached in memory (column states, scope views) is keyed by
+    the file's id and generation (every commit makes a new one), so a build by another thread, another
+    server or the CLI is seen at the next call. Building runs in one background thread per index
+    (`ensure` queues tables and waits for them at most `wait_s`), on a connection of its own; another
+    process holding the write lock makes it wait in the background, never the caller.
+
+    A damaged file (not SQLite, truncated, a directory or FIFO in its place, part of its layout gone)
+    is set aside and built again; the next result says so once (`take_notes`)."""
 
     def __init__(self, source: Source, path: Path | None = None) -> None:
         self.source = source
         self.path = path or index_path(source)
-        self._lock = threading.RLock()
-        self._conn: sqlite3.Connection | None = None
-        self.queries_sent = 0  # statements this object ran on the source (tests check reuse)
-        # in-memory views of the file, dropped whenever this object writes to it
-        self._column_map: dict[int, tuple[str, str]] | None = None
-        self._by_table: dict[str, list[ColumnState]] | None = None
-        self._known: dict[str, str] | None = None
-        self._views: dict[tuple[str, ...], ScopeView] = {}
+        self._lock = threading.RLock()  # the in-memory state below
+        self._local = threading.local()  # per thread: its reader connection and snapshot
+        self._readers: list[sqlite3.Connection] = []
+        self._epoch = 0  # bumped when the file is set aside: every connection reopens
+        self._cache_key: tuple[str, int] | None = None
+        self._cache: dict[str, Any] = {}
         self._signatures: dict[int, tuple[TableInfo, str, str]] = {}
-        self._versions: dict[str, str] = {}  # table -> data version, read at each ensure()
+        self._notes: list[str] = []
+        self.queries_sent = 0  # statements this object ran on the source (tests check reuse)
+        # the builder: what it is to index, what it did, and its thread
+        self._build = threading.Condition(self._lock)
+        self._queue: dict[str, _Queued] = {}
+        self._current: str | None = None
+        self._finished: dict[str, str | None] = {}  # tkey -> None (built) or its error, since queued
+        self._builder: threading.Thread | None = None
+        self._writer: sqlite3.Connection | None = None
+        self._writer_epoch = -1
+        self._elsewhere = False
+        self._closed = False
 
     # -- storage ------------------------------------------------------------------------------------
-    # -- storage ------------------------------------------------------------------------------------
-    def _db(self) -> sqlite3.Connection:
+    def _open(self) -> sqlite3.Connection:
+        """A connection to the file, setting a damaged file aside first (and saying so once)."""
+        try:
+            return open_index(self.path, self.source.display_url)
+        except IndexDamaged as exc:
+            self._reset(str(exc), file_identity(self.path))
+        try:
+            return open_index(self.path, self.source.display_url)
+        except IndexDamaged as exc:  # a fresh file fails too: the folder, not the file, is the trouble
+            raise QueryError(
+                f"the value index {self.path} cannot be created ({exc}): check that the cache folder can "
+                "be written and has room, or point FLEXSQL_CACHE_DIR at one that can"
+            ) from None
+
+    def _reset(self, why: str, seen: tuple[int, int] | None) -> None:
+        """Set the damaged file aside (unless someone did already) and make every connection reopen."""
+        moved = reset_index(self.path, seen)
         with self._lock:
-            if self._conn is None:
-                self._conn = open_index(self.path, self.source.display_url)
-            return self._conn
+            self._epoch += 1
+            self._cache, self._cache_key = {}, None
+            if moved:
+                note = (
+                    f"the value index file {self.path} was damaged ({why}); it was set aside "
+                    f"({self.path.name}.damaged) and is being built again"
+                )
+                log.warning("%s", note)
+                self._notes.append(note)
+
+    def take_notes(self) -> list[str]:
+        """What to tell the user once (a damaged file set aside), cleared as it is read."""
+        with self._lock:
+            notes, self._notes = self._notes, []
+            return notes
+
+    def _reader(self) -> sqlite3.Connection:
+        """This thread's connection, reopened when the file was set aside or replaced."""
+        local = self._local
+        conn: sqlite3.Connection | None = getattr(local, "conn", None)
+        if conn is not None and local.epoch == self._epoch:
+            return conn
+        if conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+            with self._lock:
+                if conn in self._readers:
+                    self._readers.remove(conn)
+        epoch = self._epoch
+        conn = self._open()
+        local.conn, local.epoch, local.identity = conn, epoch, file_identity(self.path)
+        with self._lock:
+            self._readers.append(conn)
+        return conn
+
+    def _db(self) -> sqlite3.Connection:
+        """The connection reads use (in this thread)."""
+        return self._reader()
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Run the block's lookups on one committed state of the file (re-entrant per thread). A file
+        found damaged raises IndexReset, after setting it aside."""
+        local = self._local
+        if getattr(local, "depth", 0):
+            local.depth += 1
+            try:
+                yield
+            finally:
+                local.depth -= 1
+            return
+        with self._guard():
+            conn = self._reader()
+            if file_identity(self.path) != local.identity:  # replaced by another process: read the new one
+                with self._lock:
+                    self._epoch += 1
+                conn = self._reader()
+            conn.execute("BEGIN")
+            try:
+                local.key = file_key(conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        local.depth = 1
+        try:
+            with self._guard():
+                yield
+        finally:
+            local.depth, local.key = 0, None
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def _guard(self) -> Iterator[None]:
+        """SQLite errors of reads as flexsql errors: a damaged file is set aside (IndexReset)."""
+        try:
+            yield
+        except IndexDamaged as exc:
+            raise IndexReset(f"the value index file was damaged ({exc}) and was reset") from None
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise QueryError(f"the value index {self.path} could not be read: {exc}") from None
+            self._reset(str(exc).splitlines()[0], getattr(self._local, "identity", None))
+            raise IndexReset(f"the value index file was damaged ({exc}) and was reset") from None
+
+    def _key(self) -> tuple[str, int]:
+        key: tuple[str, int] | None = getattr(self._local, "key", None)
+        if key is None:  # outside a snapshot: the state as of now
+            with self._guard():
+                key = file_key(self._reader())
+        return key
+
+    def _cached(self, name: str, build: Callable[[], Any]) -> Any:
+        """A view of the file cached for the state this thread reads; built again once it changes."""
+        key = self._key()
+        with self._lock:
+            if self._cache_key == key and name in self._cache:
+                return self._cache[name]
+        with self._guard():
+            value = build()
+        with self._lock:
+            current = self._cache_key
+            if current != key and (current is None or current[0] != key[0] or current[1] < key[1]):
+                self._cache, self._cache_key = {}, key  # newer than what is cached (or another file)
+            if self._cache_key == key:
+                self._cache[name] = value
+        return value
 
     def close(self) -> None:
         with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            self._closed = True
+            self._queue.clear()
+            self._build.notify_all()
+            builder = self._builder
+        if builder is not None and builder is not threading.current_thread():
+            builder.join(10)
+        with self._lock:
+            for conn in [*self._readers, *([self._writer] if self._writer is not None else [])]:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+            self._readers.clear()
+            self._writer = None
+            self._epoch += 1
+            self._closed = False
 
     def is_empty(self) -> bool:
         if not self.path.exists():
             return True
-        return not self._known_tables()
+        try:
+            return not self.known_tables()
+        except IndexReset:
+            return True
 
-    def _known_tables(self) -> dict[str, str]:
+    def known_tables(self) -> dict[str, str]:
         """tkey -> signature of every table in the file (failed ones too: they wait for a refresh)."""
-        with self._lock:
-            if self._known is None:
-                self._known = dict(self._db().execute("SELECT tkey, signature FROM tables"))
-            return self._known
+        known: dict[str, str] = self._cached(
+            "known", lambda: dict(self._db().execute("SELECT tkey, signature FROM tables"))
+        )
+        return known
 
     def indexed_tables(self) -> dict[str, str]:
         """tkey -> signature of every table indexed without error."""
-        with self._lock:
+        with self._guard():
             return dict(self._db().execute("SELECT tkey, signature FROM tables WHERE error IS NULL"))
 
     def column_map(self, reload: bool = False) -> dict[int, tuple[str, str]]:
         """cid -> (table key, column name) of every indexed column, cached until the index changes."""
-        with self._lock:
-            if self._column_map is None or reload:
-                self._column_map = {
-                    cid: (tkey, name)
-                    for cid, tkey, name in self._db().execute(
-                        "SELECT cid, tkey, name FROM columns WHERE status = 'indexed'"
-                    )
-                }
-            return self._column_map
+
+        def build() -> dict[int, tuple[str, str]]:
+            return {
+                cid: (tkey, name)
+                for cid, tkey, name in self._db().execute(
+                    "SELECT cid, tkey, name FROM columns WHERE status = 'indexed'"
+                )
+            }
+
+        if reload:
+            with self._guard():
+                return build()
+        out: dict[int, tuple[str, str]] = self._cached("column_map", build)
+        return out
 
     def columns(self, tkeys: Iterable[str] | None = None) -> list[ColumnState]:
-        with self._lock:
-            if self._by_table is None:
-                by_table: dict[str, list[ColumnState]] = {}
-                for cid, t, n, ty, st, r, s, c, nv in self._db().execute(
-                    "SELECT cid, tkey, name, type, status, reason, sampled, complete, n_values FROM columns "
-                    "ORDER BY cid"
-                ):
-                    by_table.setdefault(t, []).append(
-                        ColumnState(cid, t, n, ty, st, r, bool(s), bool(c), nv or 0)
-                    )
-                self._by_table = by_table
-            if tkeys is None:
-                return [c for cols in self._by_table.values() for c in cols]
-            return [c for key in tkeys for c in self._by_table.get(key, ())]
+        def build() -> dict[str, list[ColumnState]]:
+            by_table: dict[str, list[ColumnState]] = {}
+            for cid, t, n, ty, st, r, s, c, nv in self._db().execute(
+                "SELECT cid, tkey, name, type, status, reason, sampled, complete, n_values FROM columns "
+                "ORDER BY cid"
+            ):
+                by_table.setdefault(t, []).append(
+                    ColumnState(cid, t, n, ty, st, r, bool(s), bool(c), nv or 0)
+                )
+            return by_table
+
+        by_table: dict[str, list[ColumnState]] = self._cached("by_table", build)
+        if tkeys is None:
+            return [c for cols in by_table.values() for c in cols]
+        return [c for key in tkeys for c in by_table.get(key, ())]
 
     def scope_view(self, tkeys: Iterable[str]) -> ScopeView:
         """The column states of these tables, grouped for find_values (cached until the index changes)."""
         key = tuple(tkeys)
-        with self._lock:
-            view = self._views.get(key)
-            if view is None:
-                states = self.columns(key)
-                by_table: dict[str, dict[str, ColumnState]] = {}
-                uncovered: dict[str, list[ColumnState]] = {}
-                for c in states:
-                    by_table.setdefault(c.table, {})[c.column] = c
-                    if c.reason != "not text" and not (c.status == "indexed" and c.complete):
-                        uncovered.setdefault(c.table, []).append(c)
-                indexed = {c.cid: c for c in states if c.status == "indexed"}
-                view = ScopeView(states, indexed, by_table, uncovered)
-                if len(self._views) >= 16:
-                    self._views.clear()
-                self._views[key] = view
-            return view
 
-    def _signature(self, table: TableInfo) -> str:
-        version = self._versions.get(table.qualified, "")
+        def build() -> ScopeView:
+            states = self.columns(key)
+            by_table: dict[str, dict[str, ColumnState]] = {}
+            uncovered: dict[str, list[ColumnState]] = {}
+            for c in states:
+                by_table.setdefault(c.table, {})[c.column] = c
+                if c.reason != "not text" and not (c.status == "indexed" and c.complete):
+                    uncovered.setdefault(c.table, []).append(c)
+            indexed = {c.cid: c for c in states if c.status == "indexed"}
+            return ScopeView(states, indexed, by_table, uncovered)
+
+        views: dict[tuple[str, ...], ScopeView] = self._cached("views", dict)
+        view = views.get(key)
+        if view is None:
+            view = build()
+            if len(views) >= 16:
+                views.clear()
+            views[key] = view
+        return view
+
+    def _signature(self, table: TableInfo, version: str) -> str:
         memo = self._signatures.get(id(table))
         if memo is None or memo[0] is not table or memo[2] != version:
             memo = (table, table_signature(table, version), version)
@@ -251,7 +451,7 @@ class ValueIndex:
         """When the oldest of these tables' entries was built (epoch seconds), None if none is."""
         keys = list(tkeys)
         oldest: float | None = None
-        with self._lock:
+        with self._guard():
             db = self._db()
             for i in range(0, len(keys), 400):
                 chunk = keys[i : i + 400]
@@ -271,61 +471,247 @@ class ValueIndex:
         progress: Progress | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         ttl_s: float | None = INDEX_TTL_S,
+        wait_s: float | None = None,
     ) -> BuildReport:
-        """Index the tables that are missing (or whose columns changed); all of them with refresh."""
+        """Index the tables that are missing (or whose columns or data changed, or past `ttl_s`); all
+        of them with `refresh`. The work goes to the index's builder thread; this call waits for it at
+        most `wait_s` seconds (None: until it is done) and reports what is still pending — the builder
+        goes on in the background, and later calls see its progress."""
         started = time.perf_counter()
+        versions = data_versions(self.source, tables) or {}
+        try:
+            known = self.known_tables()
+        except IndexReset:
+            known = self.known_tables()
+        todo = [
+            t
+            for t in tables
+            if refresh or known.get(t.qualified) != self._signature(t, versions.get(t.qualified, ""))
+        ]
+        forced = {t.qualified for t in todo} if refresh else set()
+        if ttl_s is not None:  # and entries past their age limit, whatever the change signal says
+            expired = self._expired({t.qualified for t in tables} - {t.qualified for t in todo}, ttl_s)
+            todo += [t for t in tables if t.qualified in expired]
+            forced |= expired
+        report = BuildReport(notes=self.take_notes())
+        if not todo:
+            report.seconds = time.perf_counter() - started
+            return report
+        keys = [t.qualified for t in todo]
+        with self._build:
+            for t in todo:
+                sig = self._signature(t, versions.get(t.qualified, ""))
+                held = self._queue.get(t.qualified)
+                again = t.qualified in forced or (held is not None and held.forced)
+                self._queue[t.qualified] = _Queued(t, sig, again, timeout_s)
+                self._finished.pop(t.qualified, None)
+            if self._builder is None or not self._builder.is_alive():
+                self._builder = background.start(self._build_loop, name="flexsql-value-index")
+            self._build.notify_all()
+        self._wait(keys, wait_s, progress, report)
+        report.notes += self.take_notes()
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _wait(
+        self, keys: list[str], wait_s: float | None, progress: Progress | None, report: BuildReport
+    ) -> None:
+        """Wait until the builder is done with `keys`, at most `wait_s`, or until the tool call is
+        cancelled; fills `report` (scanned, errors, pending), reporting progress meanwhile."""
+        deadline = None if wait_s is None else time.monotonic() + wait_s
+        hooks = active_cancel_hooks.get()
+        cancelled = threading.Event()
+
+        def wake() -> None:
+            cancelled.set()
+            with self._build:
+                self._build.notify_all()
+
+        if hooks is not None:
+            hooks.add(wake)
+        try:
+            with self._build:
+                while True:
+                    left = [k for k in keys if k not in self._finished]
+                    done = len(keys) - len(left)
+                    if not left or cancelled.is_set() or self._builder is None:
+                        break
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        break
+                    if progress is not None:
+                        doing = self._current or left[0]
+                        what = (
+                            "waiting for another flexsql process building the value index"
+                            if self._elsewhere
+                            else f"indexing values of {doing}"
+                        )
+                        progress(done, len(keys), what)
+                    self._build.wait(0.25 if remaining is None else min(0.25, remaining))
+                report.scanned = sum(1 for k in keys if k in self._finished and self._finished[k] != "")
+                report.errors = [self._finished[k] or "" for k in keys if self._finished.get(k)]
+                report.pending = len(left)
+                report.elsewhere = self._elsewhere
+        finally:
+            if hooks is not None:
+                hooks.discard(wake)
+        if progress is not None and not report.pending:
+            progress(len(keys), len(keys), "value index ready")
+
+    def _build_loop(self) -> None:
+        """The builder thread: index the queued tables under the file's write lock, committing every
+        COMMIT_EVERY_S; while another process holds the lock, drop what it has built meanwhile."""
+        me = threading.current_thread()
+        try:
+            while True:
+                with self._build:
+                    if not self._queue or self._closed or background.exiting():
+                        # decided under the lock ensure() queues under: a table queued after this
+                        # starts a new builder, because this one is no longer the builder
+                        self._builder = None if self._builder is me else self._builder
+                        return
+                try:
+                    db = self._writer_conn()
+                    if not self._begin(db):
+                        self._drop_built_elsewhere(db)
+                        time.sleep(LOCK_RETRY_S)
+                        continue
+                    self._build_batch(db)
+                except IndexDamaged as exc:
+                    self._reset(str(exc), file_identity(self.path))
+                except sqlite3.DatabaseError as exc:
+                    if not is_damage(exc):
+                        raise
+                    self._reset(str(exc).splitlines()[0], self._writer_identity)
+        except Exception as exc:  # a bug must not leave callers waiting: they report what is pending
+            log.exception("the value index build of %s stopped", self.source.name)
+            with self._build:
+                for key in list(self._queue):
+                    self._finished[key] = (
+                        f"{key}: the value index build stopped ({type(exc).__name__}: {exc})"
+                    )
+                self._queue.clear()
+        finally:
+            with self._build:
+                self._builder = None if self._builder is me else self._builder
+                self._current = None
+                self._elsewhere = False
+                self._build.notify_all()
+
+    def _writer_conn(self) -> sqlite3.Connection:
+        """The builder's connection, reopened when the file was set aside, here or by another process."""
         with self._lock:
-            versions = data_versions(self.source, tables)
-            self._versions = versions or {}
-            known = self._known_tables()
-            todo = [t for t in tables if refresh or known.get(t.qualified) != self._signature(t)]
-            if ttl_s is not None:  # and entries past their age limit, whatever the change signal says
-                expired = self._expired({t.qualified for t in tables} - {t.qualified for t in todo}, ttl_s)
-                todo += [t for t in tables if t.qualified in expired]
-            errors: list[str] = []
-            if todo:
-                db = self._db()
-                vocab = {row[0] for row in db.execute("SELECT tok FROM vocab")}
-                committed = time.monotonic()
-                try:
-                    db.execute("BEGIN IMMEDIATE")
-                except sqlite3.OperationalError as exc:
-                    raise QueryError(
-                        f"the value index {self.path} is busy ({exc}): another flexsql process is "
-                        "building it; retry in a moment"
-                    ) from None
-                try:
-                    for i, table in enumerate(todo):
-                        if progress is not None:
-                            progress(i, len(todo), f"indexing values of {table.qualified}")
-                        try:
-                            self._index_table(table, vocab, timeout_s)
-                        except Exception as exc:  # one bad table must not stop the rest
-                            errors.append(f"{table.qualified}: {str(exc).splitlines()[0][:200]}")
-                            self._record_failure(table, errors[-1])
-                        if time.monotonic() - committed > 2.0:  # keep work done if interrupted
-                            db.execute("COMMIT")
-                            db.execute("BEGIN IMMEDIATE")
-                            committed = time.monotonic()
-                finally:
-                    db.execute("COMMIT")
-                if progress is not None:
-                    progress(len(todo), len(todo), "value index ready")
-            return BuildReport(scanned=len(todo), errors=errors, seconds=time.perf_counter() - started)
+            current = self._writer is not None and self._writer_epoch == self._epoch
+            if current and file_identity(self.path) == self._writer_identity:
+                assert self._writer is not None
+                return self._writer
+            if self._writer is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    self._writer.close()
+            epoch = self._epoch
+        conn = self._open()
+        with self._lock:
+            self._writer, self._writer_epoch = conn, epoch
+            self._writer_identity = file_identity(self.path)
+        return conn
+
+    _writer_identity: tuple[int, int] | None = None
+
+    def _begin(self, db: sqlite3.Connection) -> bool:
+        """Take the file's write lock, waiting LOCK_RETRY_S at most; False while another process holds it."""
+        db.execute(f"PRAGMA busy_timeout = {int(LOCK_RETRY_S * 1000)}")
+        try:
+            db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                with self._build:
+                    self._elsewhere = True
+                    self._build.notify_all()
+                return False
+            raise
+        with self._build:
+            self._elsewhere = False
+        return True
+
+    def _drop_built_elsewhere(self, db: sqlite3.Connection) -> None:
+        """Another process is building: what it committed meanwhile is done for this one's callers."""
+        have = dict(db.execute("SELECT tkey, signature FROM tables WHERE error IS NULL").fetchall())
+        with self._build:
+            for key, queued in list(self._queue.items()):
+                if not queued.forced and have.get(key) == queued.signature:
+                    del self._queue[key]
+                    self._finished[key] = ""  # done, by another process: not scanned here
+            self._build.notify_all()
+
+    def _build_batch(self, db: sqlite3.Connection) -> None:
+        """Index queued tables inside the write transaction `db` holds, committing every COMMIT_EVERY_S
+        (and at the end); returns when the queue is empty, the process exits, or the lock is lost."""
+        known = dict(db.execute("SELECT tkey, signature FROM tables").fetchall())
+        vocab = {row[0] for row in db.execute("SELECT tok FROM vocab")}
+        committed = time.monotonic()
+        done: dict[str, str | None] = {}  # built since the last commit: told to callers once committed
+
+        def publish() -> None:
+            commit(db)
+            with self._build:
+                self._finished.update(done)
+                self._build.notify_all()
+            done.clear()
+
+        try:
+            while True:
+                with self._build:
+                    if not self._queue or self._closed or background.exiting():
+                        return
+                    key = next(iter(self._queue))
+                    queued = self._queue.pop(key)
+                    self._current = key
+                if not queued.forced and known.get(key) == queued.signature:
+                    outcome: str | None = ""  # built meanwhile by another process
+                else:
+                    outcome = None
+                    try:
+                        self._index_table(db, queued, vocab)
+                    except sqlite3.DatabaseError as exc:
+                        if is_damage(exc):
+                            raise
+                        outcome = f"{key}: {str(exc).splitlines()[0][:200]}"
+                        self._record_failure(db, queued, outcome)
+                    except Exception as exc:  # one bad table must not stop the rest
+                        if background.exiting() or self._closed:
+                            return  # its scan was interrupted on the way out: no failure to record
+                        outcome = f"{key}: {str(exc).splitlines()[0][:200]}"
+                        self._record_failure(db, queued, outcome)
+                    known[key] = queued.signature
+                done[key] = outcome
+                with self._build:
+                    self._current = None
+                if time.monotonic() - committed > COMMIT_EVERY_S:  # readers see it; an interruption keeps it
+                    publish()
+                    if not self._begin(db):
+                        return
+                    committed = time.monotonic()
+        finally:
+            if db.in_transaction:
+                publish()
+            with self._build:
+                self._current = None
+                self._build.notify_all()
 
     def _expired(self, tkeys: set[str], ttl_s: float) -> set[str]:
         if not tkeys:
             return set()
         cutoff = time.time() - ttl_s
-        with self._lock:
+        with self._guard():
             rows = self._db().execute("SELECT tkey, built_at FROM tables").fetchall()
         return {k for k, built in rows if k in tkeys and (built or 0) < cutoff}
 
     def stats(self, tables: list[TableInfo], report: BuildReport | None = None) -> ValueIndexStats:
         report = report or BuildReport()
         keys = [t.qualified for t in tables]
-        cols = self.columns(keys)
-        known = self.indexed_tables()
+        with self.snapshot():
+            cols = self.columns(keys)
+            known = self.indexed_tables()
         skipped: dict[str, int] = {}
         for c in cols:
             if c.status != "indexed":
@@ -338,6 +724,7 @@ class ValueIndex:
             tables_indexed=sum(1 for k in keys if k in known),
             tables_scanned=report.scanned,
             tables_failed=len(report.errors),
+            tables_pending=report.pending,
             columns_indexed=sum(1 for c in cols if c.status == "indexed"),
             columns_skipped=skipped,
             columns_sampled=sum(1 for c in cols if c.sampled),
@@ -345,6 +732,7 @@ class ValueIndex:
             values=sum(c.n_values for c in cols if c.status == "indexed"),
             seconds=round(report.seconds, 3),
             errors=report.errors,
+            notes=report.notes,
         )
 
     def _run(self, sql: str, timeout_s: float, max_rows: int) -> list[tuple[Any, ...]]:
@@ -356,9 +744,10 @@ class ValueIndex:
         )
         return result.rows
 
-    def _index_table(self, table: TableInfo, vocab: set[str], timeout_s: float) -> None:
+    def _index_table(self, db: sqlite3.Connection, queued: _Queued, vocab: set[str]) -> None:
         started = time.perf_counter()
-        columns = scan_table(table, self.source.engine, self._run, timeout_s)
+        table = queued.table
+        columns = scan_table(table, self.source.engine, self._run, queued.timeout_s)
         real = {
             c.name for c in table.columns
         }  # the others are paths inside nested columns: search indexes them
@@ -367,26 +756,20 @@ class ValueIndex:
             table.qualified,
             [(c["name"], c["type"]) for c in columns if c["name"] not in real],
         )
-        db = self._db()
-        self._forget()
-        store_table(db, table, self._signature(table), columns, vocab, time.perf_counter() - started)
+        store_table(db, table, queued.signature, columns, vocab, time.perf_counter() - started)
 
-    def _forget(self) -> None:
-        self._column_map = self._by_table = self._known = None
-        self._views = {}
-
-    def _record_failure(self, table: TableInfo, error: str) -> None:
-        self._forget()
-        self._db().execute(
+    def _record_failure(self, db: sqlite3.Connection, queued: _Queued, error: str) -> None:
+        table = queued.table
+        db.execute(
             "INSERT OR REPLACE INTO tables VALUES (?, ?, ?, ?, ?, ?)",
-            (table.qualified, self._signature(table), table.row_estimate, time.time(), 0.0, error),
+            (table.qualified, queued.signature, table.row_estimate, time.time(), 0.0, error),
         )
 
     # -- lookups ------------------------------------------------------------------------------------
     def _values_where(
         self, where: str, params: list[Any], cids: set[int] | None, limit: int
     ) -> list[IndexedValue]:
-        with self._lock:
+        with self._guard():
             rows = (
                 self._db()
                 .execute(
@@ -421,7 +804,7 @@ class ValueIndex:
         """The tokens that some indexed value holds as a word."""
         toks = [t for t in dict.fromkeys(tokens) if t]
         out: set[str] = set()
-        with self._lock:
+        with self._guard():
             db = self._db()
             for i in range(0, len(toks), 400):
                 chunk = toks[i : i + 400]
@@ -440,7 +823,7 @@ class ValueIndex:
         if len(token) < 4:
             return []
         grams = sorted({token[i : i + 3] for i in range(len(token) - 2)})
-        with self._lock:
+        with self._guard():
             rows = (
                 self._db()
                 .execute(
@@ -456,7 +839,7 @@ class ValueIndex:
     def by_vids(self, vids: Iterable[int]) -> list[IndexedValue]:
         ids = list(vids)
         out: list[IndexedValue] = []
-        with self._lock:
+        with self._guard():
             db = self._db()
             for i in range(0, len(ids), 500):
                 chunk = ids[i : i + 500]
@@ -476,7 +859,7 @@ class ValueIndex:
         (trigram candidates checked by edit distance; tokens of `fuzzy_min` characters or more).
         Returns token -> kind ('exact'|'prefix'|'fuzzy')."""
         found: dict[str, str] = {}
-        with self._lock:
+        with self._guard():
             db = self._db()
             if db.execute("SELECT 1 FROM vocab WHERE tok = ?", (token,)).fetchone():
                 found[token] = "exact"
@@ -508,7 +891,7 @@ class ValueIndex:
     def vids_with_tokens(self, tokens: Iterable[str], limit: int = 20000) -> set[int]:
         toks = list(tokens)
         out: set[int] = set()
-        with self._lock:
+        with self._guard():
             db = self._db()
             for i in range(0, len(toks), 400):
                 chunk = toks[i : i + 400]
@@ -524,7 +907,7 @@ class ValueIndex:
     def token_frequency(self, tokens: Iterable[str]) -> dict[str, int]:
         """How many indexed values contain each token (common words weigh less)."""
         out: dict[str, int] = {}
-        with self._lock:
+        with self._guard():
             db = self._db()
             for tok in dict.fromkeys(tokens):
                 out[tok] = db.execute(

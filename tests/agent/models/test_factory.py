@@ -81,7 +81,8 @@ def test_nothing_configured_says_what_to_set():
     with pytest.raises(ModelUnavailable) as caught:
         model_for_stage(ModelConfig(), "plan")
     text = str(caught.value)
-    assert "[model]" in text and "FLEXSQL_MODEL__BASE_URL" in text and "--base-url" in text
+    assert "[model]" in text and "FLEXSQL_MODEL__BASE_URL" in text
+    assert "--base-url" not in text  # reached from `flexsql call ask` and MCP clients too: no flags there
     assert isinstance(caught.value, ConfigError)
     with pytest.raises(ModelUnavailable, match=r"stage plan has no base_url.*\[model.stages.plan\]"):
         resolve(ModelConfig(model="m", stages={"plan": {"temperature": 1.0}}), "plan")

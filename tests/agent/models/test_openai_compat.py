@@ -210,17 +210,20 @@ async def test_persistent_500_fails_after_max_retries_with_a_clear_message():
     assert "stage plan" in text and "max_retries" in text
 
 
-async def test_timeouts_are_retried_then_fail_clearly():
+async def test_a_hung_endpoint_fails_within_timeout_s_retries_included():
+    """Was: each of max_retries + 1 attempts had timeout_s of its own (timeout_s = 2 took 19.8 s)."""
     with OpenAIStub(lambda req: Hang(3)) as stub:
-        with pytest.raises(ModelError, match=r"did not answer within 0.3 s, 2 attempt.*timeout_s"):
-            await model(stub, timeout_s=0.3, max_retries=1).complete(request())
-    assert len(stub.requests) == 2
+        with pytest.raises(
+            ModelError, match=r"did not answer within 0.3 s \(\[model\] timeout_s, the bound of "
+        ):
+            await model(stub, timeout_s=0.3, max_retries=3).complete(request())
+    assert len(stub.requests) == 1  # nothing left of the bound to retry with
 
 
-async def test_timeout_then_success():
-    with OpenAIStub([Hang(3), Reply(content="late but fine")]) as stub:
-        reply = await model(stub, timeout_s=0.3).complete(request())
-    assert reply.content == "late but fine"
+async def test_fast_failures_are_retried_within_timeout_s():
+    with OpenAIStub([Fail(500), Fail(503), Reply(content="fine")]) as stub:
+        reply = await model(stub, timeout_s=5).complete(request())
+    assert reply.content == "fine" and len(stub.requests) == 3
 
 
 async def test_401_is_not_retried_and_names_the_key_variable(monkeypatch):
@@ -310,3 +313,14 @@ async def test_cancellation_aborts_the_request_promptly():
         waited = time.monotonic() - started
     assert scope.cancelled_caught and waited < 2.5  # it did not wait for the 5 s answer
     assert len(stub.requests) == 1
+
+
+async def test_an_unset_key_variable_is_refused_before_any_request(monkeypatch):
+    """Was: an api_key_env naming a variable that is not set sent `Authorization: Bearer EMPTY`."""
+    from flexsql.errors import ConfigError
+
+    monkeypatch.delenv("FLEXSQL_TEST_UNSET_KEY", raising=False)
+    with OpenAIStub(lambda req: Reply(content="hi")) as stub:
+        with pytest.raises(ConfigError, match="FLEXSQL_TEST_UNSET_KEY, which is not set"):
+            await model(stub, api_key_env="FLEXSQL_TEST_UNSET_KEY").complete(request())
+    assert stub.requests == []

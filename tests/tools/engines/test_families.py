@@ -62,7 +62,7 @@ def test_strings_and_arithmetic_are_not_family_references(ga):
 def test_the_shard_limit_is_a_setting_with_a_clear_error(ga):
     low = open_source(ga.source()._url, name="low", limits=LimitsConfig(family_shards=4))
     try:
-        with pytest.raises(InvalidArgument, match=r"matches 5 tables, more than the 4.*family_shards"):
+        with pytest.raises(InvalidArgument, match=r"read 5 tables .*more than the 4 .*family_shards"):
             low.execute("SELECT count(*) FROM ga_sessions_*")
         assert low.execute("SELECT count(*) FROM ga_sessions_2017*").rows[0][0] == ROWS_2017
     finally:
