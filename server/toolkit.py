@@ -173,11 +173,12 @@ def mcp_handler(
             python_enabled=python,
             principal=principal_for(ctx),
         )
-        if slot is None:
-            return await run_spec(spec, context_for(ctx), arguments, env)
         try:
+            tc = context_for(ctx)
+            if slot is None:
+                return await run_spec(spec, tc, arguments, env)
             async with slot():
-                return await run_spec(spec, context_for(ctx), arguments, env)
+                return await run_spec(spec, tc, arguments, env)
         except BusyError as exc:
             return error_result(exc)
 
