@@ -272,7 +272,15 @@ class Ask(ToolArgs):
 )
 async def ask(tools: ToolContext, args: Ask, env: ToolEnv) -> Answer:
     """The agent as a tool (MCP `ask`): progress notifications per stage, cancellable, the caller's
-    model when the client offers sampling and no endpoint is configured."""
+    model when the client offers sampling and no endpoint is configured. A remote client (any but the
+    local one) is told its trace's file name only: the folder is the server's (its user's cache)."""
+    result = await _ask(tools, args, env)
+    if env.principal != LOCAL and result.trace:
+        result.trace = Path(result.trace).name
+    return result
+
+
+async def _ask(tools: ToolContext, args: Ask, env: ToolEnv) -> Answer:
     ctx = env.mcp_context
     stages = ["classify", "knowledge", "link", "plan", "run", "repair", "evaluate", "revise_plan", "select"]
     count = {"n": 0}

@@ -83,7 +83,12 @@ def http_app(settings: Settings, sources: SourceRegistry) -> tuple[MCPServer, AS
     app: ASGIApp = server.streamable_http_app(transport_security=security, host=host)
     budget = server.flexsql_state.store_budget  # type: ignore[attr-defined]  # set by build_server
     memory = partial(memory_figures, budget, list(sources))
-    app = Health(ReplaceSurrogateEscapes(CancelOnDisconnect(app)), sources=len(list(sources)), memory=memory)
+    app = Health(
+        ReplaceSurrogateEscapes(CancelOnDisconnect(app)),
+        sources=len(list(sources)),
+        memory=memory,
+        verifier=verifier,
+    )
     app = HostCheck(app, AllowedHosts.for_bind(host, port, settings.allowed_hosts))
     return server, app
 
