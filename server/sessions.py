@@ -199,15 +199,17 @@ class SessionState:
             context = self.new_context()
             live.add(session.session_id)
             session.state[SESSION_STATE] = context
-        session.exit_stack.callback(self._ended, client, session.session_id, context)
+        session.exit_stack.push_async_callback(self._ended, client, session.session_id, context)
         return context
 
-    def _ended(self, client: str, session_id: str, context: ToolContext) -> None:
-        """A session's connection closed: its state goes (its results' bytes back to the budget)."""
+    async def _ended(self, client: str, session_id: str, context: ToolContext) -> None:
+        """A session's connection closed: its state goes (its results' bytes back to the budget), freed
+        in a worker thread — dropping a big result frees its rows one object at a time, which on the
+        event loop would stall every other client's requests."""
         with self._lock:
             live = self.sessions.get(client)
             if live is not None:
                 live.discard(session_id)
                 if not live:
                     del self.sessions[client]
-        context.results.clear()
+        await anyio.to_thread.run_sync(context.results.clear)
