@@ -51,6 +51,7 @@ class CandidateOut(BaseModel):
 class Answer(ToolResult):
     status: Status
     question: str
+    standalone_question: str | None = None  # the question restated on its own (in a conversation)
     sql: str | None = None  # the chosen program when it is SQL
     code: str | None = None  # the chosen program (SQL or Python)
     language: str | None = None
@@ -67,6 +68,8 @@ class Answer(ToolResult):
     candidates: list[CandidateOut] = []
     groups: list[GroupScore] = []
     budget_exhausted: str | None = None  # what ran out ("80 model calls"); the answer is the best so far
+    findings: list[str] = []  # what the run's tool calls established (stored spellings, join keys)
+    remembered: str | None = None  # `flexsql ask --remember`: the SQL stored as verified (or why not)
     usage: Usage = Usage()
     run_id: str = ""
     trace: str | None = None  # path of the JSONL trace, when written
@@ -134,9 +137,11 @@ class Answer(ToolResult):
             )
         if self.reason and self.status == "answered":
             lines.append(f"why: {self.reason}")
+        if self.remembered:
+            lines.append(self.remembered)
         u = self.usage
         lines.append(
-            f"model calls {u.model_calls}, tool calls {u.tool_calls}, tokens {u.prompt_tokens}+"
-            f"{u.completion_tokens}, {u.seconds:g} s" + (f"; trace {self.trace}" if self.trace else "")
+            f"model calls {u.model_calls}, tool calls {u.tool_calls}, tokens {u.usage_text()}, {u.seconds:g} s"
+            + (f"; trace {self.trace}" if self.trace else "")
         )
         return "\n".join(lines)

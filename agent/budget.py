@@ -16,7 +16,18 @@ class Spent(BaseModel):
     tool_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int = 0  # of prompt_tokens, served from the endpoint's prefix cache
     seconds: float = 0.0
+
+    def usage_text(self) -> str:
+        """The tokens as "12,400 prompt (85% cached) + 900 completion": the cached share only where the endpoint
+        reported one (vLLM with --enable-prompt-tokens-details, OpenAI)."""
+        cached = (
+            f" ({self.cached_prompt_tokens / self.prompt_tokens:.0%} cached)"
+            if self.prompt_tokens and self.cached_prompt_tokens
+            else ""
+        )
+        return f"{self.prompt_tokens:,} prompt{cached} + {self.completion_tokens:,} completion"
 
 
 class Budget:
@@ -66,12 +77,13 @@ class Budget:
                 "max_tokens / max_seconds for more"
             )
 
-    def charge(self, prompt_tokens: int, completion_tokens: int) -> None:
+    def charge(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> None:
         with self._lock:
             self._in_flight = max(0, self._in_flight - 1)
             self.spent.model_calls += 1
             self.spent.prompt_tokens += prompt_tokens
             self.spent.completion_tokens += completion_tokens
+            self.spent.cached_prompt_tokens += min(cached_tokens, prompt_tokens)
 
     def tool_call(self) -> None:
         with self._lock:

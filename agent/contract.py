@@ -40,13 +40,23 @@ class Classification(BaseModel):
     clarifying_question: str | None = None
     reason: str | None = None
     reply: str | None = None
+    # the turn restated to stand alone (earlier turns' references resolved); carried with the history
+    standalone: str | None = None
     readings: Annotated[list[str], BeforeValidator(_lenient_strings)] = []  # the readings the question allows
     findings: Findings = []
 
 
+def _text_or_empty(value: Any) -> Any:
+    """An optional text a model may send as null."""
+    return "" if value is None else value
+
+
+OptionalText = Annotated[str, BeforeValidator(_text_or_empty)]
+
+
 class Linking(BaseModel):
     tables: list[str]
-    notes: str = ""
+    notes: OptionalText = ""
     findings: Findings = []
 
 
@@ -94,7 +104,7 @@ VerdictWord = Literal["ok", "alternative", "plan", "implementation"]
 
 class Verdict(BaseModel):
     verdict: VerdictWord
-    feedback: str = ""
+    feedback: OptionalText = ""
     findings: Findings = []
 
 
@@ -114,7 +124,7 @@ _STR_LIST = {"type": "array", "items": {"type": "string"}}
 _PLAN = {
     "type": "object",
     "additionalProperties": False,
-    "required": ["reading", "text", "tables"],
+    "required": ["reading", "text"],
     "properties": {
         "reading": {"type": "string"},
         "text": {"type": "string"},
@@ -130,13 +140,14 @@ def output_schema(stage: str, plans: int = 4) -> dict[str, Any]:
         return {
             "type": "object",
             "additionalProperties": False,
-            "required": ["type", "clarifying_question", "reason", "reply"],
+            "required": ["type"],
             "properties": {
                 "type": {"enum": ["answerable", "ambiguous", "unanswerable", "improper"]},
+                "standalone": _NULLABLE_STR,
+                "readings": _STR_LIST,
                 "clarifying_question": _NULLABLE_STR,
                 "reason": _NULLABLE_STR,
                 "reply": _NULLABLE_STR,
-                "readings": _STR_LIST,
                 "findings": _STR_LIST,
             },
         }
@@ -144,8 +155,8 @@ def output_schema(stage: str, plans: int = 4) -> dict[str, Any]:
         return {
             "type": "object",
             "additionalProperties": False,
-            "required": ["tables", "notes"],
-            "properties": {"tables": _STR_LIST, "notes": {"type": "string"}, "findings": _STR_LIST},
+            "required": ["tables"],
+            "properties": {"tables": _STR_LIST, "notes": _NULLABLE_STR, "findings": _STR_LIST},
         }
     if stage == "knowledge":
         return {
@@ -181,7 +192,7 @@ def output_schema(stage: str, plans: int = 4) -> dict[str, Any]:
         return {
             "type": "object",
             "additionalProperties": False,
-            "required": ["verdict", "feedback"],
+            "required": ["verdict"],
             "properties": {
                 "verdict": {"enum": ["ok", "alternative", "plan", "implementation"]},
                 "feedback": {"type": "string"},
@@ -191,22 +202,6 @@ def output_schema(stage: str, plans: int = 4) -> dict[str, Any]:
     if stage == "revise_plan":
         return _PLAN
     raise ValueError(f"unknown stage {stage!r}; the stages are {', '.join(STAGES)}")
-
-
-def format_instruction(stage: str, plans: int = 4, tools: bool = True) -> str:
-    """What the system message says about the final answer (the schema, in words and as JSON); the
-    plan count K is stated here and nowhere else in a request."""
-    schema = json.dumps(output_schema(stage, plans), separators=(",", ":"))
-    extra = ""
-    if stage == "plan":
-        # one plan cannot cover several readings or check one by a second method: say what it is for
-        extra = (
-            f" Write exactly {plans} plans."
-            if plans > 1
-            else " Write exactly 1 plan: the most likely reading, by its most direct method."
-        )
-    lead = "When you have what you need, stop calling tools and reply" if tools else "Reply"
-    return f"{lead} with ONE JSON object and nothing else.{extra} Its JSON schema: {schema}"
 
 
 class StageOutputError(ValueError):

@@ -52,7 +52,7 @@ __all__ = [
     "Turn",
     "TurnStatus",
     "TurnType",
-    "history_text",
+    "history",
     "pending_clarification",
     "principal_directory",
     "valid_conversation_id",
@@ -66,7 +66,8 @@ _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _CAPS = {
     "question": 2000,
     "sql": 8000,
-    "result_summary": 500,
+    "result_summary": 800,
+    "standalone": 2000,
     "clarifying_question": 500,
     "reply": 1000,
     "reason": 1000,
@@ -88,6 +89,7 @@ class Turn(BaseModel):
     """One turn: the user's question and what the agent did with it."""
 
     question: str
+    standalone: str | None = None  # the question restated on its own (classify), when it differs
     type: TurnType | None = None
     status: TurnStatus = "answered"
     sql: str | None = None
@@ -98,12 +100,19 @@ class Turn(BaseModel):
     readings: list[str] = Field(default_factory=list)  # the readings the question was ambiguous between
     reply: str | None = None  # status reply: the short answer to an improper turn
     reason: str | None = None  # status unanswerable / failed: what the schema lacks, what went wrong
+    # what the turn's tool calls established (stored spellings, join keys): the next turn builds on it
+    findings: list[str] = Field(default_factory=list)
     at: str = Field(default_factory=_now)
 
     @field_validator("readings")
     @classmethod
     def _few_readings(cls, value: list[str]) -> list[str]:
         return [_cut(r, 300) or "" for r in value[:8]]
+
+    @field_validator("findings")
+    @classmethod
+    def _few_findings(cls, value: list[str]) -> list[str]:
+        return [f for f in value if len(f) <= 300][:8]  # whole facts only: a cut one would be wrong
 
     @model_validator(mode="after")
     def _bounded_and_derived(self) -> Turn:
@@ -399,97 +408,78 @@ def pending_clarification(conv: Conversation) -> Turn | None:
     return last if last is not None and last.status == "needs_clarification" else None
 
 
-def _cut_middle(text: str, limit: int) -> str:
-    """Head and tail of a long SQL text: the WHERE / ORDER BY at its end is what a follow-up edits."""
-    if len(text) <= limit:
+HISTORY_CHARS = 12_000  # of earlier turns in a request; the oldest whole turns go first
+
+
+def account(turn: Turn) -> str:
+    """What the agent did with a turn, as the assistant's message in the history: the same text on
+    every later turn (a server's prefix cache keeps serving it). Facts whole or not at all."""
+    if turn.status == "needs_clarification":
+        text = f"I asked: {turn.clarifying_question or '(no question)'}"
+        if turn.readings:
+            text += "\nReadings: " + " | ".join(turn.readings)
         return text
-    half = (limit - 3) // 2
-    return text[:half] + " … " + text[len(text) - half :]
-
-
-def _turn_block(n: int, turn: Turn, sql_chars: int, question_chars: int) -> str:
-    lines = [
-        f"{n}. user: {_cut(' '.join(turn.question.split()), question_chars)}",
-        f"   status: {turn.status}" + (f" ({turn.type})" if turn.type and turn.type != "answerable" else ""),
-    ]
+    if turn.status == "reply":
+        return f"Replied: {turn.reply or ''}"
+    if turn.status in ("unanswerable", "failed"):
+        lead = "Not answerable here" if turn.status == "unanswerable" else "Failed"
+        return f"{lead}: {turn.reason or '(no reason given)'}"
+    lines = []
+    if turn.standalone and turn.standalone.strip() != turn.question.strip():
+        lines.append(f"Read as: {turn.standalone}")
     if turn.sql:
-        lines.append(f"   SQL: {_cut_middle(' '.join(turn.sql.split()), sql_chars)}")
+        lines.append(f"SQL: {turn.sql}")
     if turn.result_summary:
-        lines.append(f"   result: {_cut(turn.result_summary, 200)}")
-    if turn.clarifying_question:
-        lines.append(f"   asked: {turn.clarifying_question}")
-    if turn.reason and turn.status in ("unanswerable", "failed"):
-        lines.append(f"   reason: {_cut(turn.reason, 200)}")
-    if turn.reply and turn.status == "reply":
-        lines.append(f"   reply: {_cut(turn.reply, 120)}")
-    return "\n".join(lines)
+        lines.append(f"Result: {turn.result_summary}")
+    if turn.findings:
+        lines.append("Found: " + "; ".join(turn.findings))
+    return "\n".join(lines) or "Answered."
 
 
-def history_text(conv: Conversation, max_chars: int = 4000) -> str:
-    """The earlier turns for a prompt: each turn's question, status and chosen SQL (oldest first),
-    the role-state of the last SQL, and the pending clarifying question if the last turn asked one.
-    At most `max_chars`: the oldest turns go first, the last turn, the role-state and the pending
-    question stay."""
-    if not conv.turns:
-        return ""
-    tail: list[str] = []
-    last_sql = conv.last_sql_turn()
-    sql_index = conv.turns.index(last_sql) if last_sql is not None else -1
-    # A follow-up edits the last SQL, so it stays in the prompt even when later turns (chit-chat,
-    # clarifications) push its own block out; dropped again below when its block is shown.
-    sql_line = (
-        f"Last SQL (turn {conv.dropped + sql_index + 1}): {_cut_middle(' '.join(last_sql.sql.split()), 1500)}"
-        if last_sql is not None and last_sql.sql and sql_index < len(conv.turns) - 1
-        else None
-    )
-    if sql_line:
-        tail.append(sql_line)
-    if last_sql is not None and last_sql.role_state is not None and not last_sql.role_state.error:
-        n = conv.dropped + sql_index + 1
-        tail.append(f"Role-state of the last SQL (turn {n}):\n{last_sql.role_state.summary(max_chars=600)}")
-    pending = pending_clarification(conv)
-    if pending is not None:
-        text = f'Pending clarification: the previous turn asked "{pending.clarifying_question or "(no question)"}"'
-        if pending.readings:
-            text += " (readings: " + "; ".join(_cut(r, 120) or "" for r in pending.readings) + ")"
-        tail.append(text + ". The next turn answers it.")
-    tail_text = "\n".join(tail)
-    budget = max_chars - len(tail_text) - 80
-    blocks: list[str] = []
-    for i in range(len(conv.turns) - 1, -1, -1):
-        newest = i == len(conv.turns) - 1
-        if newest:  # the last turn is always shown, shortened to what the budget allows
-            block = _turn_block(conv.dropped + i + 1, conv.turns[i], 1500, 600)
-            if len(block) + 1 > budget:
-                block = _turn_block(
-                    conv.dropped + i + 1, conv.turns[i], max(200, budget // 2), max(100, budget // 5)
-                )
-        else:
-            block = _turn_block(conv.dropped + i + 1, conv.turns[i], 400, 300)
-            if len(block) + 1 > budget:
-                break
-        blocks.append(block)
-        budget -= len(block) + 1
-    shown_from = len(conv.turns) - len(blocks)
-    earlier = conv.dropped + shown_from
-    if sql_line and sql_index >= shown_from:
-        tail_text = "\n".join(t for t in tail if t is not sql_line)
+def history(conv: Conversation, max_chars: int = HISTORY_CHARS) -> tuple[list[dict[str, str]], str | None]:
+    """The earlier turns for the next turn's requests: user/assistant message pairs, oldest first —
+    each question, then the agent's account of it — and the note the next turn's classify step reads.
 
-    def assemble(with_summary: bool) -> str:
-        parts = ["Earlier turns of this conversation (oldest first):"]
-        if earlier:
-            lines = conv.summary[-3:] if with_summary and shown_from == 0 else []
-            parts.append(
-                f"({earlier} earlier turns not shown"
-                + ("; the latest of them: " + " | ".join(lines) if lines else "")
-                + ")"
+    The messages are unchanged from turn to turn, so a later turn's requests start as the earlier
+    turns' did (a server's prefix cache keeps serving them); past `max_chars` the oldest whole turns
+    are left out, and the first message says how many. The note says when this turn answers a
+    clarifying question, and gives the last SQL by role (whole, when its turn is no longer shown)."""
+    pairs = [(f"Question: {t.question}", account(t)) for t in conv.turns]
+    used = 0
+    kept: list[tuple[str, str]] = []
+    for pair in reversed(pairs):
+        size = len(pair[0]) + len(pair[1])
+        if kept and used + size > max_chars:
+            break
+        kept.insert(0, pair)
+        used += size
+    shown_from = len(pairs) - len(kept)
+    left = conv.dropped + shown_from
+    messages: list[dict[str, str]] = []
+    for i, (question, said) in enumerate(kept):
+        if i == 0 and left:
+            question = (
+                f"({left} earlier turn{'s' if left != 1 else ''} of this conversation not shown)\n{question}"
             )
-        parts += list(reversed(blocks))
-        if tail_text:
-            parts.append(tail_text)
-        return "\n".join(parts)
+        messages += [{"role": "user", "content": question}, {"role": "assistant", "content": said}]
+    return messages, _turn_note(conv, shown_from)
 
-    text = assemble(with_summary=True)
-    if len(text) > max_chars:
-        text = assemble(with_summary=False)
-    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+
+def _turn_note(conv: Conversation, shown_from: int) -> str | None:
+    if not conv.turns:
+        return None
+    notes = []
+    if pending_clarification(conv) is not None:
+        notes.append(
+            "The previous turn asked the user a clarifying question, and this message answers it: read the "
+            "earlier question with this answer."
+        )
+    last = conv.last_sql_turn()
+    if last is not None:
+        index = conv.turns.index(last)
+        n = conv.dropped + index + 1
+        line = f"The last SQL is turn {n}'s" + (f": {last.sql}" if index < shown_from else " (above)") + "."
+        if last.role_state is not None and not last.role_state.error:
+            line += f" By role:\n{last.role_state.summary(max_chars=600)}"
+        notes.append(line)
+    return "\n".join(notes) or None

@@ -11,9 +11,11 @@ repaired (an evaluator can be wrong). The budget (model calls, tokens, seconds) 
 every model call; when it runs out no new work starts and the best candidate so far is answered,
 marked `budget_exhausted`. Cancelling the caller cancels model calls and engine queries.
 
-What each stage learns goes into the run's notebook (flexsql.agent.notebook) and reaches every
-later stage; evaluators also see the sibling candidates that ran (result ids, readings, first rows),
-while implementers stay independent. The answer lists the readings and which candidates answer each.
+The model reads one growing thread per question (flexsql.agent.context): classify, link and plan
+extend the trunk, and each plan works on a fork of it, so everything a stage found is read by every
+later stage once, and a server's prefix cache serves what earlier requests already sent. Implementers
+stay independent (a branch never sees a sibling's); evaluators are told the sibling candidates that
+ran (result ids, readings, first rows). The answer lists the readings and which candidates answer each.
 """
 
 from __future__ import annotations
@@ -28,18 +30,17 @@ from pydantic import BaseModel
 
 from flexsql.agent.answer import Answer, CandidateOut, PlanOut, ReadingOut, Status
 from flexsql.agent.budget import Budget
+from flexsql.agent.context import Thread
 from flexsql.agent.contract import Plan, Program
 from flexsql.agent.models.base import ChatModel
+from flexsql.agent.recalled import recalled_examples
 from flexsql.agent.secrets import question_secrets
-from flexsql.agent.stages import evaluate as evaluate_stage
-from flexsql.agent.stages import implement as implement_stage
-from flexsql.agent.stages import plan as plan_stage
 from flexsql.agent.stages.chat import Run
 from flexsql.agent.stages.classify import classify
 from flexsql.agent.stages.evaluate import evaluate
 from flexsql.agent.stages.implement import implement, repair
 from flexsql.agent.stages.knowledge import knowledge
-from flexsql.agent.stages.link import link
+from flexsql.agent.stages.link import link, search_hits
 from flexsql.agent.stages.plan import make_plans, revise_plan
 from flexsql.agent.trace import Trace
 from flexsql.config import Settings
@@ -59,19 +60,18 @@ _RESULT_REF = re.compile(r"""dfs\[\s*['"]([A-Za-z0-9_-]+)['"]\s*\]""")
 class Question(BaseModel):
     question: str
     source: str | None = None
-    conversation: str | None = None  # earlier turns, rendered
+    # earlier turns of the conversation as user/assistant messages (agent/conversation.py), and what
+    # this turn's classify step is told about them
+    history: list[dict[str, str]] = []
+    turn_note: str | None = None
     external_knowledge: str | None = None
     plans: int | None = None  # K; default [agent] plans
     run_id: str | None = None
 
 
-# a candidate's result preview goes to evaluate, repair and revise_plan: its hints name only the
-# tools all three offer ("fetch_rows for more" would send an evaluator after a tool it lacks)
-PREVIEW_TOOLS = (
-    frozenset(evaluate_stage.TOOLS) & frozenset(implement_stage.TOOLS) & frozenset(plan_stage.TOOLS)
-)
 SIBLING_CHARS = 2_500  # of the sibling candidates shown to one evaluator
 SIBLING_ROWS = 3
+SIBLING_COLUMNS = 8  # column names shown per sibling; more are counted
 
 
 class _State:
@@ -85,19 +85,11 @@ class _State:
         return next((p for p in self.plans if p.index == index), None)
 
 
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-SIBLING_COLUMNS = 8  # column names shown per sibling; more are counted
-SIBLING_ROW_CHARS = 200  # of one first row
-
-
 def _siblings(run: Run, state: _State, current: str) -> str | None:
     """The other candidates that ran, for an evaluator: result id, plan and reading, shape, first
-    rows — what compare_results needs, bounded. Wide results (29 columns) once crowded the later
-    candidates out: a column list the evaluator already read is referred to, long ones and long
-    rows are cut, and past the bound every remaining candidate keeps its result id and shape."""
+    rows — what compare_results needs, bounded; not their verdicts. Rows are shown whole or not at all ("+n more");
+    a column list already shown is referred to; past the bound every remaining candidate keeps its
+    result id and shape."""
     lines: list[str] = []
     used = 0
     seen_columns: dict[tuple[str, ...], str] = {}
@@ -127,15 +119,18 @@ def _siblings(run: Run, state: _State, current: str) -> str | None:
             named = ", ".join(columns[:SIBLING_COLUMNS]) + (
                 f", … {len(columns) - SIBLING_COLUMNS} more" if len(columns) > SIBLING_COLUMNS else ""
             )
-        rows = " / ".join(
-            _cut(", ".join(cell_text(v, 40) for v in row), SIBLING_ROW_CHARS)
-            for row in stored.rows[:SIBLING_ROWS]
-        )
-        verdicts = f"; verdicts: {', '.join(cand.verdicts)}" if cand.verdicts else ""
-        line = (
-            f"- {cand.candidate_id} (plan {cand.plan_index + 1}{reading}): result_id {cand.result_id}, "
-            f"{size} ({named}){verdicts}; first rows: {rows or '(none)'}"
-        )
+        # no verdicts: each evaluation stays independent (an "ok" on a sibling would bias this one)
+        head = f"- {cand.candidate_id} (plan {cand.plan_index + 1}{reading}): result_id {cand.result_id}, {size} ({named})"
+        kept: list[str] = []
+        for row in stored.rows[:SIBLING_ROWS]:
+            text = ", ".join(cell_text(v, 40) for v in row)
+            if used + len(head) + len(" / ".join([*kept, text])) + 30 > SIBLING_CHARS:
+                break
+            kept.append(text)
+        line = head
+        if kept:
+            more = stored.total_rows - len(kept)
+            line += "; first rows: " + " / ".join(kept) + (f" (+{more} more)" if more > 0 else "")
         if compact or used + len(line) > SIBLING_CHARS:
             compact.append(
                 f"{cand.candidate_id} (plan {cand.plan_index + 1}): result_id {cand.result_id}, {size}"
@@ -165,6 +160,8 @@ async def _execute(run: Run, program: Program) -> tuple[str | None, int | None, 
 
 async def _run_program(run: Run, program: Program) -> tuple[str | None, int | None, str | None, str]:
     env = ToolEnv(settings=run.settings, python_enabled=run.python)
+    offered = frozenset(run.tool_names)
+    cap = run.settings.agent.tool_result_chars
     try:
         if program.language == "sql":
             query = expect(
@@ -175,7 +172,7 @@ async def _run_program(run: Run, program: Program) -> tuple[str | None, int | No
                 run.trace.event(
                     "expanded_sql", result_id=query.result_id, families=query.families, sql=query.expanded_sql
                 )
-            return query.result_id, query.total_rows, None, result_text(query, run.settings, PREVIEW_TOOLS)
+            return query.result_id, query.total_rows, None, result_text(query, run.settings, offered, cap)
         known = [rid for rid in dict.fromkeys(_RESULT_REF.findall(program.code))]
         out = expect(
             await TOOLS.acall(
@@ -183,7 +180,7 @@ async def _run_program(run: Run, program: Program) -> tuple[str | None, int | No
             ),
             PythonResult,
         )
-        text = result_text(out, run.settings, PREVIEW_TOOLS)
+        text = result_text(out, run.settings, offered, cap)
         if out.error:
             return None, None, f"the Python program failed:\n{text}", text
         if not out.result_id:
@@ -201,10 +198,11 @@ async def _run_program(run: Run, program: Program) -> tuple[str | None, int | No
         return None, None, error_text(exc), error_text(exc)
 
 
-async def _work_plan(run: Run, index: int, plan: Plan, state: _State) -> None:
+async def _work_plan(run: Run, index: int, plan: Plan, state: _State, thread: Thread, k: int) -> None:
+    """Plan `index` on its own branch of the thread: implement, run, repair, evaluate, revise."""
     cfg = run.settings.agent
-    branch = index  # the notebook branch of this plan and its revisions: implementers stay independent
-    program = await implement(run, plan, branch)
+    number = index + 1  # as the instructions name it ("plan 2 of 4")
+    program = await implement(run, thread, plan, number, k, branch=index)
     repaired_from: str | None = None
     repairs = revisions = 0
     plan_index = index
@@ -235,14 +233,14 @@ async def _work_plan(run: Run, index: int, plan: Plan, state: _State) -> None:
                 "repair",
                 f"plan {plan_index + 1}: repairing {cand.candidate_id} ({repairs}/{cfg.code_repairs})",
             )
-            program = await repair(run, plan, program, error, branch=branch)
+            program = await repair(run, thread, program, error, number if k > 1 else None, index)
             repaired_from = cand.candidate_id
             continue
         if not cfg.evaluate:
             return
         await run.progress("evaluate", f"plan {plan_index + 1}: evaluating {cand.candidate_id}")
         siblings = _siblings(run, state, cand.candidate_id)
-        verdict = await evaluate(run, plan, program, preview, branch, siblings)
+        verdict = await evaluate(run, thread, program, preview, number if k > 1 else None, index, siblings)
         cand.verdicts.append(verdict.verdict)
         cand.feedback.append(verdict.feedback)
         run.trace.event(
@@ -256,7 +254,7 @@ async def _work_plan(run: Run, index: int, plan: Plan, state: _State) -> None:
             await run.progress(
                 "revise_plan", f"plan {plan_index + 1}: revising after the evaluator's feedback"
             )
-            revised = await revise_plan(run, plan, verdict.feedback, program.code, preview, branch)
+            revised = await revise_plan(run, thread, plan, number if k > 1 else None, index)
             new_index = len(state.plans)
             state.plans.append(
                 PlanOut(
@@ -269,29 +267,22 @@ async def _work_plan(run: Run, index: int, plan: Plan, state: _State) -> None:
                 )
             )
             plan, plan_index, repaired_from = revised, new_index, None
-            program = await implement(run, plan, branch)
+            program = await implement(run, thread, plan, number, k, branch=index, revised=True)
         else:
             await run.progress(
                 "repair",
                 f"plan {plan_index + 1}: repairing {cand.candidate_id} after the evaluator's feedback",
             )
-            program = await repair(
-                run,
-                plan,
-                program,
-                f"the evaluator judged the result wrong: {verdict.feedback}",
-                preview,
-                branch,
-            )
+            program = await repair(run, thread, program, None, number if k > 1 else None, index)
             repaired_from = cand.candidate_id
 
 
 async def _guarded_plan(
-    run: Run, index: int, plan: Plan, state: _State, limiter: anyio.CapacityLimiter
+    run: Run, index: int, plan: Plan, state: _State, limiter: anyio.CapacityLimiter, thread: Thread, k: int
 ) -> None:
     async with limiter:
         try:
-            await _work_plan(run, index, plan, state)
+            await _work_plan(run, index, plan, state, thread, k)
         except FlexSQLError as exc:  # this plan stops; the others go on
             state.errors.append(f"plan {index + 1}: {error_text(exc)}")
             run.trace.event("plan_failed", plan=index, error=error_text(exc))
@@ -306,6 +297,7 @@ def _answer_for(run: Run, status: Status, **fields: Any) -> Answer:
         question=run.question,
         run_id=run.run_id,
         usage=spent,
+        findings=run.notebook.carried(),
         budget_exhausted=run.budget.exhausted,
         trace=str(run.trace.path) if run.trace.path else None,
         **fields,
@@ -313,7 +305,7 @@ def _answer_for(run: Run, status: Status, **fields: Any) -> Answer:
     return run.trace.scrubbed(answer)
 
 
-def _selected(run: Run, state: _State) -> Answer:
+def _selected(run: Run, state: _State, standalone: str | None = None) -> Answer:
     inputs = [
         CandidateIn(
             candidate_id=c.candidate_id,
@@ -328,7 +320,11 @@ def _selected(run: Run, state: _State) -> Answer:
         )
         for c in state.candidates
     ]
-    common: dict[str, Any] = {"plans": state.plans, "candidates": state.candidates}
+    common: dict[str, Any] = {
+        "plans": state.plans,
+        "candidates": state.candidates,
+        "standalone_question": standalone,
+    }
     if not inputs:
         reason = "; ".join(state.errors) or "no plan produced a program"
         return _answer_for(run, "failed", reason=reason, **common)
@@ -383,8 +379,10 @@ async def _condensed(run: Run, document: str) -> str:
         raise
     except FlexSQLError as exc:
         run.trace.event("knowledge_failed", error=error_text(exc))
-        cut = len(document) > KNOWLEDGE_FALLBACK_CHARS
-        return document[:KNOWLEDGE_FALLBACK_CHARS] + ("\n… (document cut)" if cut else "")
+        if len(document) <= KNOWLEDGE_FALLBACK_CHARS:
+            return document
+        head = document[:KNOWLEDGE_FALLBACK_CHARS].rsplit("\n", 1)[0]  # at a line end
+        return head + f"\n… (the document's first {len(head):,} of {len(document):,} characters)"
 
 
 async def answer(
@@ -412,44 +410,49 @@ async def answer(
         source=source.name,
         dialect=source.dialect,
         python=python,
-        conversation=q.conversation,
+        history=[dict(m) for m in q.history],
+        turn_note=q.turn_note,
         external_knowledge=q.external_knowledge,
         on_stage=on_stage,
     )
+    k = q.plans or cfg.plans
     run.trace.event(
         "question",
         question=q.question,
         source=source.name,
         dialect=source.dialect,
-        plans=q.plans or cfg.plans,
-        conversation=q.conversation,
+        plans=k,
+        turns=len(q.history) // 2,
     )
     state = _State()
-    k = q.plans or cfg.plans
+    standalone: str | None = None
     try:
         with anyio.move_on_after(max(0.0, run.budget.seconds_left)) as scope:
+            run.prepare()
+            run.recalled = await anyio.to_thread.run_sync(recalled_examples, tools, run.source, q.question)
+            if run.recalled:
+                run.trace.event("recalled", text=run.recalled)
             if q.external_knowledge:  # first: classify and every later stage read the summary
                 await run.progress("knowledge", "condensing the external knowledge")
                 run.knowledge = await _condensed(run, q.external_knowledge)
+            trunk = run.thread()
+            hits, ranked = search_hits(run)
             await run.progress("classify", "reading the question")
             try:
-                kind = await classify(run)
+                kind = await classify(run, trunk, hits)
             except BudgetExceeded:
                 raise
             except FlexSQLError as exc:  # a broken intake step must not sink an answerable question
                 run.trace.event("classify_failed", error=error_text(exc))
                 kind = None
-            if kind is not None and kind.type != "answerable":
-                return _classified(run, kind)
+            if kind is not None:
+                standalone = kind.standalone
+                if kind.type != "answerable":
+                    return _classified(run, kind)
             await run.progress("link", "finding the tables")
-            linking = await link(run)
-            run.schema_notes = (
-                f"tables: {', '.join(linking.tables)}\n{linking.notes}".strip()
-                if linking.tables
-                else linking.notes or None
-            )
+            _, unknown = await link(run, trunk, ranked)
             await run.progress("plan", f"writing {k} plans")
-            planned = await make_plans(run, k)
+            planned = await make_plans(run, trunk, k, unknown)
             plans = planned.plans
             state.readings = list(planned.readings)
             state.plans = [
@@ -458,8 +461,8 @@ async def answer(
             ]
             limiter = anyio.CapacityLimiter(cfg.plan_concurrency)
             async with anyio.create_task_group() as group:
-                for i, plan in enumerate(plans):
-                    group.start_soon(_guarded_plan, run, i, plan, state, limiter)
+                for i, plan in enumerate(plans):  # each plan on its own fork of the trunk
+                    group.start_soon(_guarded_plan, run, i, plan, state, limiter, trunk.fork(), len(plans))
         if scope.cancelled_caught:
             run.budget.exhausted = run.budget.exhausted or f"{cfg.max_seconds:g} s"
             run.trace.event("budget", exhausted=run.budget.exhausted)
@@ -470,7 +473,7 @@ async def answer(
         state.errors.append(error_text(exc))
         run.trace.event("failed", error=error_text(exc))
     await run.progress("select", f"choosing among {len(state.candidates)} candidates")
-    result = _selected(run, state)
+    result = _selected(run, state, standalone)
     run.trace.event(
         "answer",
         status=result.status,
@@ -511,12 +514,16 @@ def _classified(run: Run, kind: Any) -> Answer:
         return _answer_for(
             run,
             "needs_clarification",
+            standalone_question=kind.standalone,
             clarifying_question=kind.clarifying_question or "Which reading of the question do you mean?",
             readings=list(kind.readings),
             reason=kind.reason,
         )
     if kind.type == "unanswerable":
         return _answer_for(
-            run, "unanswerable", reason=kind.reason or "the database does not hold what the question needs"
+            run,
+            "unanswerable",
+            reason=kind.reason or "the database does not hold what the question needs",
+            standalone_question=kind.standalone,
         )
     return _answer_for(run, "reply", reply=kind.reply or "Ask me a question about the data.")

@@ -21,8 +21,7 @@ from flexsql.agent.answer import Answer, Status, Usage
 from flexsql.agent.conversation import (
     ConversationStore,
     Turn,
-    history_text,
-    pending_clarification,
+    history,
     principal_directory,
     valid_conversation_id,
 )
@@ -34,7 +33,7 @@ from flexsql.agent.roles import diff_roles, role_state
 from flexsql.agent.secrets import question_secrets
 from flexsql.agent.trace import Trace, prune_traces
 from flexsql.config import Settings
-from flexsql.errors import NotFoundError
+from flexsql.errors import FlexSQLError, NotFoundError, error_text
 from flexsql.handles import CONVERSATION_IDS, ELSEWHERE
 from flexsql.paths import cache_dir, private_dir
 from flexsql.tools.runtime.context import SourceName, ToolContext
@@ -47,12 +46,7 @@ from flexsql.tools.runtime.registry import (
     python_enabled,
     tool,
 )
-from flexsql.tools.runtime.render import table_text
-
-FOLLOW_UP = (
-    "If this question follows up an earlier turn, edit the previous SQL: keep its structure (tables, "
-    "joins, filters, grouping) and change only what this turn changes."
-)
+from flexsql.tools.runtime.render import cell_text
 
 
 def model_provider(settings: Settings, mcp_context: Any = None) -> Callable[[str], ChatModel]:
@@ -135,11 +129,27 @@ def default_trace_path(run_id: str, settings: Settings) -> Path:
     return folder / f"{run_id}.jsonl"
 
 
+SUMMARY_CHARS = 600  # of a turn's result in the conversation's history
+SUMMARY_ROWS = 10
+
+
 def _summary(result: Answer) -> str | None:
+    """The chosen result for the history: its size, then whole rows (never one cut mid-value) while
+    they fit, and how many more there are."""
     if result.status != "answered" or not result.columns:
         return None
-    table, _ = table_text(result.columns, result.rows[:3], cell_chars=40, max_chars=300)
-    return f"{result.total_rows} rows: " + " / ".join(table.splitlines()[1:4])
+    total = result.total_rows if result.total_rows is not None else len(result.rows)
+    head = f"{total} row{'s' if total != 1 else ''} ({', '.join(result.columns)})"
+    rows: list[str] = []
+    used = len(head)
+    for row in result.rows[:SUMMARY_ROWS]:
+        text = ", ".join(cell_text(v, 80) for v in row)
+        if used + len(text) + 3 > SUMMARY_CHARS:
+            break
+        rows.append(text)
+        used += len(text) + 3
+    more = total - len(rows)
+    return head + (": " + " / ".join(rows) if rows else "") + (f" (+{more} more)" if more > 0 else "")
 
 
 async def ask_question(
@@ -159,27 +169,23 @@ async def ask_question(
     run_id: str | None = None,
     conversations: ConversationStore | None = None,
     elicit: bool = True,
+    remember: str | None = None,
 ) -> Answer:
     """`python`: whether the agent may offer and run run_python; None: [sandbox] enabled, else on
     (the local user's default, as for stdio). `conversations`: the store of the caller's principal
-    (default: the local user's)."""
+    (default: the local user's). `remember`: who accepts the answer ("flexsql ask --remember"): an
+    answered question's SQL is stored in the source's knowledge store as verified by them, under the
+    question as it stands alone (a follow-up's standalone restatement)."""
     model_for = model_for or model_provider(settings, mcp_context)
     python = python_enabled(settings, True) if python is None else python
     run_id = run_id or uuid.uuid4().hex[:12]
     store = conv = None
-    history = None
+    earlier: list[dict[str, str]] = []
+    note = None
     if conversation_id:
         store = conversations or conversation_store(tools, settings)
         conv = store.get(conversation_id)
-        history = history_text(conv) if conv.turns else None
-        pending = pending_clarification(conv)
-        if pending is not None:
-            history = (history or "") + (
-                "\nThis turn answers the clarifying question above: read the earlier "
-                "question with this answer."
-            )
-        if history:
-            history += "\n" + FOLLOW_UP
+        earlier, note = history(conv)
     trace = Trace(
         run_id, trace_path, secrets=question_secrets(settings), max_bytes=settings.agent.trace_bytes
     )
@@ -187,7 +193,8 @@ async def ask_question(
         q = Question(
             question=question,
             source=source,
-            conversation=history,
+            history=earlier,
+            turn_note=note,
             external_knowledge=external_knowledge,
             plans=plans,
             run_id=run_id,
@@ -222,6 +229,8 @@ async def ask_question(
             previous = conv.last_sql_turn()
             turn = Turn(
                 question=question,
+                standalone=result.standalone_question,
+                findings=result.findings,
                 type=_turn_type(result),
                 status=result.status,
                 sql=result.sql,
@@ -237,9 +246,25 @@ async def ask_question(
                 trace.event("role_diff", diff=diff.model_dump(), text=diff.summary())
             store.append(conversation_id, turn)
             result.conversation_id = conversation_id
+        if remember and result.status == "answered" and result.sql:
+            result.remembered = _remember(tools, result, source, remember)
+            trace.event("remembered", text=result.remembered)
         return result
     finally:
         trace.close()
+
+
+def _remember(tools: ToolContext, result: Answer, source: str | None, verified_by: str) -> str:
+    """Store the answer's SQL as verified; what happened, as one line (a refusal is said, not raised:
+    the answer itself stands)."""
+    from flexsql.tools.knowledge.learn import remember_query
+
+    question = result.standalone_question or result.question
+    try:
+        stored = remember_query(tools, question, result.sql or "", source=source, verified_by=verified_by)
+    except FlexSQLError as exc:
+        return f"not remembered: {error_text(exc)}"
+    return stored.to_text()
 
 
 TurnType = Literal["answerable", "ambiguous", "unanswerable", "improper"]

@@ -56,11 +56,11 @@ def script_for(sql: str):  # type: ignore[no-untyped-def]
         if req.stage == "classify":
             return {"type": "answerable", "clarifying_question": None, "reason": None, "reply": None}
         if req.stage == "link":
-            if not any(m.get("role") == "tool" for m in req.messages):
+            if not any(m.get("role") == "tool" for m in req.messages[-2:]):  # this step's own calls
                 return {"tool_calls": [("describe_table", {"table": "orders"})]}
             return {"tables": ["orders"], "notes": ""}
         if req.stage == "plan":
-            k = int(re.search(r"Write exactly (\d+) plans", req.messages[0]["content"]).group(1))
+            k = int(re.search(r"Write exactly (\d+) plans", req.messages[-1]["content"]).group(1))
             return {
                 "plans": [{"reading": f"r{i}", "text": f"plan {i}", "tables": ["orders"]} for i in range(k)]
             }

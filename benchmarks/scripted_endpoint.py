@@ -102,12 +102,17 @@ def main() -> None:
     )
     parser.add_argument("--question-sql", help="answer every question with this SQL instead")
     parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument(
+        "--prefix-cache",
+        action="store_true",
+        help="simulate a prefix cache and report cached prompt tokens, as vLLM and OpenAI do",
+    )
     args = parser.parse_args()
     if not args.tasks and not args.question_sql:
         parser.error("give --tasks FILE or --question-sql SQL")
     tasks = load_tasks(args.tasks) if args.tasks else []
     script = GoldScript(tasks, args.question_sql)
-    with OpenAIStub(script, port=args.port, keep_requests=False) as stub:
+    with OpenAIStub(script, port=args.port, keep_requests=False, prefix_cache=args.prefix_cache) as stub:
         print(f"scripted endpoint at {stub.base_url} ({len(tasks)} tasks); Ctrl-C stops it", flush=True)
         try:
             while True:

@@ -46,20 +46,9 @@ MARKER = re.compile(
     re.DOTALL,
 )
 
+
 # The tools a stage offers live in its module; this names the module constant per stage (stages that
 # share a function share its list, and knowledge offers none).
-STAGE_TOOLS: dict[str, str | None] = {
-    "classify": "flexsql.agent.stages.classify:TOOLS",
-    "link": "flexsql.agent.stages.link:TOOLS",
-    "knowledge": None,
-    "plan": "flexsql.agent.stages.plan:TOOLS",
-    "implement": "flexsql.agent.stages.implement:TOOLS",
-    "repair": "flexsql.agent.stages.implement:TOOLS",
-    "evaluate": "flexsql.agent.stages.evaluate:TOOLS",
-    "revise_plan": "flexsql.agent.stages.plan:TOOLS",
-}
-
-
 class GenerationError(Exception):
     """The code cannot be documented as it stands (a field without a description, a schema that
     contradicts its model); the message says what to change."""
@@ -168,22 +157,24 @@ def cell(text: str) -> str:
 def contract_stages() -> str:
     from flexsql.agent.contract import OUTPUTS, STAGES
 
-    lines = [
-        "| stage (`X-FlexSQL-Stage`) | final JSON object | tools offered |",
-        "| --- | --- | --- |",
-    ]
+    lines = ["| stage (`X-FlexSQL-Stage`) | final JSON object |", "| --- | --- |"]
     for stage in STAGES:
-        tools = _stage_tools(stage)
-        offered = ", ".join(f"`{t}`" for t in tools) if tools else "none"
-        lines.append(
-            f"| `{stage}` | [{OUTPUTS[stage].__name__}](#{OUTPUTS[stage].__name__.lower()}) | {offered} |"
-        )
+        name = OUTPUTS[stage].__name__
+        lines.append(f"| `{stage}` | [{name}](#{name.lower()}) |")
     return "\n".join(lines)
 
 
-def _stage_tools(stage: str) -> list[str]:
-    where = STAGE_TOOLS[stage]
-    return list(_import(where)) if where else []
+def contract_tools() -> str:
+    from flexsql.agent.context import AGENT_TOOLS
+
+    return ", ".join(f"`{t}`" for t in AGENT_TOOLS)
+
+
+def contract_manual() -> str:
+    """The system text of every request (agent/manual.md, with every agent tool offered)."""
+    from flexsql.agent.context import AGENT_TOOLS, manual
+
+    return "```markdown\n" + manual(frozenset(AGENT_TOOLS)) + "\n```"
 
 
 def contract_objects() -> str:
@@ -265,12 +256,6 @@ def _check_schema_covers(model: type[BaseModel], schema: dict[str, Any], stage: 
             f"agent/contract.py: output_schema({stage!r}) has the properties {sorted(properties)} but "
             f"{model.__name__} has the fields {sorted(fields)}; make them agree, then run docs/generate.py"
         )
-
-
-def contract_instruction() -> str:
-    from flexsql.agent.contract import format_instruction
-
-    return "```text\n" + format_instruction("knowledge") + "\n```"
 
 
 # -- settings (flexsql/config.py) --------------------------------------------------------------------
@@ -393,7 +378,8 @@ def _help_blocks(command: click.Command, name: str, parent: click.Context | None
 PARTS: dict[str, Callable[[], str]] = {
     "contract-stages": contract_stages,
     "contract-objects": contract_objects,
-    "contract-instruction": contract_instruction,
+    "contract-tools": contract_tools,
+    "contract-manual": contract_manual,
     "settings": settings_reference,
     "cli": cli_reference,
 }

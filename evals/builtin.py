@@ -133,7 +133,11 @@ class BuiltinRunner(Runner):
             answer_text=result.clarifying_question
             or result.reply
             or (result.reason if result.status != "answered" else None),
-            tokens={"prompt": usage.prompt_tokens, "completion": usage.completion_tokens},
+            tokens={
+                "prompt": usage.prompt_tokens,
+                "completion": usage.completion_tokens,
+                "cached": usage.cached_prompt_tokens,  # of prompt, served from the endpoint's prefix cache
+            },
             model_calls=usage.model_calls,
             tool_calls=usage.tool_calls,
             trace=str(trace),

@@ -115,8 +115,8 @@ configuration error; 130 interrupted (Ctrl-C or SIGTERM: the reports are still w
 @click.option(
     "--scorer",
     type=click.Choice(SCORERS),
-    help="The score reported as `score` (all three are recorded). Default: spider2 for Spider 2.0 "
-    "tasks, ex otherwise.",
+    help="The score reported as `score` (all four are recorded; rex also records a similarity). Default: "
+    "spider2 for Spider 2.0 tasks, ex otherwise.",
 )
 @click.option(
     "--flavor",
@@ -289,6 +289,11 @@ def eval_command(
         f"{_pct(s['accuracy_all'])} of all ({s['passed']}/{s['scored_tasks']}); "
         + " ".join(
             f"{k} {_pct(v['accuracy_evaluated'])}" for k, v in s["scorers"].items() if k != s["scorer"]
+        )
+        + "".join(
+            f"; {k} mean similarity {v['mean_similarity_evaluated']:.4f}"
+            for k, v in s["scorers"].items()
+            if v.get("mean_similarity_evaluated") is not None
         )
     )
     if outcome.skipped:

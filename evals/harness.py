@@ -12,7 +12,6 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,8 @@ from flexsql.evals.execution import (
 )
 from flexsql.evals.gold import GoldStore
 from flexsql.evals.report import infrastructure_failure, summarize, write_reports
+from flexsql.evals.result_diff import side_by_side
+from flexsql.evals.reward import Gold, Predicted, verdicts
 from flexsql.evals.runners import (
     CommandRunner,
     GoldRunner,
@@ -50,9 +51,6 @@ from flexsql.evals.scoring import (
     frame_from_result,
     frame_rows,
     read_csv_frame,
-    score_ex,
-    score_spider2,
-    score_spider2_strict,
 )
 from flexsql.evals.sqltext import orders_result
 from flexsql.evals.tasks import DatabaseLocator, Task, extract_sql, load_tasks
@@ -272,10 +270,10 @@ class Evaluation:
                 reason="no gold for this task: neither a gold CSV under --gold nor gold SQL",
                 category="no_gold",
             )
-        verdicts = self._score(task, prediction, gold, timings)
-        return self._finish(record, "scored", verdicts, timings, started)
+        scored, record["results"] = self._score(task, prediction, gold, timings)
+        return self._finish(record, "scored", scored, timings, started)
 
-    def _gold(self, task: Task, timings: dict[str, float]) -> _Gold | None:
+    def _gold(self, task: Task, timings: dict[str, float]) -> Gold | None:
         t0 = time.perf_counter()
         try:
             tables = self.gold.tables(task.instance_id) if task.benchmark.startswith("spider2") else []
@@ -283,7 +281,7 @@ class Evaluation:
                 config = self.gold.config(task.instance_id)
                 for t in tables:
                     t.ordered = not config.ignore_order
-                return _Gold(
+                return Gold(
                     tables=tables, condition_cols=config.condition_cols, ignore_order=config.ignore_order
                 )
             sql = task.gold_sql or self.gold.sql(task.instance_id)
@@ -294,7 +292,7 @@ class Evaluation:
             ordered = orders_result(sql, _dialect(url))
             frame = frame_from_result(result.columns, result.rows)
             config = self.gold.config(task.instance_id)
-            return _Gold(
+            return Gold(
                 tables=[GoldTable(name="gold SQL", frame=frame, ordered=ordered)],
                 raw=[("gold SQL", result.columns, result.rows, ordered)],
                 condition_cols=config.condition_cols,
@@ -313,8 +311,9 @@ class Evaluation:
             raise ExecutionFailure("no_database", str(exc)) from None
 
     def _score(
-        self, task: Task, prediction: Prediction, gold: _Gold, timings: dict[str, float]
-    ) -> dict[str, Verdict]:
+        self, task: Task, prediction: Prediction, gold: Gold, timings: dict[str, float]
+    ) -> tuple[dict[str, Verdict], dict[str, Any] | None]:
+        """Every scorer's verdict, and the two results side by side (evals/result_diff.py)."""
         flavor = self.options.flavor or task.flavor
         t0 = time.perf_counter()
         sub = self.out / SUBMISSION
@@ -327,52 +326,36 @@ class Evaluation:
                 result = self.executor.execute(url, sql, self.options.timeout)
                 text = csv_text(result.columns, result.rows)
                 write_private(sub / f"{name}.csv", text)
-                pred_cols, pred_rows = result.columns, result.rows
-                empty_cloud = not result.rows and _cloud(url)
-                pred_frame = frame_from_result(result.columns, result.rows) if result.columns else None
+                pred = Predicted(
+                    columns=result.columns, rows=result.rows, empty_cloud=not result.rows and _cloud(url)
+                )
             else:
                 assert prediction.csv_path is not None
                 if Path(prediction.csv_path).resolve() != (sub / f"{name}.csv").resolve():
                     shutil.copyfile(prediction.csv_path, private_file(sub / f"{name}.csv"))
                 pred_frame = read_csv_frame(prediction.csv_path)
-                pred_cols, pred_rows = frame_columns(pred_frame), frame_rows(pred_frame)
-                empty_cloud = False
+                pred = Predicted(
+                    columns=frame_columns(pred_frame), rows=frame_rows(pred_frame), frame=pred_frame
+                )
         except ExecutionFailure as exc:
             timings["exec_s"] = round(time.perf_counter() - t0, 4)
             reason = (
                 f"execution error: {exc}" if exc.category == "execution_error" else f"{exc.category}: {exc}"
             )
-            return {s: failure(s, exc.category, reason) for s in SCORERS}
+            return {s: failure(s, exc.category, reason) for s in SCORERS}, _gold_view(gold, reason)
         except Exception as exc:  # unreadable CSV (empty file, bad quoting)
             timings["exec_s"] = round(time.perf_counter() - t0, 4)
             reason = f"the prediction CSV could not be read: {type(exc).__name__}: {exc}"
-            return {s: failure(s, "unreadable_prediction", reason) for s in SCORERS}
+            return {s: failure(s, "unreadable_prediction", reason) for s in SCORERS}, _gold_view(gold, reason)
         timings["exec_s"] = round(time.perf_counter() - t0, 4)
         t1 = time.perf_counter()
-        verdicts: dict[str, Verdict] = {}
-        if pred_frame is None:
-            for s in ("spider2", "spider2-strict"):
-                verdicts[s] = failure(s, "unreadable_prediction", "the prediction has no columns")
-        elif empty_cloud:
-            for s in ("spider2", "spider2-strict"):
-                verdicts[s] = failure(
-                    s,
-                    "empty_result",
-                    "empty result (the official evaluator scores an empty result 0 on cloud engines)",
-                )
-        else:
-            verdicts["spider2"] = score_spider2(
-                pred_frame, gold.tables, gold.condition_cols, gold.ignore_order, flavor
-            )
-            verdicts["spider2-strict"] = score_spider2_strict(
-                pred_frame, gold.tables, gold.condition_cols, gold.ignore_order
-            )
-        if gold.raw:
-            verdicts["ex"] = score_ex(pred_cols, pred_rows, gold_tables=gold.raw)
-        else:
-            verdicts["ex"] = score_ex(pred_cols, pred_rows, gold.tables)
+        scored = verdicts(pred, gold, flavor)
         timings["score_s"] = round(time.perf_counter() - t1, 4)
-        return verdicts
+        view = None
+        if scored.rex is not None:
+            match, gold_columns, gold_rows = scored.rex
+            view = side_by_side(gold_columns, gold_rows, pred.columns, pred.rows, match)
+        return scored.verdicts, view
 
     def _finish(
         self,
@@ -397,6 +380,7 @@ class Evaluation:
                 category=main.category,
                 variant=main.variant,
                 scores={k: v.score for k, v in verdicts.items()},
+                similarities={k: v.similarity for k, v in verdicts.items() if v.similarity is not None},
                 reasons={k: v.reason for k, v in verdicts.items() if v.score == 0},
                 categories={k: v.category for k, v in verdicts.items()},
             )
@@ -627,12 +611,17 @@ class Evaluation:
         write_private(path, json.dumps(info, indent=2))
 
 
-@dataclass
-class _Gold:
-    tables: list[GoldTable]
-    raw: list[tuple[str, list[str], list[tuple[Any, ...]], bool]] = field(default_factory=list)
-    condition_cols: Any = None
-    ignore_order: bool = True
+def _gold_view(gold: Gold, error: str) -> dict[str, Any] | None:
+    """The gold result beside a prediction that gave none."""
+    table = gold.raw[0] if gold.raw else None
+    if table is not None:
+        return side_by_side(table[1], table[2], None, None, None, error=error, ordered=table[3])
+    if gold.tables:
+        first = gold.tables[0]
+        return side_by_side(
+            frame_columns(first.frame), first.rows(None), None, None, None, error=error, ordered=first.ordered
+        )
+    return None
 
 
 def _ignore_sigint() -> None:

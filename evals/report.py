@@ -84,6 +84,7 @@ def summarize(
             "all": all_n,
             "accuracy_evaluated": _pct(passed, len(have)),
             "accuracy_all": _pct(passed, all_n),
+            **similarity_summary(have, name, all_n),
         }
     primary = scorers.get(
         scorer,
@@ -190,6 +191,22 @@ def summarize(
     }
 
 
+def similarity_summary(records: list[dict[str, Any]], scorer: str, all_n: int) -> dict[str, float]:
+    """For a scorer that grades (rex): the mean similarity over the evaluated tasks and over all
+    (a task without a verdict counts 0); its accuracy is the rate of 1.0."""
+    values = [r["similarities"][scorer] for r in records if scorer in (r.get("similarities") or {})]
+    if not values:
+        return {}
+    return {
+        "mean_similarity_evaluated": round(statistics.mean(values), 4),
+        "mean_similarity_all": round(sum(values) / all_n, 4) if all_n else 0.0,
+    }
+
+
+def _similarity(v: dict[str, Any]) -> str:
+    return "–" if v.get("mean_similarity_evaluated") is None else f"{v['mean_similarity_evaluated']:.4f}"
+
+
 def agent_usage(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Model calls, tool calls and tokens per task, for runners that report them (the builtin agent)."""
     rows = [
@@ -200,6 +217,7 @@ def agent_usage(records: list[dict[str, Any]]) -> dict[str, Any] | None:
             "model_calls": r.get("model_calls") or 0,
             "tool_calls": r.get("tool_calls") or 0,
             "prompt_tokens": (r.get("tokens") or {}).get("prompt", 0),
+            "cached_tokens": (r.get("tokens") or {}).get("cached", 0),
             "completion_tokens": (r.get("tokens") or {}).get("completion", 0),
         }
         for r in records
@@ -209,9 +227,15 @@ def agent_usage(records: list[dict[str, Any]]) -> dict[str, Any] | None:
         return None
     mean = {
         k: round(statistics.mean(row[k] for row in rows), 1)
-        for k in ("model_calls", "tool_calls", "prompt_tokens", "completion_tokens")
+        for k in ("model_calls", "tool_calls", "prompt_tokens", "cached_tokens", "completion_tokens")
     }
-    return {"tasks": len(rows), "mean": mean, "per_task": rows}
+    total = {k: sum(row[k] for row in rows) for k in ("prompt_tokens", "cached_tokens", "completion_tokens")}
+    return {"tasks": len(rows), "mean": mean, "total": total, "per_task": rows}
+
+
+def _cached(prompt: int, cached: int) -> str:
+    """Prompt tokens with the share the endpoint served from its prefix cache (when it said)."""
+    return f"{prompt:,}" + (f" ({cached / prompt:.0%} cached)" if prompt and cached else "")
 
 
 def _category(record: dict[str, Any], scorer: str) -> str:
@@ -278,13 +302,13 @@ def markdown(s: dict[str, Any]) -> str:
         "",
         "## Scorers",
         "",
-        "| scorer | passed | evaluated | all | accuracy (evaluated) | accuracy (all) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        "| scorer | passed | evaluated | all | accuracy (evaluated) | accuracy (all) | mean similarity |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name, v in s["scorers"].items():
         lines.append(
             f"| {name} | {v['passed']} | {v['evaluated']} | {v['all']} | {_fmt(v['accuracy_evaluated'])} "
-            f"| {_fmt(v['accuracy_all'])} |"
+            f"| {_fmt(v['accuracy_all'])} | {_similarity(v)} |"
         )
     lines += [""] + [f"- **{k}**: {v}" for k, v in SCORER_NOTES.items() if k in s["scorers"]]
     if len(s.get("by_benchmark") or {}) > 1 or s.get("agent"):
@@ -308,15 +332,17 @@ def markdown(s: dict[str, Any]) -> str:
             "## Agent usage",
             "",
             f"Per task on average: {m['model_calls']} model calls, {m['tool_calls']} "
-            f"tool calls, {m['prompt_tokens']:,} prompt + {m['completion_tokens']:,} completion tokens.",
+            f"tool calls, {m['prompt_tokens']:,} prompt + {m['completion_tokens']:,} completion tokens. "
+            f"In all: {_cached(a['total']['prompt_tokens'], a['total']['cached_tokens'])} prompt + "
+            f"{a['total']['completion_tokens']:,} completion tokens.",
             "",
-            "| task | status | score | model calls | tool calls | prompt tokens | completion tokens |",
-            "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+            "| task | status | score | model calls | tool calls | prompt tokens | cached prompt tokens | completion tokens |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
         ]
         for row in a["per_task"]:
             lines.append(
                 f"| {row['instance_id']} | {row['status']} | {row['score']} | {row['model_calls']} "
-                f"| {row['tool_calls']} | {row['prompt_tokens']} | {row['completion_tokens']} |"
+                f"| {row['tool_calls']} | {row['prompt_tokens']} | {row['cached_tokens']} | {row['completion_tokens']} |"
             )
     lines += [
         "",
@@ -368,32 +394,6 @@ def markdown(s: dict[str, Any]) -> str:
                 f"| {f['instance_id']} | {f['db']} | {f['category']} | {reason[:500]} | {f.get('kind', '')} |"
             )
     return "\n".join(lines) + "\n"
-
-
-def _task_table(records: list[dict[str, Any]]) -> str:
-    """Every task: question, predicted and gold SQL, model, latency and verdict (details fold open)."""
-    e = html.escape
-    out = [
-        f"<h2>Every task ({len(records)})</h2><table><tr><th>task</th><th>verdict</th><th class=n>latency</th>"
-        "<th>model</th><th>question, predicted SQL, gold SQL</th></tr>"
-    ]
-    for r in records:
-        verdict = "passed" if r.get("evaluated") and r.get("score") == 1 else str(r.get("category") or "")
-        if verdict != "passed":
-            verdict += f" ({failure_kind(r)})"
-        latency = (r.get("timings") or {}).get("total_s")
-        trace = (
-            f' <a href="{e(Path(str(r["trace"])).resolve().as_uri())}">trace</a>' if r.get("trace") else ""
-        )
-        out.append(
-            f"<tr><td>{e(str(r['instance_id']))}{trace}</td><td>{e(verdict)}</td>"
-            f"<td class=n>{'' if latency is None else f'{latency:.2f} s'}</td><td>{e(str(r.get('model') or ''))}</td>"
-            f"<td class=reason>{e(str(r.get('question') or ''))}<details><summary>SQL</summary>"
-            f"<div class=muted>predicted</div><pre>{e(str(r.get('sql') or '—'))}</pre>"
-            f"<div class=muted>gold</div><pre>{e(str(r.get('gold_sql') or '—'))}</pre></details></td></tr>"
-        )
-    out.append("</table>")
-    return "".join(out)
 
 
 # -- HTML ------------------------------------------------------------------------------------------
@@ -486,13 +486,15 @@ def html_report(s: dict[str, Any], records: list[dict[str, Any]] | None = None) 
 
     out.append(
         "<h2>Scorers</h2><table><tr><th>scorer</th><th class=n>passed</th><th class=n>evaluated</th>"
-        "<th class=n>all</th><th class=n>accuracy (evaluated)</th><th class=n>accuracy (all)</th><th>rule</th></tr>"
+        "<th class=n>all</th><th class=n>accuracy (evaluated)</th><th class=n>accuracy (all)</th>"
+        "<th class=n>mean similarity</th><th>rule</th></tr>"
     )
     for name, v in s["scorers"].items():
         out.append(
             f"<tr><td><code>{e(name)}</code></td><td class=n>{v['passed']}</td><td class=n>{v['evaluated']}</td>"
             f"<td class=n>{v['all']}</td><td class=n>{_fmt(v['accuracy_evaluated'])}</td>"
-            f"<td class=n>{_fmt(v['accuracy_all'])}</td><td class=muted>{e(SCORER_NOTES.get(name, ''))}</td></tr>"
+            f"<td class=n>{_fmt(v['accuracy_all'])}</td><td class=n>{_similarity(v)}</td>"
+            f"<td class=muted>{e(SCORER_NOTES.get(name, ''))}</td></tr>"
         )
     out.append("</table>")
 
@@ -500,18 +502,21 @@ def html_report(s: dict[str, Any], records: list[dict[str, Any]] | None = None) 
         a, m = s["agent"], s["agent"]["mean"]
         out.append(
             f"<h2>Agent usage</h2><p>Per task on average: {m['model_calls']} model calls, {m['tool_calls']} tool "
-            f"calls, {m['prompt_tokens']:,} prompt + {m['completion_tokens']:,} completion tokens.</p>"
+            f"calls, {m['prompt_tokens']:,} prompt + {m['completion_tokens']:,} completion tokens. In all: "
+            f"{e(_cached(a['total']['prompt_tokens'], a['total']['cached_tokens']))} prompt + "
+            f"{a['total']['completion_tokens']:,} completion tokens.</p>"
         )
         out.append(
             "<table><tr><th>task</th><th>status</th><th class=n>score</th><th class=n>model calls</th>"
-            "<th class=n>tool calls</th><th class=n>prompt tokens</th><th class=n>completion tokens</th></tr>"
+            "<th class=n>tool calls</th><th class=n>prompt tokens</th><th class=n>cached prompt tokens</th>"
+            "<th class=n>completion tokens</th></tr>"
         )
         for row in a["per_task"]:
             out.append(
                 f"<tr><td>{e(str(row['instance_id']))}</td><td>{e(str(row['status']))}</td>"
                 f"<td class=n>{row['score']}</td><td class=n>{row['model_calls']}</td>"
                 f"<td class=n>{row['tool_calls']}</td><td class=n>{row['prompt_tokens']:,}</td>"
-                f"<td class=n>{row['completion_tokens']:,}</td></tr>"
+                f"<td class=n>{row['cached_tokens']:,}</td><td class=n>{row['completion_tokens']:,}</td></tr>"
             )
         out.append("</table>")
     if len(s.get("by_benchmark") or {}) > 1:
@@ -590,6 +595,8 @@ def html_report(s: dict[str, Any], records: list[dict[str, Any]] | None = None) 
             )
         out.append("</table>")
     if records:
-        out.append(_task_table(records))
+        from flexsql.evals.report_explorer import task_explorer  # it reads failure_kind from here
+
+        out.append(task_explorer(records, s["scorer"], failure_kind))
     out.append("</body></html>\n")
     return "".join(out)

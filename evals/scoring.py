@@ -34,7 +34,7 @@ from pydantic import BaseModel
 
 from flexsql.tools.sql.equivalence import Equivalence, compare_tables, show_value
 
-ScorerName = Literal["spider2", "spider2-strict", "ex"]
+ScorerName = Literal["spider2", "spider2-strict", "ex", "rex"]
 SCORERS: tuple[ScorerName, ...] = get_args(ScorerName)
 SCORER_NOTES: dict[ScorerName, str] = {  # what each decides, for reports (docs/scoring.md says more)
     "spider2": "the official Spider 2.0 rule: every gold column (condition_cols) equals some predicted column, "
@@ -43,6 +43,8 @@ SCORER_NOTES: dict[ScorerName, str] = {  # what each decides, for reports (docs/
     "condition_cols as written (fixes the official weaknesses)",
     "ex": "execution match: all columns, any column order, no extra columns, rows as a multiset (ordered when the "
     "gold SQL has a top-level ORDER BY)",
+    "rex": "robust execution match (DualSQL): a similarity in [0, 1], matched cells over max columns x max rows; "
+    "columns paired by name, then by content; passed iff 1.0",
 }
 Flavor = Literal["lite", "snow"]
 OFFICIAL_TOLERANCE = 1e-2
@@ -79,6 +81,7 @@ class Verdict(BaseModel):
     reason: str
     category: str
     variant: str | None = None  # the gold variant that passed (or the one the reason is about)
+    similarity: float | None = None  # `rex`: in [0, 1], 1.0 iff score is 1
 
 
 # -- tables ----------------------------------------------------------------------------------------
@@ -530,4 +533,5 @@ def score_ex(
 
 def failure(scorer: str, category: str, reason: str) -> Verdict:
     """A verdict for a prediction that never reached a comparison (execution error, timeout, …)."""
-    return Verdict(scorer=scorer, score=0, reason=reason, category=category)
+    similarity = 0.0 if scorer == "rex" else None
+    return Verdict(scorer=scorer, score=0, reason=reason, category=category, similarity=similarity)

@@ -36,6 +36,13 @@ class SourceConfig(StrictModel):
         None, description="The name tools take as `source` (default: derived from the URL)"
     )
     description: str = Field("", description="What the source holds; list_sources shows it")
+    knowledge: str | None = Field(
+        None,
+        description="Folder of this source's knowledge store (verified queries, documents, facts learned "
+        "from queries; `flexsql learn`, recall, remember): plain files to keep under version control. "
+        "Unset: <data dir>/knowledge/<name>-<hash of the URL>, the data dir being $FLEXSQL_DATA_DIR or the "
+        "user data folder. A --db URL or NAME=URL that matches a [[sources]] entry uses its folder",
+    )
 
     @field_validator("url")
     @classmethod
@@ -317,6 +324,20 @@ class AgentConfig(StrictModel):
         le=1000,
         description="Tool calls run from one model reply; the others are answered `not run: limit`",
     )
+    reasoning_chars: int = Field(
+        16_000,
+        ge=1000,
+        le=10_000_000,
+        description="Reasoning of one reply sent back on the step's tool-call turns (its end); reasoning "
+        "leaves the thread at the next step, as chat templates drop it",
+    )
+    request_chars: int = Field(
+        1_000_000,
+        ge=50_000,
+        le=100_000_000,
+        description="Characters of one model request (system text, tools, messages); a step whose "
+        "thread grows past it fails with a message",
+    )
     trace_bytes: int = Field(
         8_000_000,
         ge=100_000,
@@ -385,6 +406,16 @@ class Settings(BaseSettings):
         [], description="Extra Host names HTTP clients may use (a proxy's, a DNS alias), `name[:port]`"
     )
 
+    def knowledge_of(self, source: SourceConfig) -> str | None:
+        """The knowledge folder of a source given on the command line: its own, else that of the
+        [[sources]] entry with the same name or URL."""
+        if source.knowledge:
+            return source.knowledge
+        for entry in self.sources:
+            if entry.knowledge and (entry.url == source.url or (source.name and entry.name == source.name)):
+                return entry.knowledge
+        return None
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -433,7 +464,7 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
 
 # FLEXSQL_* variables that are not settings: read elsewhere, or handed to `--runner command` programs.
 OTHER_VARIABLES = frozenset(
-    {"CONFIG", "CACHE_DIR", "EMBEDDINGS", "WORDNET_DIR", "UPDATE_SNAPSHOT", "QUESTION_FILE", "QUESTION",
+    {"CONFIG", "CACHE_DIR", "DATA_DIR", "EMBEDDINGS", "WORDNET_DIR", "UPDATE_SNAPSHOT", "QUESTION_FILE", "QUESTION",
      "DB_URL", "DB", "MCP_CONFIG", "OUT_DIR", "TASK_DIR", "INSTANCE_ID", "EXTERNAL_KNOWLEDGE_FILE"}
 )  # fmt: skip
 _warned: set[str] = set()

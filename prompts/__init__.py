@@ -1,8 +1,9 @@
-"""The plan / implement / repair / revise_plan / verify / clarify prompt templates.
+"""The plan / implement / repair / revise_plan / verify / clarify prompt templates, for MCP clients.
 
 Each template is `prompts/<name>.md`: a front-matter block naming its arguments, then Markdown with
-`{param}` placeholders. The MCP server (`flexsql.server.prompts`) and the built-in agent render the
-same text through `render(name, **params)`.
+`{param}` placeholders. The MCP server (`flexsql.server.prompts`) renders them through
+`render(name, tools=…, **params)`. The built-in agent has its own request layout (agent/manual.md and
+each step's instruction: docs/contract.md) and reuses only the `{+tool}` marks (`tool_conditional`).
 
 Template syntax (kept tiny on purpose: no dependency, nothing a prompt author can get wrong quietly):
 
@@ -10,13 +11,9 @@ Template syntax (kept tiny on purpose: no dependency, nothing a prompt author ca
 - `{#name}…{/name}` keeps its content only when the optional argument `name` is given (non-blank),
   so a missing argument drops its whole section instead of printing "None".
 - `{{` and `}}` are literal braces.
-- `{@client}…{/@client}` is kept only for MCP clients (the text formats they answer in), and
-  `{@agent}…{/@agent}` only for the built-in agent, whose stages answer with the JSON object of the
-  model-facing contract (docs/contract.md) that the system message asks for: one answer format per
-  request.
-- `{+tool}…{/+tool}` is kept only when the reader can call `tool` (an agent stage offers a few of
-  the tools; MCP clients have them all), and `{-tool}…{/-tool}` only when it cannot, so a prompt
-  never names a tool its reader lacks.
+- `{+tool}…{/+tool}` is kept only when the reader can call `tool` (a server without the sandbox
+  offers no run_python), and `{-tool}…{/-tool}` only when it cannot, so a prompt never names a tool
+  its reader lacks.
 
 Front matter::
 
@@ -35,7 +32,6 @@ import difflib
 import re
 from functools import cache
 from importlib import resources
-from typing import Literal
 
 from pydantic import BaseModel
 
@@ -44,11 +40,11 @@ from flexsql.errors import InvalidArgument, NotFoundError
 __all__ = [
     "PromptArgument",
     "PromptTemplate",
-    "Voice",
     "get_prompt",
     "list_prompts",
     "prompt_names",
     "render",
+    "tool_conditional",
     "tool_sections",
 ]
 
@@ -56,25 +52,26 @@ _IDENT = r"[a-z][a-z0-9_]*"
 _BLOCK = re.compile(r"\{#(" + _IDENT + r")\}\n?(.*?)\{/\1\}\n?", re.DOTALL)
 _TOKEN = re.compile(r"\{\{|\}\}|\{(" + _IDENT + r")\}")
 _STRAY = re.compile(r"[{}]")
-# a voice section on lines of its own takes its tag lines with it; one inside a line, nothing else
-_VOICE_LINES = re.compile(r"^\{@(agent|client)\}\n(.*?)^\{/@\1\}\n?", re.DOTALL | re.MULTILINE)
-_VOICE = re.compile(r"\{@(agent|client)\}(.*?)\{/@\1\}", re.DOTALL)
 _TOOL = re.compile(r"\{([+-])(" + _IDENT + r")\}(.*?)\{/\1\2\}", re.DOTALL)
 
-Voice = Literal["client", "agent"]
 
-
-def _sections(body: str, voice: Voice | None, tools: frozenset[str] | None) -> str:
-    """The body with its voice and tool sections resolved (None keeps every one: for checking)."""
-    for pattern in (_VOICE_LINES, _VOICE):
-        body = pattern.sub(lambda m: m.group(2) if voice in (None, m.group(1)) else "", body)
+def _sections(body: str, tools: frozenset[str] | None, check: bool = False) -> str:
+    """The body with its tool sections resolved for a reader who can call `tools` (None: every tool);
+    `check` keeps both branches of every section, for checking the template."""
 
     def keep(m: re.Match[str]) -> str:
-        if tools is None:  # checking: both branches
+        if check:
             return m.group(3)
-        return m.group(3) if (m.group(2) in tools) == (m.group(1) == "+") else ""
+        offered = tools is None or m.group(2) in tools
+        return m.group(3) if offered == (m.group(1) == "+") else ""
 
     return _TOOL.sub(keep, body)
+
+
+def tool_conditional(text: str, tools: frozenset[str]) -> str:
+    """`text` with its `{+tool}…{/+tool}` / `{-tool}…{/-tool}` sections resolved for a reader who can
+    call `tools` (the agent's manual uses the same marks as the templates)."""
+    return _TOOL.sub(lambda m: m.group(3) if (m.group(2) in tools) == (m.group(1) == "+") else "", text)
 
 
 def tool_sections(body: str) -> list[str]:
@@ -103,11 +100,8 @@ class PromptTemplate(BaseModel):
         """`question, plan, source?` — how the arguments read in an error message."""
         return ", ".join(a.name if a.required else f"{a.name}?" for a in self.arguments)
 
-    def render(
-        self, *, voice: Voice = "client", tools: frozenset[str] | None = None, **params: object
-    ) -> str:
-        """The text for a reader: `voice` picks the answer format's sections, `tools` the tools it
-        can call (None: every tool)."""
+    def render(self, *, tools: frozenset[str] | None = None, **params: object) -> str:
+        """The text for a reader who can call `tools` (None: every tool, run_python included)."""
         given = {k: _text(v) for k, v in params.items() if v is not None}
         known = {a.name for a in self.arguments}
         for key in given:
@@ -128,7 +122,7 @@ class PromptTemplate(BaseModel):
                 f"Its arguments (? = optional): {self.signature()}"
             )
         present = {k for k, v in given.items() if v.strip()}
-        body = _sections(self.body, voice, tools)
+        body = _sections(self.body, tools)
         text = _BLOCK.sub(lambda m: m.group(2) if m.group(1) in present else "", body)
         text = re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
 
@@ -190,7 +184,7 @@ def _parse(name: str, raw: str) -> PromptTemplate:
 def _check(t: PromptTemplate, where: str) -> None:
     args = {a.name: a for a in t.arguments}
     used: set[str] = set()
-    body = _sections(t.body, None, None)
+    body = _sections(t.body, None, check=True)
     for match in _BLOCK.finditer(body):
         block = match.group(1)
         if block not in args:
@@ -250,9 +244,7 @@ def list_prompts() -> list[PromptTemplate]:
     return [get_prompt(n) for n in prompt_names()]
 
 
-def render(
-    name: str, *, voice: Voice = "client", tools: frozenset[str] | None = None, **params: object
-) -> str:
-    """The text of prompt `name` (for `voice`, naming only `tools`); raises InvalidArgument naming a
-    missing or unknown argument."""
-    return get_prompt(name).render(voice=voice, tools=tools, **params)
+def render(name: str, *, tools: frozenset[str] | None = None, **params: object) -> str:
+    """The text of prompt `name`, naming only `tools`; raises InvalidArgument naming a missing or
+    unknown argument."""
+    return get_prompt(name).render(tools=tools, **params)

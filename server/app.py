@@ -12,7 +12,7 @@ from flexsql.agent.service import ask
 from flexsql.config import Settings
 from flexsql.server.prompts import register_prompts
 from flexsql.server.sessions import SessionState
-from flexsql.server.toolkit import READ_ONLY, mcp_handler
+from flexsql.server.toolkit import READ_ONLY, WRITES_STORE, mcp_handler
 from flexsql.tools.catalog import ListSources, ListTables, list_sources, list_tables
 from flexsql.tools.engines import SourceRegistry
 from flexsql.tools.runtime.registry import Tools, ToolSpec, python_enabled
@@ -54,13 +54,15 @@ def build_server(
     server.flexsql_state = state  # type: ignore[attr-defined]  # tests and the CLI reach the contexts
 
     python = python_enabled(settings, allow_python)
-    for spec in tools.available(python):
+    served = tools.available(python)
+    for spec in served:
         slot = state.agent_runs.hold if spec.name == ask.tool_spec.name else None  # server-wide ceiling
-        server.tool(name=spec.name, description=spec.describe(settings), annotations=READ_ONLY)(
+        annotations = WRITES_STORE if spec.writes else READ_ONLY
+        server.tool(name=spec.name, description=spec.describe(settings), annotations=annotations)(
             mcp_handler(spec, state.context_for, settings, python, state.principal_for, slot)
         )
         _publish_schemas(server, spec)
-    register_prompts(server)
+    register_prompts(server, frozenset(spec.name for spec in served))
     _register_resources(server, state)
     return server
 

@@ -12,22 +12,21 @@ import click
 
 from flexsql import __version__
 from flexsql.agent.flags import model_options
-from flexsql.config import Settings, load_settings
+from flexsql.config import load_settings
 from flexsql.errors import FlexSQLError, NotFoundError
 from flexsql.server.cli_support import (
     LOG_LEVELS,
     FlexGroup,
-    check_files,
     check_model_endpoint,
     console,
     exit_code,
     fail,
-    parse_db_option,
+    make_sources,
+    parse_db_option,  # noqa: F401 - imported from here by scripts and tests
     read_text,
     setup_logging,
     stderr_is_terminal,
 )
-from flexsql.tools.engines import SourceRegistry, open_source
 
 EXIT_CODES = """\b
 Exit codes: 0 success; 1 a runtime error (a query, the model endpoint, an unreachable source);
@@ -38,27 +37,6 @@ DB_HELP = (
     "postgresql://user@host:port/db, snowflake://user@account/DB/SCHEMA?warehouse=…&role=…. "
     "Default: the bundled demo database"
 )
-
-
-def make_sources(settings: Settings, db: tuple[str, ...] = (), demo_fallback: bool = True) -> SourceRegistry:
-    configs = [parse_db_option(v) for v in db] if db else list(settings.sources)
-    registry = SourceRegistry()
-    if not configs and demo_fallback:
-        from flexsql.demo_db.cache import demo_url
-
-        registry.add(
-            open_source(
-                demo_url(),
-                name="demo",
-                description="the bundled retail demo database",
-                limits=settings.limits,
-            )
-        )
-        return registry
-    check_files(configs)  # a missing file stops the command now (exit 2), not at the first tool call
-    for cfg in configs:
-        registry.add(open_source(cfg.url, name=cfg.name, description=cfg.description, limits=settings.limits))
-    return registry
 
 
 @click.group(cls=FlexGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES)
@@ -356,6 +334,11 @@ def _required(spec: Any) -> list[str]:
 )
 @click.option("--json", "as_json", is_flag=True, help="print the whole answer as JSON")
 @click.option(
+    "--remember",
+    is_flag=True,
+    help="store the answer's SQL in the source's knowledge store as verified by you (recall offers it later)",
+)
+@click.option(
     "--progress/--no-progress",
     "progress_flag",
     default=None,
@@ -374,6 +357,7 @@ def ask(
     trace_path: str | None,
     source_name: str | None,
     as_json: bool,
+    remember: bool,
     progress_flag: bool | None,
 ) -> None:
     """Answer QUESTION with the FlexSQL agent (needs a model endpoint: --base-url and --model, or [model]).
@@ -426,6 +410,7 @@ def ask(
                 external_knowledge=document,
                 trace_path=trace_path,
                 on_stage=progress,
+                remember="flexsql ask --remember" if remember else None,
             )
         )
     except FlexSQLError as exc:
@@ -458,10 +443,12 @@ def _register_optional_commands() -> None:
     """Subcommands that live beside their feature's code."""
     from flexsql.evals.cli import eval_command
     from flexsql.server.config_cli import config_command
+    from flexsql.server.learn_cli import learn_command
     from flexsql.server.plugin_cli import install_skills_command, mcp_config_command
 
     main.add_command(eval_command, "eval")
     main.add_command(config_command, "config")
+    main.add_command(learn_command, "learn")
     main.add_command(install_skills_command, "install-skills")
     main.add_command(mcp_config_command, "mcp-config")
 

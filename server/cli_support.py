@@ -17,6 +17,7 @@ from rich.console import Console
 from flexsql.config import Settings, SourceConfig
 from flexsql.errors import ConfigError, FlexSQLError, InvalidArgument, error_text
 from flexsql.server.exits import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE
+from flexsql.tools.engines import SourceRegistry, open_source
 
 USAGE_ERRORS = (ConfigError, InvalidArgument)
 
@@ -198,3 +199,34 @@ def read_text(path: str, what: str) -> str:
 
 def stderr_is_terminal() -> bool:
     return sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
+
+
+def make_sources(settings: Settings, db: tuple[str, ...] = (), demo_fallback: bool = True) -> SourceRegistry:
+    """The sources a command serves: its --db options, else [[sources]], else (`demo_fallback`) the demo
+    database; each with its knowledge store's folder when one is configured."""
+    configs = [parse_db_option(v) for v in db] if db else list(settings.sources)
+    registry = SourceRegistry()
+    if not configs and demo_fallback:
+        from flexsql.demo_db.cache import demo_url
+
+        registry.add(
+            open_source(
+                demo_url(),
+                name="demo",
+                description="the bundled retail demo database",
+                limits=settings.limits,
+            )
+        )
+        return registry
+    check_files(configs)  # a missing file stops the command now (exit 2), not at the first tool call
+    for cfg in configs:
+        registry.add(
+            open_source(
+                cfg.url,
+                name=cfg.name,
+                description=cfg.description,
+                limits=settings.limits,
+                knowledge=settings.knowledge_of(cfg),
+            )
+        )
+    return registry

@@ -20,21 +20,24 @@ from flexsql.errors import FlexSQLError
 
 
 class TemplatePrompt(Prompt):
-    """An MCP prompt rendered from `prompts/<name>.md`."""
+    """An MCP prompt rendered from `prompts/<name>.md`, naming only the tools the server offers."""
+
+    offered: frozenset[str] | None = None
 
     async def render(self, arguments: dict[str, Any] | None, context: Any) -> list[Message]:
         try:
-            text = prompts.render(self.name, **(arguments or {}))
+            text = prompts.render(self.name, tools=self.offered, **(arguments or {}))
         except FlexSQLError as exc:
             raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
         return [UserMessage(text)]
 
 
-def _prompt(template: prompts.PromptTemplate) -> TemplatePrompt:
+def _prompt(template: prompts.PromptTemplate, offered: frozenset[str]) -> TemplatePrompt:
     def fn(**params: Any) -> str:
-        return template.render(**params)
+        return template.render(tools=offered, **params)
 
     return TemplatePrompt(
+        offered=offered,
         name=template.name,
         title=template.title,
         description=template.description,
@@ -46,7 +49,8 @@ def _prompt(template: prompts.PromptTemplate) -> TemplatePrompt:
     )
 
 
-def register_prompts(server: MCPServer) -> None:
-    """Add plan, implement, repair, revise_plan, verify and clarify to `server`."""
+def register_prompts(server: MCPServer, offered: frozenset[str]) -> None:
+    """Add plan, implement, repair, revise_plan, verify and clarify to `server`, whose tools are
+    `offered` (a server without the sandbox: no prompt mentions run_python)."""
     for template in prompts.list_prompts():
-        server.add_prompt(_prompt(template))
+        server.add_prompt(_prompt(template, offered))

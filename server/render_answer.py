@@ -24,6 +24,7 @@ def print_answer(answer: Answer, console: Console | None = None) -> None:
     for label, text in (
         ("reply", answer.reply),
         ("reason", answer.reason if answer.status != "answered" else None),
+        ("knowledge store", answer.remembered),
     ):
         if text:
             console.print(f"{label}: {text}", markup=False)
@@ -69,8 +70,8 @@ def print_answer(answer: Answer, console: Console | None = None) -> None:
         console.print(considered)
     u = answer.usage
     console.print(
-        f"model calls {u.model_calls}, tool calls {u.tool_calls}, tokens {u.prompt_tokens:,} + "
-        f"{u.completion_tokens:,}, {u.seconds:g} s" + (f"; trace {answer.trace}" if answer.trace else ""),
+        f"model calls {u.model_calls}, tool calls {u.tool_calls}, tokens {u.usage_text()}, {u.seconds:g} s"
+        + (f"; trace {answer.trace}" if answer.trace else ""),
         style="dim",
         markup=False,
     )

@@ -39,6 +39,10 @@ log = logging.getLogger("flexsql.server")
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
+# remember: adds to flexsql's own knowledge store (never to a database); the same call twice stores once
+WRITES_STORE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
 
 
 ENVELOPE_BYTES = 1024

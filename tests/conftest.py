@@ -14,6 +14,8 @@ def pytest_configure(config: pytest.Config) -> None:
     """Never touch the user's real cache directory (demo database, value indexes): set before any
     fixture, module- and session-wide ones included, and inherited by server subprocesses."""
     os.environ["FLEXSQL_CACHE_DIR"] = tempfile.mkdtemp(prefix="flexsql-test-cache-")
+    # knowledge stores (flexsql learn, remember) default to the user data folder: never the real one
+    os.environ["FLEXSQL_DATA_DIR"] = tempfile.mkdtemp(prefix="flexsql-test-data-")
     # rankings must not depend on whether this machine has WordNet (its index builds in the background
     # mid-session); tests/tools/search/test_synonyms.py switches it on with files of its own
     os.environ["FLEXSQL_WORDNET_DIR"] = "off"
@@ -24,6 +26,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(os.environ.get("FLEXSQL_CACHE_DIR", ""), ignore_errors=True)
+    shutil.rmtree(os.environ.get("FLEXSQL_DATA_DIR", ""), ignore_errors=True)
 
 
 @pytest.fixture(params=engine_params())

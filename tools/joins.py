@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from flexsql.tools.engines import Catalog, Source
+from flexsql.tools.knowledge.learned_joins import LEARNED, with_learned
 from flexsql.tools.runtime.context import SourceName, ToolContext
 from flexsql.tools.runtime.registry import ToolArgs, ToolResult, tool
 from flexsql.tools.runtime.render import TextBudget
@@ -31,8 +32,8 @@ class JoinEdge(BaseModel):
     left_columns: list[str]
     right_table: str
     right_columns: list[str]
-    kind: str  # "declared" or "inferred"
-    evidence: str | None = None  # why an inferred link was inferred ("same name and type", ...)
+    kind: str  # "declared", "learned" (from queries: the knowledge store) or "inferred"
+    evidence: str | None = None  # why: "same name and type", "used in 12 queries (orders.sql 9, verified 3)"
     alternatives: list[JoinEdge] = []  # other conditions between the same two tables, best first
 
     def condition(self) -> str:
@@ -42,7 +43,9 @@ class JoinEdge(BaseModel):
         )
 
     def label(self) -> str:
-        return f"inferred: {self.evidence}" if self.kind == "inferred" and self.evidence else self.kind
+        if self.kind == "declared":
+            return self.evidence or self.kind  # "declared; used in 4 queries" when queries used it
+        return f"{self.kind}: {self.evidence}" if self.evidence else self.kind
 
 
 class JoinPath(ToolResult):
@@ -86,7 +89,7 @@ def _edge(catalog: Catalog, link: KeyLink, start: int) -> JoinEdge:
         right_table=tables[other].qualified,
         right_columns=list(theirs),
         kind=link.kind,
-        evidence=None if link.declared else link.evidence,
+        evidence=None if link.evidence == "declared" else link.evidence,
     )
 
 
@@ -161,11 +164,15 @@ class _Planner:
             return False
         links = self.links(pair)
         before = max(link.weight for link in links)
-        if all(link.declared for link in links) or time.monotonic() >= self.deadline:
+        # declared keys and conditions learned from queries are trusted as they are; values weigh the rest
+        trusted = [link for link in links if link.declared or link.kind == LEARNED]
+        if len(trusted) == len(links) or time.monotonic() >= self.deadline:
             self.weighed[pair] = links
             return False
         timeout = min(self.ctx.limits.query_timeout_s, VALUE_BUDGET_S)
-        self.weighed[pair] = confirm_by_values(self.src, links, deadline=self.deadline, timeout_s=timeout)
+        rest = [link for link in links if link not in trusted]
+        weighed = trusted + confirm_by_values(self.src, rest, deadline=self.deadline, timeout_s=timeout)
+        self.weighed[pair] = sorted(weighed, key=lambda link: -link.weight)
         return self.weighed[pair][0].weight < before
 
     def discover(self, missing: list[int], joined: list[int]) -> bool:
@@ -191,15 +198,15 @@ class FindJoinPath(ToolArgs):
 
 
 @tool(
-    "Join conditions between tables, each alternative: declared keys first, inferred ones "
-    'marked. Example: tables=["orders","customers"].'
+    "Join conditions between tables, each alternative: declared keys, then learned from queries, "
+    'inferred ones marked. Example: tables=["orders","customers"].'
 )
 def find_join_path(ctx: ToolContext, args: FindJoinPath) -> JoinPath:
     src = ctx.source(args.source)
     catalog = src.catalog()
     position = {id(t): i for i, t in enumerate(catalog.tables)}
     wanted = list(dict.fromkeys(position[id(catalog.resolve(t))] for t in args.tables))
-    planner = _Planner(ctx, src, catalog_links(catalog))
+    planner = _Planner(ctx, src, with_learned(src, catalog, catalog_links(catalog)))
     # plan on names, weigh the chosen pairs by values, plan again while that changed the best links
     for _ in range(MAX_REPLANS):
         tree, steps, missing = planner.plan(wanted)

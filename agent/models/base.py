@@ -6,7 +6,7 @@ Messages are in OpenAI chat format whatever the backend; each backend translates
 from __future__ import annotations
 
 import time
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -25,6 +25,9 @@ class ToolCall(BaseModel):
 class Usage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # prompt tokens the server served from its prefix cache (`prompt_tokens_details.cached_tokens`,
+    # as vLLM with --enable-prompt-tokens-details and OpenAI report it); 0 when it says nothing
+    cached_tokens: int = 0
 
 
 class ModelReply(BaseModel):
@@ -42,6 +45,8 @@ class ChatRequest(BaseModel):
     run_id: str  # the question id -> header X-FlexSQL-Run
     messages: list[dict[str, Any]]  # OpenAI chat format (system/user/assistant/tool)
     tools: list[dict[str, Any]] | None = None  # OpenAI function definitions
+    # "none": the tools stay listed (the prompt's prefix stays the same) but the reply may call none
+    tool_choice: Literal["auto", "none"] = "auto"
     response_schema: dict[str, Any] | None = None  # JSON schema of the stage's final JSON object
     schema_name: str | None = None  # defaults to stage
 

@@ -272,10 +272,11 @@ class OpenAICompatModel:
         if self.cfg.response_format == "json_schema":
             return True
         # auto: vLLM turns response_format into a decoding constraint that suppresses tool calls
-        # when tool_choice is auto (vllm#39929), so a request with tools goes without it and its
-        # final answer is parsed leniently; set response_format = "json_schema" for endpoints that
-        # combine both (OpenAI).
-        return not request.tools and self.base_url not in _NO_JSON_SCHEMA
+        # when tool_choice is auto (vllm#39929), so a request that allows tool calls goes without
+        # it and its final answer is parsed leniently; set response_format = "json_schema" for
+        # endpoints that combine both (OpenAI).
+        allows_calls = bool(request.tools) and request.tool_choice != "none"
+        return not allows_calls and self.base_url not in _NO_JSON_SCHEMA
 
     def _arguments(self, request: ChatRequest, use_schema: bool) -> dict[str, Any]:
         """The request body; extra_body's keys are merged in at the top level, over the others."""
@@ -283,7 +284,7 @@ class OpenAICompatModel:
         args: dict[str, Any] = {"model": cfg.model, "messages": request.messages}
         if request.tools:
             args["tools"] = request.tools
-            args["tool_choice"] = "auto"
+            args["tool_choice"] = request.tool_choice
         if cfg.temperature is not None:
             args["temperature"] = cfg.temperature
         if cfg.max_tokens is not None:
@@ -497,6 +498,15 @@ def _count(usage: dict[str, Any], name: str) -> int:
     return int(value)
 
 
+def _cached(usage: dict[str, Any]) -> int:
+    """Cached prompt tokens, where the server reports them (`prompt_tokens_details.cached_tokens`:
+    OpenAI, vLLM with --enable-prompt-tokens-details); an optional extension, so a malformed one
+    counts as none rather than failing the reply."""
+    details = usage.get("prompt_tokens_details")
+    value = details.get("cached_tokens") if isinstance(details, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
 def _text_content(content: Any) -> str | None:
     """Message content: text, or a list of text parts (joined)."""
     if content is None or isinstance(content, str):
@@ -602,7 +612,9 @@ def completion_reply(body: bytes, known_tools: list[str]) -> ModelReply:
         tool_calls=calls,
         reasoning=reasoning or (think if think else None),
         usage=Usage(
-            prompt_tokens=_count(usage, "prompt_tokens"), completion_tokens=_count(usage, "completion_tokens")
+            prompt_tokens=_count(usage, "prompt_tokens"),
+            completion_tokens=_count(usage, "completion_tokens"),
+            cached_tokens=_cached(usage),
         ),
         finish_reason=finish if isinstance(finish, str) else None,
         model=model if isinstance(model, str) else None,

@@ -85,7 +85,7 @@ class SamplingModel:
         }
         if tools:
             kwargs["tools"] = tools
-            kwargs["tool_choice"] = types.ToolChoice(mode="auto")
+            kwargs["tool_choice"] = types.ToolChoice(mode=request.tool_choice)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)  # sampling is deprecated in 2026-07-28

@@ -1,13 +1,18 @@
-"""One stage's conversation with its model: requests, tool calls answered in-process by the tool
-registry (the same functions and argument schemas as the MCP tools), bounded in rounds and
-characters, and a reply parsed into the stage's contract object — with up to two corrections for
-a reply that cannot be used, then a clear ModelError.
+"""One step's exchange with its model, on the run's growing thread (agent/context.py): the step's
+instruction is appended, tool calls are answered in-process by the tool registry (the same functions
+and argument schemas as the MCP tools), bounded in rounds and characters, and the reply is parsed
+into the step's contract object — with up to two corrections for a reply that cannot be used, then
+a clear ModelError. Everything the exchange adds stays on the thread for the later steps.
 
-Every request carries the stage's schema; the backend decides whether to send it. Guided decoding
+Every request lists every agent tool, in one order, so that its prefix is the same as the earlier
+requests'. When the step's tool budget is spent, the answer is demanded with `tool_choice: "none"`
+— the tools stay listed (a request without them would share nothing with the ones before).
+
+Every request carries the step's schema; the backend decides whether to send it. Guided decoding
 and tools do not mix on vLLM (a json_schema constrains the whole output, tool calls included), so
-under `response_format = "auto"` the schema rides only on requests without tools — the request
-that demands the answer once the tool budget is spent or a reply could not be parsed — while
-`"json_schema"` (endpoints that combine both, like OpenAI) sends it with the tools too.
+under `response_format = "auto"` the schema rides only on requests that allow no tool call — the
+request that demands the answer — while `"json_schema"` (endpoints that combine both, like
+OpenAI) sends it with every request.
 """
 
 from __future__ import annotations
@@ -21,13 +26,17 @@ import anyio
 from pydantic import BaseModel
 
 from flexsql.agent.budget import Budget
-from flexsql.agent.contract import (
-    StageOutputError,
-    format_instruction,
-    load_json,
-    output_schema,
-    parse_output,
+from flexsql.agent.context import (
+    HIDDEN_ARGUMENTS,
+    PrefixMeter,
+    Thread,
+    flat,
+    manual,
+    offered_tools,
+    source_block,
+    tool_definitions,
 )
+from flexsql.agent.contract import StageOutputError, load_json, output_schema, parse_output
 from flexsql.agent.models.base import ChatModel, ChatRequest, ToolCall, assistant_message
 from flexsql.agent.notebook import Notebook
 from flexsql.agent.trace import Trace
@@ -38,15 +47,13 @@ from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.runtime.registry import ToolEnv, result_text
 from flexsql.tools.toolbox import TOOLS
 
-MAX_FIXES = 2  # corrections of an unusable reply before the stage fails
-ECHO_CHARS = (
-    20_000  # of an unusable reply sent back with its correction (its end: a 2 MB reply is not resent)
-)
+MAX_FIXES = 2  # corrections of an unusable reply before the step fails
+ECHO_CHARS = 20_000  # of an unusable reply kept on the thread with its correction (its end)
 
 
 @dataclass
 class Run:
-    """Everything the stages of one question share."""
+    """Everything the steps of one question share."""
 
     run_id: str
     question: str
@@ -58,28 +65,59 @@ class Run:
     source: str
     dialect: str
     python: bool = True
-    conversation: str | None = None  # earlier turns, rendered (flexsql.agent.conversation)
+    # earlier turns of the conversation as user/assistant messages (agent/conversation.py), and what
+    # this turn's classify step is told about them (a pending clarification, the last SQL's roles)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    turn_note: str | None = None
     external_knowledge: str | None = None
-    knowledge: str | None = None  # the condensed document (knowledge stage)
-    schema_notes: str | None = None  # what linking found
+    knowledge: str | None = None  # the condensed document (knowledge step)
+    recalled: str | None = None  # verified queries and passages of the source's knowledge store
     on_stage: Callable[[str, str], Awaitable[None] | None] | None = None
     tool_timeout_s: float | None = None
     counters: dict[str, int] = field(default_factory=dict)
-    notebook: Notebook = field(default_factory=Notebook)  # what the stages learnt, for later ones
+    notebook: Notebook = field(default_factory=Notebook)  # what tool calls established, for the next turn
+    meter: PrefixMeter = field(default_factory=PrefixMeter)
+    tool_names: list[str] = field(default_factory=list)
+    tool_defs: list[dict[str, Any]] = field(default_factory=list)
+    system: str = ""
+    opening: str = ""  # the source block that opens the first user message
 
-    def notes(self, branch: int | None = None) -> str | None:
-        """What a stage of `branch` is told was found so far: the linked tables and the notebook."""
-        parts = [self.schema_notes, self.notebook.render(branch)]
-        return "\n\n".join(p for p in parts if p) or None
+    def prepare(self) -> None:
+        """The run's fixed prefix: its tools, the system text and the source block."""
+        enabled = getattr(self.model_for("classify"), "tools_enabled", True)
+        self.tool_names = offered_tools(self.python, enabled)
+        self.tool_defs = (
+            tool_definitions(self.settings, self.tool_names, self.python) if self.tool_names else []
+        )
+        offered = frozenset(self.tool_names)
+        self.system = manual(offered)
+        catalog = self.tools.source(self.source).catalog()
+        self.opening = catalog.derived(
+            f"agent.source_block:{self.source}:{self.python}:{','.join(self.tool_names)}",
+            lambda: source_block(self.source, self.dialect, catalog, self.python, offered),
+        )
+        self.trace.event("prefix", system=self.system, tools=self.tool_names, opening=self.opening)
 
-    def offered(self, tools: list[str] | None, stage: str) -> list[str]:
-        """Those of a stage's `tools` this run offers (run_python only with the sandbox), in order;
-        none when the stage's model takes no tools (MCP sampling without `sampling.tools`), so its
-        prompts name none either."""
-        if not getattr(self.model_for(stage), "tools_enabled", True):
-            return []
-        wanted = tools or []
-        return [t.name for t in TOOLS.available(self.python, agent=True) if t.name in wanted]
+    def thread(self, question_text: str | None = None) -> Thread:
+        """A new thread: the earlier turns, then this turn's question (`question_text`: the question
+        block as the trunk states it)."""
+        messages = [dict(m) for m in self.history]
+        text = question_text if question_text is not None else self.question_block()
+        if messages:
+            messages[0] = {**messages[0], "content": f"{self.opening}\n\n{messages[0]['content']}"}
+            thread = Thread(messages)
+            thread.say(text)
+        else:
+            thread = Thread([{"role": "user", "content": f"{self.opening}\n\n{text}"}])
+        return thread
+
+    def question_block(self) -> str:
+        text = f"Question: {self.question}"
+        if self.recalled:  # before the summary: the knowledge step's side thread shares it too
+            text += f"\n\n{self.recalled}"
+        if self.knowledge:
+            text += f"\n\nExternal knowledge (a summary; where it defines a term or formula, it wins):\n{self.knowledge}"
+        return text
 
     async def progress(self, stage: str, message: str) -> None:
         self.trace.event("stage", stage=stage, message=message)
@@ -93,40 +131,25 @@ class Run:
         return f"{prefix}{self.counters[prefix]}"
 
 
-def system_message(
-    stage: str, role: str, run: Run, plans: int = 4, tools: list[str] | None = None
-) -> dict[str, Any]:
-    offered = run.offered(tools, stage)
-    parts = [
-        role,
-        f"The database is the flexsql source `{run.source}` (SQL dialect: {run.dialect}). "
-        "Every query is read-only."
-        + (f" Tools in this step: {', '.join(offered)}." if offered else " This step has no tools."),
-        format_instruction(stage, plans, tools=bool(offered)),
-    ]
-    return {"role": "system", "content": "\n\n".join(parts)}
+def _line_cut(text: str, limit: int, what: str) -> str:
+    """`text` within `limit` characters, cut at a line end and said so."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    cut = head.rfind("\n")
+    head = head[:cut] if cut > limit // 2 else head
+    return f"{head.rstrip()}\n… {what} cut at {len(head):,} of {len(text):,} characters"
 
 
-def _with_conversation(run: Run, text: str) -> str:
-    if run.conversation and run.conversation not in text:
-        return f"{text.rstrip()}\n\nEarlier turns of this conversation:\n{run.conversation}\n"
-    return text
-
-
-async def call_tool(
-    run: Run, call: ToolCall, allowed: list[str], stage: str = "", branch: int | None = None
-) -> str:
+async def call_tool(run: Run, call: ToolCall, stage: str = "", branch: int | None = None) -> str:
     """Run one tool call for the model; every failure becomes text the model can act on. What a
-    call establishes goes into the run's notebook (stage `stage`, plan `branch`)."""
+    call establishes goes into the run's notebook (step `stage`, plan `branch`)."""
     run.budget.tool_call()
     name = call.name.strip()
+    allowed = run.tool_names
     if name not in allowed:
         shown = name if len(name) <= 80 else name[:80] + "…"
-        text = (
-            f"not_found: there is no tool {shown!r} in this step; the tools here are: {', '.join(allowed)}"
-            if name not in TOOLS
-            else f"unavailable: {name} is not offered in this step; use one of: {', '.join(allowed)}"
-        )
+        text = f"not_found: there is no tool {shown!r}; the tools are: {', '.join(allowed)}"
         run.trace.event("tool_result", tool=shown, call_id=call.id, error=True, text=text)
         return text
     try:
@@ -140,42 +163,37 @@ async def call_tool(
         run.trace.event("tool_result", tool=name, call_id=call.id, error=True, text=text)
         return text
     spec = TOOLS.get_tool(name)
+    for hidden in HIDDEN_ARGUMENTS:  # not offered to the model (a model may still send them)
+        arguments.pop(hidden, None)
     if "source" in spec.args.model_fields:
-        if not arguments.get("source"):
-            arguments["source"] = run.source
-    elif arguments.get("source") in (run.source, None, ""):
-        # the prompts ask for source= on every call; a tool that reads no source (compare_results
-        # works on stored result ids) must not refuse the call for it
-        arguments.pop("source", None)
+        arguments["source"] = run.source  # a run reads its one source
     run.trace.event("tool_call", tool=name, call_id=call.id, arguments=arguments)
     env = ToolEnv(settings=run.settings, python_enabled=run.python)
     hooks = CancelHooks()
     token = active_cancel_hooks.set(hooks)
+    cap = run.settings.agent.tool_result_chars
     try:
         model = await TOOLS.acall(run.tools, name, arguments, env)
-        text = result_text(model, run.settings, frozenset(allowed))
+        text = result_text(model, run.settings, frozenset(allowed), max_chars=cap)
         error = False
     except FlexSQLError as exc:
-        text, error = error_text(exc), True
+        text, error = _line_cut(error_text(exc), cap, "error text"), True
     except BaseException:
         hooks.cancel()  # cancelled (or a bug): stop the engine work this call started
         raise
     finally:
         active_cancel_hooks.reset(token)
-    cap = run.settings.agent.tool_result_chars
-    if len(text) > cap:
-        text = text[:cap] + f"\n… cut at {cap:,} characters"
     # a query naming a family (EVENTS_*) ran as the union of its shards: the trace keeps what ran
     expanded = None if error else getattr(model, "expanded_sql", None)
     extra = {"expanded_sql": expanded} if expanded else {}
     run.trace.event("tool_result", tool=name, call_id=call.id, error=error, text=text, **extra)
     if not error:
-        run.notebook.tool(stage, name, arguments, text, branch, result=model)
+        run.notebook.tool(stage, name, arguments, text, branch)
     return text
 
 
 def _parsed(stage: str, reply: Any, plans: int) -> BaseModel:
-    """The stage's object from the reply's content — or, when the content is empty, from its
+    """The step's object from the reply's content — or, when the content is empty, from its
     reasoning: Qwen3 behind vLLM's reasoning parser can leave the whole answer there (vllm#53284).
     Run in a worker thread: parsing is bounded (flexsql.agent.contract) but a long reply still takes
     a while, and other sessions must not wait for it."""
@@ -187,27 +205,34 @@ def _parsed(stage: str, reply: Any, plans: int) -> BaseModel:
         return parse_output(stage, reply.reasoning, plans)
 
 
+def _kept(message: dict[str, Any], limit: int) -> dict[str, Any]:
+    """An assistant message as the thread keeps it: its reasoning's end, at most `limit` characters
+    (a 3 MB reasoning would otherwise ride on every later request of the step)."""
+    for key in ("reasoning", "reasoning_content"):
+        value = message.get(key)
+        if isinstance(value, str) and len(value) > limit:
+            message[key] = f"[… {len(value) - limit:,} characters of reasoning left out]" + value[-limit:]
+    return message
+
+
 async def converse(
     run: Run,
     stage: str,
-    system: dict[str, Any],
-    user: str,
-    tools: list[str] | None = None,
+    thread: Thread,
+    instruction: str,
     plans: int = 4,
     branch: int | None = None,
 ) -> BaseModel:
-    """Talk to the stage's model until it answers with the stage's object; its `findings` go into
-    the run's notebook (plan `branch` for the per-plan stages)."""
+    """Append the step's `instruction` to `thread` and talk to the step's model until it answers
+    with the step's object; the whole exchange stays on the thread."""
     cfg = run.settings.agent
     model = run.model_for(stage)
-    allowed = run.offered(tools, stage)
-    offered = TOOLS.openai_tools(run.settings, allowed, python=run.python) if allowed else None
-    messages: list[dict[str, Any]] = [system, {"role": "user", "content": _with_conversation(run, user)}]
+    offered = run.tool_defs if getattr(model, "tools_enabled", True) and run.tool_defs else None
     schema = output_schema(stage, plans)
+    thread.say(instruction)
     rounds = tool_chars = fixes = 0
     seen: dict[tuple[str, str], str] = {}
     demand_answer = False
-    sent = 0
     while True:
         run.budget.start_call()
         use_tools = (
@@ -218,38 +243,50 @@ async def converse(
         )
         if offered and not use_tools and not demand_answer:
             demand_answer = True
-            messages.append(
-                {
-                    "role": "user",
-                    "content": "The tool budget of this step is spent: answer now with the JSON object.",
-                }
+            thread.say("The tool budget of this step is spent: answer now with the step's JSON object.")
+        messages = [{"role": "system", "content": run.system}, *thread.messages]
+        text = flat(run.system, offered, thread.messages)
+        # what is sent: the prompt's text and the reasoning sent back with it (not part of the prompt)
+        size = len(text) + sum(
+            len(m.get("reasoning") or "") + len(m.get("reasoning_content") or "") for m in thread.messages
+        )
+        if size > cfg.request_chars:
+            run.budget.release()
+            raise ModelError(
+                f"stage {stage}: the request grew to {size:,} characters, past [agent] request_chars "
+                f"({cfg.request_chars:,}); lower [agent] tool_rounds or stage_tool_chars, or raise request_chars"
             )
         request = ChatRequest(
             stage=stage,
             run_id=run.run_id,
             messages=messages,
-            tools=offered if use_tools else None,
+            tools=offered,
+            tool_choice="auto" if use_tools else "none",
             response_schema=schema,
             schema_name=stage,
         )
-        # concurrent plans interleave their events: `call` pairs each reply with its request
+        # concurrent plans interleave their events: `call` pairs each reply with its request, `after`
+        # names the request this one extends (its messages are that one's and `new_messages`)
         call_id = run.next_id("m")
         run.trace.event(
             "request",
             call=call_id,
             stage=stage,
             model=model.name,
-            new_messages=messages[sent:],
-            tools=allowed if use_tools else [],
-            schema=not use_tools,
+            after=thread.last_call,
+            new_messages=thread.messages[thread.sent :],
+            tools=run.tool_names if offered else [],
+            tool_choice=request.tool_choice if offered else None,
+            chars=len(text),
+            shared_chars=run.meter.measure(call_id, text, thread.last_call),
         )
-        sent = len(messages)
+        thread.sent, thread.last_call = len(thread.messages), call_id
         try:
             reply = await model.complete(request)
         except BaseException:
             run.budget.release()
             raise
-        run.budget.charge(reply.usage.prompt_tokens, reply.usage.completion_tokens)
+        run.budget.charge(reply.usage.prompt_tokens, reply.usage.completion_tokens, reply.usage.cached_tokens)
         run.trace.event(
             "reply",
             call=call_id,
@@ -262,48 +299,53 @@ async def converse(
             elapsed_s=round(reply.elapsed_s, 4),
         )
         if reply.tool_calls and use_tools:
-            messages.append(assistant_message(reply))
-            skipped = 0
-            for index, call in enumerate(reply.tool_calls):
-                # Every call gets its tool message (the protocol requires one per id), but one reply
-                # runs at most tool_calls_per_reply of them, and none past the stage's tool text.
-                if index >= cfg.tool_calls_per_reply:
-                    text = (
-                        f"not run: limit of {cfg.tool_calls_per_reply} tool calls per reply "
-                        "([agent] tool_calls_per_reply); make fewer calls at a time"
-                    )
-                    skipped += 1
-                elif tool_chars >= cfg.stage_tool_chars:
-                    text = (
+            # A reply may hold more calls than run (a model looping, or a hostile one sending 3,000):
+            # the thread keeps the ones that run, each with its tool message as the protocol requires,
+            # and the last of them says how many more were not run — the bulk does not ride on
+            # every later request.
+            limit = cfg.tool_calls_per_reply
+            running = reply.tool_calls[:limit]
+            thread.add(
+                _kept(
+                    assistant_message(reply.model_copy(update={"tool_calls": running})), cfg.reasoning_chars
+                )
+            )
+            for index, call in enumerate(running):
+                if tool_chars >= cfg.stage_tool_chars:
+                    result = (
                         f"not run: limit of {cfg.stage_tool_chars:,} characters of tool text in this step "
                         "([agent] stage_tool_chars) reached; answer with what you have"
                     )
-                    skipped += 1
                 else:
                     key = (call.name, call.arguments.strip())
                     if key in seen:
-                        text = "(the same call as before; its result is above — use it or try something else)"
+                        result = (
+                            "(the same call as before; its result is above — use it or try something else)"
+                        )
                     else:
-                        text = seen[key] = await call_tool(run, call, allowed, stage, branch)
-                    tool_chars += len(text)
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
-            if skipped:
+                        result = seen[key] = await call_tool(run, call, stage, branch)
+                    tool_chars += len(result)
+                if index == len(running) - 1 and len(reply.tool_calls) > limit:
+                    result += (
+                        f"\n(not run: {len(reply.tool_calls) - limit:,} more tool calls of this reply, past the limit "
+                        f"of {limit} per reply ([agent] tool_calls_per_reply); make fewer calls at a time)"
+                    )
+                thread.add({"role": "tool", "tool_call_id": call.id, "content": result})
+            if len(reply.tool_calls) > limit:
                 run.trace.event(
                     "tool_calls_not_run",
                     call=call_id,
                     stage=stage,
-                    count=skipped,
-                    limit=cfg.tool_calls_per_reply,
+                    count=len(reply.tool_calls) - limit,
+                    limit=limit,
                     of=len(reply.tool_calls),
                 )
             rounds += 1
             continue
+        answer = assistant_message(reply)
+        answer.pop("tool_calls", None)  # a call in a reply that may not call tools is not answered
         try:
             out = await anyio.to_thread.run_sync(_parsed, stage, reply, plans)
-            findings = getattr(out, "findings", None)
-            if findings:
-                run.notebook.note(stage, list(findings), branch=branch)
-            return out
         except StageOutputError as exc:
             fixes += 1
             run.trace.event("unusable_reply", call=call_id, stage=stage, problem=str(exc), attempt=fixes)
@@ -313,19 +355,18 @@ async def converse(
                     "check that the model follows the JSON contract, or enable json_schema "
                     "([model] response_format)"
                 ) from None
-            answer = assistant_message(reply)
-            answer.pop(
-                "tool_calls", None
-            )  # tools are off for the correction; a dangling call would be invalid
             content = answer.get("content") or ""
             if len(content) > ECHO_CHARS:
                 content = (
                     f"[… the first {len(content) - ECHO_CHARS:,} characters cut]" + content[-ECHO_CHARS:]
                 )
             answer["content"] = content
-            for thought in ("reasoning", "reasoning_content"):
-                if len(answer.get(thought) or "") > ECHO_CHARS:
-                    answer[thought] = answer[thought][-ECHO_CHARS:]
-            messages.append(answer)
-            messages.append({"role": "user", "content": f"Your reply could not be used: {exc}"})
+            thread.add(_kept(answer, min(cfg.reasoning_chars, ECHO_CHARS)))
+            thread.say(f"Your reply could not be used: {exc}")
             demand_answer = True
+            continue
+        if not (answer.get("content") or "").strip():
+            # answered in its reasoning only: the thread keeps the object, so later steps see it
+            answer["content"] = out.model_dump_json(exclude_defaults=True)
+        thread.add(_kept(answer, cfg.reasoning_chars))
+        return out

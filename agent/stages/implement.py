@@ -1,38 +1,39 @@
 """implement and repair: a plan becomes one program, SQL or Python over run_python (the model
 decides); an execution error or an evaluator's "implementation" verdict goes back to the model
-(code-level repair)."""
+(code-level repair). Each plan works on its own branch of the thread: implementers never see each
+other's work."""
 
 from __future__ import annotations
 
+from flexsql.agent.context import Thread, fill
 from flexsql.agent.contract import Plan, Program
-from flexsql.agent.stages.chat import Run, converse, system_message
-from flexsql.prompts import render
+from flexsql.agent.stages.chat import Run, converse
+from flexsql.prompts import tool_conditional
 
-ROLE = (
-    "You are the implementation step of a text-to-SQL agent. Turn the plan into ONE program that answers "
-    'the question: a SQL query in the source\'s dialect, or Python (language "python") whose last expression '
-    "is a pandas DataFrame — it may call flexsql.sql(\"SELECT …\") and use dfs['rN'] for results you ran. "
-    "Ground literals with the value tools and test pieces with run_query before answering."
+IMPLEMENT = (
+    "[implement] Implement {which} as one program that answers the question: a SQL query in this "
+    "database's dialect{+run_python}, or Python when the logic is procedural or awkward in SQL (run_python "
+    "over stored results; its last expression is the answer table){/+run_python}. Follow the plan; if it "
+    "cannot work as written, write the closest program that answers the question.{+run_query} Test the pieces "
+    "with run_query before you answer;{/+run_query} flexsql runs the final program itself. Answer with the "
+    "implement object.\n\n{plan}"
 )
-TOOLS = [
-    "run_query",
-    "validate_sql",
-    "describe_table",
-    "sample_rows",
-    "distinct_values",
-    "find_values",
-    "find_join_path",
-    "run_python",
-]
-SQL_ROLE = (
-    "You are the implementation step of a text-to-SQL agent. Turn the plan into ONE SQL query in the "
-    "source's dialect that answers the question (this server runs no Python programs). Ground literals "
-    "with the value tools and test pieces with run_query before answering."
+REPAIR_ERROR = (
+    "[repair] {Which}'s program failed when flexsql ran it:\n{program}\nError: {error}\n\n"
+    "Find the cause{+describe_table} with the tools{/+describe_table}, change the smallest thing that explains "
+    "it, and test the fix. If no fix keeps what the plan computes, write the closest program that answers the "
+    "question. Answer with the repair object."
 )
-REPAIR_ROLE = (
-    "You repair a program that failed or was judged wrong, keeping the plan. Find the cause with the "
-    "tools, change the smallest thing that explains it, and test the fix."
+REPAIR_VERDICT = (
+    "[repair] Your evaluation found {which}'s program wrong while its plan is right. Fix the program: change "
+    "the smallest thing that explains what the evaluation found, and test the fix. Answer with the repair "
+    "object."
 )
+
+
+def plan_label(number: int | None) -> str:
+    """How the instructions name a plan: "plan 2" among several, "the plan" when it is the only one."""
+    return f"plan {number}" if number is not None else "the plan"
 
 
 def plan_text(plan: Plan) -> str:
@@ -41,48 +42,47 @@ def plan_text(plan: Plan) -> str:
     return f"reading: {plan.reading}{rank}\n{plan.text}"
 
 
-async def implement(run: Run, plan: Plan, branch: int | None = None) -> Program:
-    """One program for `plan`; `branch` (the plan's index) keeps its findings its own."""
-    user = render(
-        "implement",
-        voice="agent",
-        tools=frozenset(run.offered(TOOLS, "implement")),
-        question=run.question,
-        plan=plan_text(plan),
-        source=run.source,
-        dialect=run.dialect,
-        external_knowledge=run.knowledge,
-        schema_notes=run.notes(branch),
+def fenced(code: str, language: str) -> str:
+    """A program as the thread shows it: verbatim, in a fence the code cannot close."""
+    fence = "```"
+    while fence in code:
+        fence += "`"
+    return f"{fence}{language}\n{code}\n{fence}"
+
+
+async def implement(
+    run: Run, thread: Thread, plan: Plan, number: int, k: int, branch: int, revised: bool = False
+) -> Program:
+    """One program for plan `number` of `k`; the plan is restated last, so the request names it last."""
+    if revised:
+        label = f"revised plan {number}" if k > 1 else "the revised plan"
+    else:
+        label = f"plan {number} of {k}" if k > 1 else "the plan"
+    text = fill(
+        tool_conditional(IMPLEMENT, frozenset(run.tool_names)),
+        which=label,
+        plan=f"{label[0].upper()}{label[1:]}, {plan_text(plan)}",
     )
-    role = ROLE if run.python else SQL_ROLE
-    system = system_message("implement", role, run, tools=TOOLS)
-    out = await converse(run, "implement", system, user, TOOLS, branch=branch)
+    out = await converse(run, "implement", thread, text, branch=branch)
     assert isinstance(out, Program)
     return out
 
 
 async def repair(
-    run: Run,
-    plan: Plan,
-    program: Program,
-    error: str,
-    result: str | None = None,
-    branch: int | None = None,
+    run: Run, thread: Thread, program: Program, error: str | None, number: int | None, branch: int
 ) -> Program:
-    user = render(
-        "repair",
-        voice="agent",
-        tools=frozenset(run.offered(TOOLS, "repair")),
-        question=run.question,
-        program=program.code,
-        error=error,
-        plan=plan_text(plan),
-        result=result,
-        source=run.source,
-        dialect=run.dialect,
-        schema_notes=run.notes(branch),
-    )
-    system = system_message("repair", REPAIR_ROLE, run, tools=TOOLS)
-    out = await converse(run, "repair", system, user, TOOLS, branch=branch)
+    """`error`: the execution error; None when the evaluator's verdict on `thread` is the reason.
+    `number`: the plan's number among several (None: the only plan)."""
+    which = plan_label(number)
+    if error is None:
+        text = fill(REPAIR_VERDICT, which=which)
+    else:
+        text = fill(
+            tool_conditional(REPAIR_ERROR, frozenset(run.tool_names)),
+            Which=which.capitalize(),
+            program=fenced(program.code, program.language),
+            error=error,
+        )
+    out = await converse(run, "repair", thread, text, branch=branch)
     assert isinstance(out, Program)
     return out

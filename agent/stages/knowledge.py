@@ -1,21 +1,24 @@
 """knowledge: an external-knowledge document condensed to what the question needs (FlexSQL gives
-every later prompt this summary, not the raw document)."""
+every later prompt this summary, not the raw document). It runs on a side thread that shares the
+run's prefix up to the question: the document itself never rides on the later requests."""
 
 from __future__ import annotations
 
 from flexsql.agent.contract import Knowledge
-from flexsql.agent.stages.chat import Run, converse, system_message
+from flexsql.agent.stages.chat import Run, converse
 
-ROLE = (
-    "You condense a reference document for a text-to-SQL agent: keep every definition, formula, code "
-    "meaning, threshold and business rule the question needs, verbatim where exact; drop the rest."
-)
 MAX_DOC_CHARS = 60_000
+INSTRUCTION = (
+    "[knowledge] Condense this reference document to what the question needs: keep every definition, "
+    "formula, code meaning, threshold and business rule it needs, verbatim where exact; drop the rest. "
+    'Answer with the knowledge object: {{"summary": str}}.\n\nDocument:\n{doc}'
+)
 
 
 async def knowledge(run: Run, document: str) -> Knowledge:
-    doc = document if len(document) <= MAX_DOC_CHARS else document[:MAX_DOC_CHARS] + "\n… (document cut)"
-    user = f"Question: {run.question}\n\nDocument:\n{doc}\n\nSummarise what the question needs."
-    out = await converse(run, "knowledge", system_message("knowledge", ROLE, run, tools=[]), user)
+    doc = document
+    if len(doc) > MAX_DOC_CHARS:  # cut at a line end, said so
+        doc = doc[:MAX_DOC_CHARS].rsplit("\n", 1)[0] + f"\n… (document cut at {MAX_DOC_CHARS:,} characters)"
+    out = await converse(run, "knowledge", run.thread(), INSTRUCTION.format(doc=doc))
     assert isinstance(out, Knowledge)
     return out

@@ -1,26 +1,20 @@
 """link: the tables (and notes on columns, keys, values) that matter for the question, found with
-the schema tools. The pipeline first runs search_schema itself, so the model starts from the
-ranked candidates instead of spending a round on it."""
+the schema tools. The pipeline runs search_schema itself before classify (search_hits), so the
+model starts from the ranked candidates instead of spending a round on it."""
 
 from __future__ import annotations
 
 import re
 
+from flexsql.agent.context import Thread
 from flexsql.agent.contract import Linking
-from flexsql.agent.stages.chat import Run, converse, system_message
+from flexsql.agent.stages.chat import Run, converse
 from flexsql.errors import FlexSQLError
+from flexsql.prompts import tool_conditional
 from flexsql.tools import toolbox
 from flexsql.tools.catalog import SchemaList
 from flexsql.tools.runtime.registry import expect
 from flexsql.tools.runtime.render import TextBudget
-
-ROLE = (
-    "You are the schema-linking step of a text-to-SQL agent. Find every table the question needs (facts, "
-    "dimensions, bridge tables for joins), with the columns, join keys and notable values. On a warehouse "
-    "look at schemas first, then tables. Bias towards inclusion; name tables exactly as the catalog does."
-)
-TOOLS = ["search_schema", "list_schemas", "list_tables", "describe_table", "find_join_path", "find_values"]
-
 
 SCHEMA_CHARS = 4_000  # of the schema overview in link's request
 HITS_CHARS = 8_000  # of the search hits in link's request (its main input: twice a tool result)
@@ -55,7 +49,7 @@ def search_hits(run: Run, limit: int = 10) -> tuple[str, list[str]]:
         budget = TextBudget(
             max_chars=HITS_CHARS,
             cell_chars=run.settings.limits.cell_chars,
-            tools=frozenset(run.offered(TOOLS, "link")),
+            tools=frozenset(run.tool_names),
         )
         text = result.to_text(budget)
         if len(text) > HITS_CHARS:
@@ -125,43 +119,33 @@ def known_tables(run: Run, names: list[str]) -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(found)), unknown
 
 
-async def link(run: Run) -> Linking:
-    hits, ranked = search_hits(run)
-    # the tables earlier stages looked at rank first: classify found them for this question
+INSTRUCTION = (
+    "[link] Name every table the question needs: facts, dimensions and bridge tables for joins, exactly as "
+    "the catalog names them.{+describe_table} Use what is above; describe_table or find_join_path the "
+    "candidates you have not looked at yet.{/+describe_table} In `notes`, the columns, join keys and stored "
+    "spellings that matter. Answer with the link object."
+)
+
+
+async def link(run: Run, thread: Thread, ranked: list[str] | None = None) -> tuple[Linking, list[str]]:
+    """The tables (as the catalog names them) and the names the model gave that the catalog lacks.
+    `ranked`: search_schema's tables for the question (classify's instruction showed the hits); on a
+    warehouse of several schemas, the schemas holding them are listed first."""
+    text = tool_conditional(INSTRUCTION, frozenset(run.tool_names))
+    # the tables classify looked at rank first: it found them for this question
     looked_at, _ = known_tables(run, list(run.notebook.described))
-    schemas = schema_overview(run, [*looked_at, *ranked])
-    offered = run.offered(TOOLS, "link")
-    found = run.notebook.render()
-    described = run.notebook.described_text()
-    check = [t for t in ("describe_table", "find_join_path") if t in offered]
-    user = (
-        f"Question: {run.question}\n\n"
-        + (f"External knowledge (summary):\n{run.knowledge}\n\n" if run.knowledge else "")
-        + (f"Found so far (already checked: do not look it up again):\n{found}\n\n" if found else "")
-        + (
-            f"Tables already described (their columns are here: do not describe them again for "
-            f"their columns):\n{described}\n\n"
-            if described
-            else ""
+    schemas = schema_overview(run, [*looked_at, *(ranked or [])])
+    if schemas:
+        text = (
+            "[link] This warehouse has several schemas; the ones holding the tables found so far come first"
+            + (" (list_tables(schema=…) shows a schema's tables)" if "list_tables" in run.tool_names else "")
+            + f":\n{schemas}\n\n"
+            + text.removeprefix("[link] ")
         )
-        + (
-            "Schemas, the ones holding the tables found so far first (decide which matter first"
-            + (", then list_tables(schema=…)" if "list_tables" in offered else "")
-            + f"):\n{schemas}\n\n"
-            if schemas
-            else ""
-        )
-        + f"search_schema found (ranked):\n{hits}\n\n"
-        + (f"Check the other candidates with {' / '.join(check)}, then answer" if check else "Answer")
-        + " with the tables and notes (columns, join keys, stored spellings of the values the question "
-        "names); put in `findings` what you verified, one short line each."
-    )
-    system = system_message("link", ROLE, run, tools=TOOLS)
-    out = await converse(run, "link", system, user, TOOLS)
+    out = await converse(run, "link", thread, text)
     assert isinstance(out, Linking)
     tables, unknown = known_tables(run, out.tables)
     if unknown:
         run.trace.event("unknown_tables", stage="link", tables=unknown)
-        out.notes = (out.notes + f"\n(not in the catalog, dropped: {', '.join(unknown)})").strip()
     out.tables = tables
-    return out
+    return out, unknown

@@ -3,22 +3,32 @@ step 1), then plan-level revision when an evaluator says the plan itself was wro
 
 from __future__ import annotations
 
+from flexsql.agent.context import Thread, fill
 from flexsql.agent.contract import Plan, Plans
-from flexsql.agent.stages.chat import Run, converse, system_message
-from flexsql.agent.stages.implement import plan_text
+from flexsql.agent.stages.chat import Run, converse
+from flexsql.agent.stages.implement import plan_label
 from flexsql.agent.stages.link import known_tables
-from flexsql.prompts import render
+from flexsql.prompts import tool_conditional
 
-ROLE = (
-    "You are the planning step of a text-to-SQL agent. Write diverse plans in words (no SQL) that cover the "
-    "question's different valid readings; when there is one reading, give it independent methods so that "
-    "disagreement exposes mistakes. Give code, enum and ID literals their stored spelling (look it up with "
-    "the value tools when it is not known yet)."
+SEVERAL = (
+    "[plan] Write exactly {k} plans. Give each reading that would change the result its own plan, the most "
+    "likely first; when there are fewer such readings than plans, give the most likely reading the other "
+    "plans, each by an independent method (another join key, another date column, counting from the other "
+    "table), so that a disagreement between results exposes a mistake."
 )
-TOOLS = ["describe_table", "find_join_path", "distinct_values", "find_values", "sample_rows"]
-REVISE_ROLE = (
-    "You revise a plan that an evaluator judged wrong. Check the feedback against the data first; "
-    "change the wrong decision and what depends on it, keep the rest. No SQL."
+ONE = "[plan] Write exactly 1 plan: the most likely reading, by its most direct method."
+COMMON = (
+    " Plans are in words, with no SQL, and each is implemented on its own: never refer to another plan. A plan's "
+    "`text` gives the steps in order; the tables, columns and join keys; each filter, with the stored spelling of "
+    "every code, status, enum or ID literal{+find_values} (look it up first when it is not above){/+find_values}; "
+    "the output columns in order, their grain, units and rounding; and the one check most likely to show the plan "
+    "wrong. `intent` restates the question: what is returned, for whom, where, when (the window, its boundaries "
+    "and which date column) and how it is measured. Answer with the plan object."
+)
+REVISE = (
+    "[revise_plan] Your evaluation judged {which} itself wrong. Check the feedback against the data "
+    "first: an evaluator can be wrong, and when the evidence contradicts it, keep the plan and say why in its "
+    "text. Change the wrong decision and what depends on it; keep the rest. Answer with the revise_plan object."
 )
 
 
@@ -29,28 +39,17 @@ def _checked(run: Run, plan: Plan) -> Plan:
     return plan.model_copy(update={"tables": tables})  # names the catalog lacks are traced, not kept
 
 
-async def make_plans(run: Run, k: int) -> Plans:
-    """K plans, with the intent and the readings (most likely first); each plan's reading ranked."""
-    user = render(
-        "plan",
-        voice="agent",
-        tools=frozenset(run.offered(TOOLS, "plan")),
-        question=run.question,
-        source=run.source,
-        external_knowledge=run.knowledge,
-        conversation=run.conversation,
-        schema_notes=run.notes(),
-    )
-    system = system_message("plan", ROLE, run, plans=k, tools=TOOLS)
-    out = await converse(run, "plan", system, user, TOOLS, plans=k)
+async def make_plans(run: Run, thread: Thread, k: int, unknown: list[str] | None = None) -> Plans:
+    """K plans, with the intent and the readings (most likely first); each plan's reading ranked.
+    `unknown`: tables the link step named that the catalog lacks (the plans are told)."""
+    text = (SEVERAL.format(k=k) if k > 1 else ONE) + tool_conditional(COMMON, frozenset(run.tool_names))
+    if unknown:
+        text += f" (The link step named tables that are not in the catalog: {', '.join(unknown)}.)"
+    out = await converse(run, "plan", thread, text, plans=k)
     assert isinstance(out, Plans)
     plans = [_ranked(out.readings, _checked(run, p)) for p in out.plans[:k]]
     if len(out.plans) != k:
         run.trace.event("plan_count", asked=k, got=len(out.plans))
-    notes = ([f"intent: {out.intent}"] if out.intent.strip() else []) + [
-        f"{i}. {r}" for i, r in enumerate(out.readings, 1)
-    ]
-    run.notebook.note("plan", notes, "reading")
     return out.model_copy(update={"plans": plans})
 
 
@@ -65,29 +64,10 @@ def _ranked(readings: list[str], plan: Plan) -> Plan:
     return plan
 
 
-async def revise_plan(
-    run: Run,
-    plan: Plan,
-    feedback: str,
-    program: str | None,
-    result: str | None,
-    branch: int | None = None,
-) -> Plan:
-    user = render(
-        "revise_plan",
-        voice="agent",
-        tools=frozenset(run.offered(TOOLS, "revise_plan")),
-        question=run.question,
-        plan=plan_text(plan),
-        feedback=feedback or "(no detail given)",
-        program=program,
-        result=result,
-        external_knowledge=run.knowledge,
-        source=run.source,
-        schema_notes=run.notes(branch),
-    )
-    system = system_message("revise_plan", REVISE_ROLE, run, tools=TOOLS)
-    out = await converse(run, "revise_plan", system, user, TOOLS, branch=branch)
+async def revise_plan(run: Run, thread: Thread, plan: Plan, number: int | None, branch: int) -> Plan:
+    """The evaluator's verdict and feedback are on `thread` (the plan's branch), just above.
+    `number`: the plan's number among several (None: the only plan)."""
+    out = await converse(run, "revise_plan", thread, fill(REVISE, which=plan_label(number)), branch=branch)
     assert isinstance(out, Plan)
     revised = _checked(run, out)
     return revised if revised.rank is not None else revised.model_copy(update={"rank": plan.rank})

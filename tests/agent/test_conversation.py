@@ -1,5 +1,6 @@
-"""Conversation state: turns with role-states, the prompt history, clarification hand-over, bounds over
-long conversations, thread safety and persistence across processes."""
+"""Conversation state: turns with role-states, the history as messages (unchanged from turn to turn),
+clarification hand-over, bounds over long conversations, thread safety and persistence across
+processes."""
 
 from __future__ import annotations
 
@@ -13,8 +14,23 @@ from pathlib import Path
 
 import pytest
 
-from flexsql.agent.conversation import ConversationStore, Turn, history_text, pending_clarification
+from flexsql.agent.conversation import (
+    Conversation,
+    ConversationStore,
+    Turn,
+    history,
+    pending_clarification,
+)
 from flexsql.errors import ConfigError, InvalidArgument
+
+
+def history_messages(conv: Conversation, max_chars: int = 12_000) -> list[dict[str, str]]:
+    return history(conv, max_chars)[0]
+
+
+def turn_note(conv: Conversation) -> str | None:
+    return history(conv)[1]
+
 
 Q1 = "SELECT store, sum(amount) FROM sales WHERE year = 2024 GROUP BY store ORDER BY 2 DESC LIMIT 5"
 Q2 = "SELECT store, sum(amount) FROM sales WHERE year = 2024 AND channel = 'online' GROUP BY store ORDER BY 2 DESC LIMIT 5"
@@ -59,24 +75,27 @@ def test_history_shows_questions_status_sql_role_state_and_the_pending_question(
     )
     conv = store.get("c1")
     assert pending_clarification(conv) is conv.turns[-1] or pending_clarification(conv) == conv.turns[-1]
-    text = history_text(conv)
-    lines = text.splitlines()
-    assert lines[0] == "Earlier turns of this conversation (oldest first):"
-    assert "1. user: which stores sold most in 2024?" in lines
-    assert f"   SQL: {Q2}" in lines
-    assert "   status: needs_clarification (ambiguous)" in lines
-    assert "Role-state of the last SQL (turn 2):" in lines
-    assert lines[lines.index("Role-state of the last SQL (turn 2):") + 1].startswith(
-        "tables: sales; select: sales.store, sum(sales.amount); filter: sales.year = 2024, sales.channel = 'online'"
+    messages = history_messages(conv)
+    assert [m["role"] for m in messages] == ["user", "assistant"] * 3
+    assert messages[0]["content"] == "Question: which stores sold most in 2024?"
+    assert messages[3]["content"] == f"SQL: {Q2}"  # whole, never cut mid-value
+    assert messages[5]["content"] == (
+        "I asked: Best by total spent or by number of orders?\nReadings: by total spent | by number of orders"
     )
-    assert lines[-1] == (
-        'Pending clarification: the previous turn asked "Best by total spent or by number of orders?" '
-        "(readings: by total spent; by number of orders). The next turn answers it."
+    note = turn_note(conv)
+    assert note is not None and "this message answers it" in note
+    assert "The last SQL is turn 2's (above). By role:" in note
+    assert (
+        "tables: sales; select: sales.store, sum(sales.amount); filter: sales.year = 2024, sales.channel = 'online'"
+        in note
     )
     store.append("c1", Turn(question="by total spent", sql=Q1, dialect="duckdb"))
     conv = store.get("c1")
-    assert pending_clarification(conv) is None and "Pending clarification" not in history_text(conv)
-    assert "Role-state of the last SQL (turn 4)" in history_text(conv)
+    later = turn_note(conv)
+    assert pending_clarification(conv) is None and later is not None and "answers it" not in later
+    assert "The last SQL is turn 4's (above)" in later
+    # the history a later turn sends starts as the earlier turn's did: a server's cache keeps serving it
+    assert history_messages(conv)[:6] == messages
 
 
 def test_unanswerable_and_improper_turns_are_shown_with_reason_and_reply() -> None:
@@ -91,9 +110,32 @@ def test_unanswerable_and_improper_turns_are_shown_with_reason_and_reply() -> No
         ),
     )
     store.append("c", Turn(question="thanks!", type="improper", status="reply", reply="You're welcome."))
-    text = history_text(store.get("c"))
-    assert "   reason: no column holds a customer's age" in text and "   reply: You're welcome." in text
-    assert "Role-state" not in text and history_text(store.get("new")) == ""
+    said = [m["content"] for m in history_messages(store.get("c")) if m["role"] == "assistant"]
+    assert said == [
+        "Not answerable here: no column holds a customer's age (customers has name, city, joined)",
+        "Replied: You're welcome.",
+    ]
+    assert turn_note(store.get("c")) is None and history_messages(store.get("new")) == []
+
+
+def test_an_answered_turn_carries_its_reading_result_and_what_it_found() -> None:
+    turn = Turn(
+        question="and his email?",
+        standalone="What is the email of the singer with the most concerts?",
+        sql="SELECT email FROM singer WHERE singer_id = 3",
+        result_summary="1 row (email): joe@example.org",
+        findings=["main.singer.Country = 'France' (4 rows; exact)", "x" * 400],
+    )
+    assert turn.findings == ["main.singer.Country = 'France' (4 rows; exact)"]  # whole facts only
+    store = ConversationStore()
+    store.append("c", turn)
+    (said,) = [m["content"] for m in history_messages(store.get("c")) if m["role"] == "assistant"]
+    assert said.splitlines() == [
+        "Read as: What is the email of the singer with the most concerts?",
+        "SQL: SELECT email FROM singer WHERE singer_id = 3",
+        "Result: 1 row (email): joe@example.org",
+        "Found: main.singer.Country = 'France' (4 rows; exact)",
+    ]
 
 
 def test_get_returns_a_copy_and_unknown_ids_start_empty() -> None:
@@ -120,17 +162,20 @@ def test_a_200_turn_conversation_stays_bounded_in_memory_on_disk_and_in_the_prom
             ),
         )
         sizes.append(len(conv.model_dump_json()))
-        prompts.append(len(history_text(conv, max_chars=4000)))
+        prompts.append(sum(len(m["content"]) for m in history_messages(conv, max_chars=12_000)))
     conv = store.get("long")
     assert len(conv.turns) <= 20 and conv.dropped + len(conv.turns) == 200
     assert conv.turns[-1].question.startswith("turn 199:")
     assert max(sizes[50:]) <= 30_000 + 6_000  # turns within max_chars, summary within about a sixth of it
     assert max(sizes[100:]) <= max(sizes[30:50]) * 1.05  # no growth after the bound is reached
-    assert max(prompts) <= 4000
+    assert max(prompts) <= 12_000 + 200
     assert (tmp_path / "conv" / "long.json").stat().st_size < 80_000
-    text = history_text(conv, max_chars=4000)
-    assert "earlier turns not shown" in text and "turn 199:" in text and "year = 2199" in text
-    assert "Role-state of the last SQL" in text
+    messages = history_messages(conv, max_chars=12_000)
+    assert "earlier turns of this conversation not shown" in messages[0]["content"]
+    assert "turn 199:" in messages[-2]["content"] and "year = 2199" in messages[-1]["content"]
+    assert all(m["content"].count("year = ") <= 1 for m in messages)  # each SQL whole, once
+    note = turn_note(conv)
+    assert note is not None and "The last SQL is turn 200's (above)" in note
 
 
 @pytest.mark.integration
@@ -143,7 +188,7 @@ def test_persisted_conversation_continues_in_a_later_process(tmp_path: Path) -> 
     assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
     script = (
         "import sys\n"
-        "from flexsql.agent.conversation import ConversationStore, Turn, history_text\n"
+        "from flexsql.agent.conversation import ConversationStore, Turn\n"
         "store = ConversationStore(sys.argv[1])\n"
         "conv = store.get('sales-1')\n"
         "assert conv.turns[0].role_state.role_texts('filter') == ['sales.year = 2024'], conv\n"

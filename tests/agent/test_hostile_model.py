@@ -190,12 +190,59 @@ async def test_three_thousand_tool_calls_in_one_reply_run_at_most_the_limit(shop
     assert result.usage.tool_calls == limit
     answered = requests_for(stub, "link")[1]
     tool_messages = [m for m in answered.messages if m.get("role") == "tool"]
-    # every call id gets its tool message, as the protocol requires; the extras say why they did not run
-    assert [m["tool_call_id"] for m in tool_messages] == [f"call_{i}" for i in range(3_000)]
-    skipped = [m["content"] for m in tool_messages[limit:]]
-    assert all(text.startswith("not run: limit") and "tool_calls_per_reply" in text for text in skipped)
-    assert not any(m["content"].startswith("not run") for m in tool_messages[:limit])
+    # the thread keeps the calls that ran, each answered by its tool message as the protocol requires;
+    # the last says how many more were not run, so 3,000 calls do not ride on every later request
+    (sent,) = [m for m in answered.messages if m.get("tool_calls")]
+    assert [c["id"] for c in sent["tool_calls"]] == [f"call_{i}" for i in range(limit)]
+    assert [m["tool_call_id"] for m in tool_messages] == [f"call_{i}" for i in range(limit)]
+    assert "not run: 2,984 more tool calls" in tool_messages[-1]["content"]
+    assert "tool_calls_per_reply" in tool_messages[-1]["content"]
+    assert max(len(r.text) for r in stub.requests) < 100_000
     assert sum(1 for e in trace_lines(trace) if e["kind"] == "tool_call") == limit
+
+
+async def test_megabytes_of_reasoning_per_reply_do_not_ride_on_every_later_request(shop):
+    """A model sending 3.5 MB of reasoning with each tool call (issue 30, 4): what goes back is its
+    end, at most [agent] reasoning_chars per reply, and only on the tool turns of the step that made
+    it; later steps' requests carry none of it, and the question is answered."""
+    thinking = "let me think about this very carefully. " * 90_000  # 3.6 MB
+
+    def link(req: StubRequest) -> Any:
+        if req.body["tool_choice"] != "auto" or len(req.tool_results) >= 3:
+            return None
+        return Reply(tool_calls=[("describe_table", {"table": "orders"})], reasoning=thinking)
+
+    with OpenAIStub(well_behaved(link=link)) as stub:
+        result = await ask(shop, stub, QUESTION, agent={"plans": 1, "tool_rounds": 4})
+    assert result.status == "answered", result.reason
+    limit = Settings().agent.reasoning_chars
+    sizes = [len(json.dumps(r.body)) for r in stub.requests]
+    # three replies' ends, each sent as `reasoning` and as `reasoning_content`: not 10 MB
+    assert max(sizes) < 40_000 + 3 * 2 * (limit + 200), sizes
+    for req in stub.requests:
+        for message in req.messages:
+            for key in ("reasoning", "reasoning_content"):
+                assert len(message.get(key) or "") <= limit + 100, (req.stage, key)
+    after = [r for r in stub.requests if r.stage in ("plan", "implement", "evaluate")]
+    assert after and all("think about this" not in json.dumps(r.body) for r in after)
+
+
+async def test_a_request_past_request_chars_is_not_sent_and_the_run_says_why(shop):
+    thinking = "x" * 60_000
+
+    def link(req: StubRequest) -> Any:
+        return Reply(tool_calls=[("describe_table", {"table": "orders"})], reasoning=thinking)
+
+    with OpenAIStub(well_behaved(link=link)) as stub:
+        result = await ask(
+            shop,
+            stub,
+            QUESTION,
+            agent={"plans": 1, "reasoning_chars": 1_000_000, "request_chars": 50_000},
+        )
+    assert result.status == "failed"
+    assert "past [agent] request_chars (50,000)" in result.reason, result.reason
+    assert max(len(json.dumps(r.body["messages"])) for r in stub.requests) < 50_000 + 20_000
 
 
 # -- 4. size: replies and traces ------------------------------------------------------------------

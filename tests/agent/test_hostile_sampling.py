@@ -114,8 +114,8 @@ async def test_thousands_of_sampled_tool_calls_run_at_most_the_limit(shop):
                 results = [b for m in params.messages for b in m.content_as_list if b.type == "tool_result"]
                 limit = Settings().agent.tool_calls_per_reply
                 told = [b.content[0].text for b in results]
-                assert len(told) == 3_000
-                assert all(t.startswith("not run: limit") for t in told[limit:]), told[limit][:200]
+                assert len(told) == limit  # the calls that ran; the last says how many more did not
+                assert "not run: 2,984 more tool calls" in told[-1], told[-1][-300:]
                 return text('{"tables": ["orders"], "notes": ""}')
             return tool_uses([{"table": f"t{i}"} for i in range(3_000)])
         return answers[stage](params)

@@ -1,10 +1,9 @@
-"""One voice per stage, findings that carry, readings that survive (issue 18): what a model serving
-the agent's stages reads, request by request, through the real OpenAI-compatible backend against the
-loopback stub, over a real DuckDB shop.
+"""What a model serving the agent's stages reads, request by request (issues 18 and 28), through the
+real OpenAI-compatible backend against the loopback stub, over a real DuckDB shop:
 
-- every stage's request asks for exactly one answer format (the stage's JSON object), names only
-  the tools the request offers, and states K once;
-- what classify found reaches link (findings, stored spellings, the tables it described);
+- every request asks for exactly one answer format (the stage's JSON object), names only the tools
+  it offers, and states K once;
+- what a step found is on the thread every later step reads, once (nothing said twice);
 - an evaluator is told the sibling candidates' result ids (so compare_results can be used);
 - the answer lists the readings and which candidates answer each.
 """
@@ -123,8 +122,9 @@ async def _run(
 
 
 def _rendered(req: StubRequest) -> str:
-    """What the stage's request says: its system message and its first user message."""
-    return str(req.messages[0].get("content") or "") + "\n" + first_user_text(req)
+    """What the request says to the model: its system text and every user message (tool results
+    and the model's own replies are the data's words and the model's, not flexsql's)."""
+    return "\n".join(str(m.get("content") or "") for m in req.messages if m.get("role") in ("system", "user"))
 
 
 @pytest.mark.parametrize("python", [True, False])
@@ -138,7 +138,7 @@ async def test_every_stage_request_has_one_answer_format_and_names_only_offered_
     for stage in STAGES:
         req = requests_for(stub, stage)[0]
         text = _rendered(req)
-        assert text.count("ONE JSON object") == 1, stage
+        assert text.count("one JSON object") == 1, stage
         for marker in CLIENT_FORMATS:
             assert marker not in text, (stage, marker)
         offered = set(req.tools)
@@ -146,6 +146,7 @@ async def test_every_stage_request_has_one_answer_format_and_names_only_offered_
         assert named <= offered, f"{stage} names tools it does not offer: {sorted(named - offered)}"
         if not python:
             assert "run_python" not in text and "run_python" not in offered, stage
+        assert "<" not in re.sub(r"<[=>]|<-", "", text), f"{stage}: a placeholder such as <grain> is left"
     plan_text = _rendered(requests_for(stub, "plan")[0])
     counts = re.findall(r"\b(\d+)(?:\s*[–-]\s*\d+)?\s+plans\b", plan_text)
     assert counts == ["2"], f"K must be stated once as 2, found {counts}"
@@ -155,23 +156,31 @@ async def test_stages_run_knowledge_first_and_later_stages_read_the_summary(shop
     _, stub = await _run(shop, _full_script())
     order = list(dict.fromkeys(r.stage for r in stub.requests))
     assert order[:3] == ["knowledge", "classify", "link"]
-    classify = first_user_text(requests_for(stub, "classify")[0])
-    assert "nothing the question needs" in classify  # the summary, not the raw document
-    assert "Shipped means status" not in classify
+    for req in stub.requests[1:]:  # the summary, never the raw document, after the knowledge step
+        assert "nothing the question needs" in req.text and "Shipped means status" not in req.text
+    knowledge, classify = stub.requests[0], requests_for(stub, "classify")[0]
+    # the knowledge step's side request shares the prefix up to the question
+    question = f"Question: {QUESTION}"
+    assert (
+        knowledge.messages[1]["content"].split(question)[0]
+        == classify.messages[1]["content"].split(question)[0]
+    )
 
 
-async def test_what_classify_found_reaches_link_and_the_implementers(shop: Shop) -> None:
+async def test_what_a_step_found_is_read_by_every_later_step_once(shop: Shop) -> None:
     _, stub = await _run(shop, _full_script())
-    link = first_user_text(requests_for(stub, "link")[0])
-    assert "orders.status stores 'shipped' (lower case)" in link  # the model's finding
-    assert "orders.status = 'shipped'" in link  # the stored spelling find_values showed
-    assert "orders with status shipped" in link  # the readings
-    described = link.split("Tables already described", 1)[1]
-    assert "order_date" in described.split("search_schema found", 1)[0]  # classify's description
-    for req in requests_for(stub, "implement"):
-        text = first_user_text(req)
-        assert "orders.status stores 'shipped' (lower case)" in text
-        assert "orders.status has 3 values" in text  # the plan stage's finding
+    finding = "orders.status stores 'shipped' (lower case)"  # classify's own words
+    spelling = "main.orders.status = 'shipped'"  # what its find_values call showed
+    later = [r for r in stub.requests if r.stage not in ("knowledge", "classify")]
+    assert later
+    for req in later:
+        assert req.text.count(finding) == 1, req.stage
+        assert req.text.count(spelling) == 1, req.stage
+        assert (
+            sum("order_date" in m.get("content", "") for m in req.messages if m.get("role") == "tool") == 1
+        )  # classify's describe_table, once
+    for req in requests_for(stub, "implement"):  # the plan stage's reply reaches the implementers
+        assert "orders.status has 3 values" in req.text
 
 
 async def test_an_evaluator_is_told_the_sibling_candidates_result_ids(shop: Shop) -> None:
@@ -180,10 +189,10 @@ async def test_an_evaluator_is_told_the_sibling_candidates_result_ids(shop: Shop
     assert first.result_id
     later = [first_user_text(r) for r in requests_for(stub, "evaluate")[1:]]
     assert later and all(f"result_id {first.result_id}" in text for text in later)
-    assert all("compare_results(result_ids)" in text for text in later)
+    assert all("compare_results tells" in text for text in later)
     assert "compare_results" in requests_for(stub, "evaluate")[1].tools
     own = first_user_text(requests_for(stub, "evaluate")[0])
-    assert "Other candidates" not in own  # the first evaluator has no sibling yet
+    assert "other candidates" not in own  # the first evaluator has no sibling yet
 
 
 async def test_the_answer_lists_the_readings_and_the_candidates_of_each(shop: Shop) -> None:

@@ -3,13 +3,12 @@ Spider 1.0 flights database and a 108-table NHTSA warehouse with its external-kn
 each as what a model reads in its requests, through the real OpenAI-compatible backend against the
 loopback stub:
 
-- the prompts say "pass source=… to every tool call", so compare_results (which reads no source)
-  must not refuse a call that does;
-- a join path carried in the notebook keeps every join it found, never half of its FROM clause;
+- compare_results (which reads no source) must not refuse a call that names one;
+- a join path a step found reaches the plan step whole, never half of its FROM clause;
 - an evaluator of wide results still sees every sibling's result id;
-- link's own search_schema also reads the column names the knowledge summary gives;
-- the tables classify described reach link without being cut mid-table under "do not describe
-  them again".
+- the search the pipeline runs for the question also reads the column names the knowledge summary
+  gives;
+- the tables classify described reach link with every column.
 """
 
 from __future__ import annotations
@@ -141,12 +140,11 @@ async def test_the_tables_classify_described_reach_link_with_every_column(fars: 
     script.on["classify"] = classify
     answer, stub = await _ask_fars(fars, script, "List the 2015 accident details per person.")
     assert answer.status == "answered", answer.reason
-    link = first_user_text(requests_for(stub, "link")[0])
-    described = link.split("Tables already described", 1)[1].split("\n\nSchemas", 1)[0]
-    assert described.count("BIGINT: ") == 3  # each table's columns, by type
+    link = requests_for(stub, "link")[0]
+    described = "\n".join(_tool_texts(link))  # classify's describe_table results, on the thread
     for column in [*ACCIDENT, *PERSON, *VEHICLE]:
         assert re.search(rf"\b{column}\b", described), column
-    assert "more lines)" not in described and "not repeated here" not in described
+    assert sum(link.text.count(f"\n{t} (") for t in tables) <= 3  # each table described once
 
 
 async def test_link_searches_with_the_column_names_the_knowledge_gives(fars: SourceRegistry) -> None:
@@ -157,8 +155,8 @@ async def test_link_searches_with_the_column_names_the_knowledge_gives(fars: Sou
     question = "Please help me compile the critical details on traffic accidents in 2015, as listed in the info document."
     answer, stub = await _ask_fars(fars, script, question, knowledge="(the document)")
     assert answer.status == "answered", answer.reason
-    link = first_user_text(requests_for(stub, "link")[0])
-    hits = link.split("search_schema found (ranked):", 1)[1].split("\ncolumns:\n", 1)[1]
+    classify = first_user_text(requests_for(stub, "classify")[0])
+    hits = classify.split("ranked these tables and columns for it:", 1)[1].split("\ncolumns:\n", 1)[1]
     found = set(re.findall(r"^- nhtsa\.\w+\.(\w+) ", hits, re.M))
     assert {"hour_of_arrival_at_scene", "injury_severity", "speeding_related"} <= found, found
 
@@ -231,7 +229,7 @@ async def test_a_join_path_reaches_plan_whole(flights: SourceRegistry) -> None:
             python=False,
         )
     assert answer.status == "answered", answer.reason
-    plan = first_user_text(requests_for(stub, "plan")[0])
-    entry = plan.split("Join paths:\n", 1)[1].split("\n", 1)[0]
-    assert "routes.alid = main.airlines.alid" in entry and "routes.dst_apid = main.airports.apid" in entry
-    assert "FROM " not in entry or entry.count("JOIN ") == 2, entry
+    plan = requests_for(stub, "plan")[0]
+    (path,) = [t for t in _tool_texts(plan) if "JOIN " in t]  # link's find_join_path, on the thread
+    assert "routes.alid = main.airlines.alid" in path and "routes.dst_apid = main.airports.apid" in path
+    assert path.count("JOIN ") == 2, path

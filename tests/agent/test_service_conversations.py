@@ -30,6 +30,7 @@ from flexsql.server.app import build_server
 from flexsql.server.cli import main as flexsql_main
 from flexsql.server.sessions import SessionState
 from flexsql.tools.engines import SourceRegistry, open_source
+from tests.support.agent_support import question_of as support_question_of
 from tests.support.mcp_support import server_env, stdio_params, text_of
 from tests.support.openai_stub import OpenAIStub, StubRequest
 
@@ -112,10 +113,9 @@ def first_user_text(messages: list[dict[str, Any]]) -> str:
 
 
 def question_of(prompt: str) -> str:
-    """The turn's own question, as the stage prompt states it ("Question: …" up to a blank line)."""
-    match = re.search(r"^Question: (.*?)(?:\n\n|\Z)", prompt, re.MULTILINE | re.DOTALL)
-    assert match, f"the prompt states no question:\n{prompt[:500]}"
-    return match.group(1)
+    found = support_question_of(prompt)
+    assert found, f"the prompt states no question:\n{prompt[:500]}"
+    return found
 
 
 def previous_sql(prompt: str) -> str | None:
@@ -182,14 +182,16 @@ class StoreModel:
             return previous.replace("= 2024", "= 2023")
         # the ambiguous question, clarified in the question (elicitation) or by the next turn
         reading = next((r for r in BEST_BY if r in question), None)
-        if reading is None and "Pending clarification" in prompt and AMBIGUOUS in prompt:  # the user's answer
+        if (
+            reading is None and "this message answers it" in prompt and AMBIGUOUS in prompt
+        ):  # the user's answer
             reading = "most sales transactions" if "number" in question else "highest total sales"
         assert reading is not None, f"no reading of the ambiguous question is settled:\n{prompt}"
         return BEST_BY[reading]
 
     def __call__(self, req: StubRequest) -> dict[str, Any]:
         assert req.stage, "every request names its stage (X-FlexSQL-Stage)"
-        return self.answer(req.stage, first_user_text(req.messages))
+        return self.answer(req.stage, req.text)  # like a model, it reads the whole request
 
 
 def settings_for(base_url: str | None, conversations_dir: Path | None = None) -> Settings:
@@ -263,16 +265,19 @@ async def test_follow_up_chain_edits_the_previous_sql(db_url, tmp_path):
     assert answers[2].sql == answers[1].sql.replace("= 2024", "= 2023")
 
     first = stage_requests(stub, "implement", 0)[0]
-    assert "Earlier turns" not in first_user_text(first.messages)  # a new conversation has no history
+    assert "SQL:" not in first.text  # a new conversation has no history
     for turn in (1, 2):
         implement = stage_requests(stub, "implement", marks[turn], marks[turn + 1])
         assert len(implement) == 1
-        prompt = first_user_text(implement[0].messages)
-        assert f"SQL: {answers[turn - 1].sql}" in prompt
-        assert "Role-state of the last SQL" in prompt and "edit the previous SQL" in prompt
-        classify = first_user_text(stage_requests(stub, "classify", marks[turn], marks[turn + 1])[0].messages)
-        assert turns[turn - 1] in classify  # classify sees the earlier turns too
-    role_states = [first_user_text(stage_requests(stub, "implement", marks[t])[0].messages) for t in (1, 2)]
+        prompt = implement[0].text
+        assert prompt.count(f"SQL: {answers[turn - 1].sql}") == 1  # the earlier turn's SQL, once
+        assert f"The last SQL is turn {turn}'s (above). By role:" in prompt
+        classify = stage_requests(stub, "classify", marks[turn], marks[turn + 1])[0]
+        assert turns[turn - 1] in classify.text  # classify sees the earlier turns too
+        # the turn's requests start as the earlier turn's did: its question, as it was sent
+        earlier = stage_requests(stub, "classify", marks[turn - 1])[0].messages[1]["content"]
+        assert earlier.startswith(classify.messages[1]["content"])
+    role_states = [stage_requests(stub, "implement", marks[t])[0].text for t in (1, 2)]
     assert "filter: year(sales.sale_date) = 2024;" in role_states[0]
     assert "year(sales.sale_date) = 2024, stores.channel = 'online'" in role_states[1]
 
@@ -375,9 +380,9 @@ async def test_ambiguous_turn_without_elicitation_asks_and_the_next_turn_answers
     assert answered["status"] == "answered", text_of(second)
     assert answered["sql"] == BEST_BY["most sales transactions"]
     assert answered["rows"] == best_store("most sales transactions")
-    classify = first_user_text(stage_requests(stub, "classify", mark)[0].messages)
-    assert f'Pending clarification: the previous turn asked "{CLARIFYING}"' in classify
-    assert "This turn answers the clarifying question" in classify
+    classify = stage_requests(stub, "classify", mark)[0].text
+    assert f"I asked: {CLARIFYING}" in classify  # the earlier turn's account
+    assert "this message answers it" in classify
 
 
 # -- 3. turns that get no SQL ---------------------------------------------------------------------
@@ -465,7 +470,7 @@ async def test_conversation_resumed_from_disk_by_a_second_process(db_url, tmp_pa
     assert later and all(
         "which stores sold most in 2024?" in r.text for r in later if r.stage in ("classify", "implement")
     )
-    assert any(f"SQL: {TOP_2024}" in first_user_text(r.messages) for r in later if r.stage == "implement")
+    assert any(f"SQL: {TOP_2024}" in r.text for r in later if r.stage == "implement")
     saved = json.loads((folder / "sales-2024.json").read_text())
     assert [t["question"] for t in saved["turns"]] == [
         "which stores sold most in 2024?",
@@ -506,28 +511,22 @@ async def test_a_200_turn_conversation_keeps_prompt_and_file_bounded(db_url, tmp
             )
             assert result.status == ("answered" if i % 10 == 9 else "reply"), result.reason
             classify = stage_requests(stub, "classify", mark)[0]
-            sizes.append(
-                (
-                    len(first_user_text(classify.messages)),
-                    (tmp_path / "conversations" / "long.json").stat().st_size,
-                )
-            )
+            sizes.append((len(classify.text), (tmp_path / "conversations" / "long.json").stat().st_size))
         sources.close()
-        last_classify = first_user_text(stage_requests(stub, "classify")[-1].messages)
+        last_classify = stage_requests(stub, "classify")[-1].text
 
     prompt_sizes, file_sizes = [p for p, _ in sizes], [f for _, f in sizes]
-    # the history is bounded by history_text's 4,000 characters, on top of the prompt and the question
+    # the history is bounded by HISTORY_CHARS (12,000), on top of the instruction and the question
     plateau = max(prompt_sizes[:40])
     assert max(prompt_sizes[40:]) <= plateau * 1.05, (plateau, max(prompt_sizes[40:]))
-    assert max(prompt_sizes) < 9000
+    assert max(prompt_sizes) < 24_000
     assert max(file_sizes[40:]) <= max(file_sizes[:40]) * 1.1 and max(file_sizes) < 64_000
     conv = store.get("long")
     assert len(conv.turns) <= store.max_turns and conv.dropped == 200 - len(conv.turns)
     # the last SQL (turn 190) stays in the prompt although nine long turns came after it
-    assert (
-        "thanks for turn 198!" in last_classify and f"Last SQL (turn 190): {LONG_SQL[:60]}" in last_classify
-    )
-    assert "earlier turns not shown" in last_classify
+    assert "thanks for turn 198!" in last_classify
+    assert f"The last SQL is turn 190's: {LONG_SQL}." in last_classify  # whole
+    assert "earlier turns of this conversation not shown" in last_classify
 
 
 # -- 6. the MCP `ask` tool ------------------------------------------------------------------------

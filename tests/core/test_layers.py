@@ -40,6 +40,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("sql", ("flexsql.tools.sql",)),
     ("engines", ("flexsql.tools.engines",)),
     ("runtime", ("flexsql.tools.runtime",)),
+    # the knowledge store's files (tools/knowledge/store.py): search reads its synonyms and descriptions
+    ("knowledge store", ("flexsql.tools.knowledge.store",)),
     ("search/values/sandbox", ("flexsql.tools.search", "flexsql.tools.values", "flexsql.tools.sandbox")),
     ("tools", ("flexsql.tools",)),
     ("agent", ("flexsql.agent", "flexsql.prompts")),

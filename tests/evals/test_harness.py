@@ -48,7 +48,12 @@ def test_gold_runner_scores_every_task_and_writes_outputs(spider, tmp_path: Path
     got = results(out)
     assert sorted(got) == ["0", "1", "2", "3", "4"]  # Spider 1.0 tasks are numbered in file order
     assert all(r["score"] == 1 and r["scorer"] == "ex" and r["sql"] for r in got.values())
-    assert all(r["scores"] == {"spider2": 1, "spider2-strict": 1, "ex": 1} for r in got.values())
+    assert all(r["scores"] == {"spider2": 1, "spider2-strict": 1, "ex": 1, "rex": 1} for r in got.values())
+    assert all(r["similarities"] == {"rex": 1.0} for r in got.values())
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["scorers"]["rex"]["mean_similarity_evaluated"] == 1.0
+    assert "| rex | 5 | 5 | 5 | 100.00% | 100.00% | 1.0000 |" in (out / "report.md").read_text()
+    assert "rex mean similarity 1.0000" in output
     assert "100.00% of evaluated (5/5)" in output
     assert (out / "submission" / "1.sql").read_text().startswith("SELECT name FROM singer")
     assert (out / "submission" / "1.csv").read_text().splitlines()[0] == "name"

@@ -74,7 +74,10 @@ def test_predictions_runner_reasons_and_both_denominators(spider, tmp_path: Path
     assert got["1"]["score"] == 0 and got["1"]["category"] == "order"
     assert "different order" in got["1"]["reason"]
     # without an eval config, the spider2 scorers keep order exactly when the gold SQL sorts
-    assert got["1"]["scores"] == {"spider2": 0, "spider2-strict": 0, "ex": 0}
+    assert got["1"]["scores"] == {"spider2": 0, "spider2-strict": 0, "ex": 0, "rex": 0}
+    # REX grades it: no row is where the gold SQL's ORDER BY puts it, and calls it a matter of order
+    assert got["1"]["similarities"] == {"rex": 0.0} and got["1"]["categories"]["rex"] == "order"
+    assert got["0"]["similarities"] == {"rex": 1.0}
     assert got["2"]["score"] == 1 and got["2"]["prediction_origin"].endswith("2.csv")
     assert got["3"]["score"] == 0 and got["3"]["reason"].startswith("execution error:")
     assert "concerts" in got["3"]["reason"]

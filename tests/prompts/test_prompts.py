@@ -112,41 +112,37 @@ CLIENT_FORMATS = ["STATUS:", "VERDICT:", "result_id: <", "PLAN_PROBLEM", "cause:
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_clients_read_the_text_format_and_the_agent_reads_its_json_fields(name: str) -> None:
-    """One template, two voices: the MCP prompt asks for its text format, the agent's request for
-    the JSON object's fields — never both."""
+def test_each_prompt_asks_for_its_text_format_once(name: str) -> None:
+    """MCP clients answer these prompts in text: each asks for its own format, and none for the
+    agent's JSON objects (the agent has its own requests: docs/contract.md)."""
     t = prompts.get_prompt(name)
     client = prompts.render(name, **required_only(t))
-    agent = prompts.render(name, voice="agent", **required_only(t))
     assert any(marker in client for marker in CLIENT_FORMATS + ["Plan N —"]), name
-    assert not any(marker in agent for marker in CLIENT_FORMATS + ["Plan N —"]), name
-    assert "In the JSON object" in agent and "In the JSON object" not in client
-    assert not LEFTOVER.search(agent) and "\n\n\n" not in agent
+    assert "In the JSON object" not in client
+    assert not LEFTOVER.search(client) and "\n\n\n" not in client
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_a_tool_the_reader_lacks_is_never_named(name: str) -> None:
     t = prompts.get_prompt(name)
     for tool in prompts.tool_sections(t.body):
-        text = prompts.render(name, voice="agent", tools=ALL_TOOLS - {tool}, **required_only(t))
+        text = prompts.render(name, tools=ALL_TOOLS - {tool}, **required_only(t))
         assert f"{tool}(" not in text, (name, tool)
-    every = prompts.render(name, voice="agent", tools=ALL_TOOLS, **required_only(t))
+    every = prompts.render(name, tools=ALL_TOOLS, **required_only(t))
     assert all(f"{tool}(" in every for tool in prompts.tool_sections(t.body) if tool != "run_python"), name
 
 
-def test_without_run_python_implement_asks_for_sql_only() -> None:
+def test_without_run_python_implement_asks_for_sql_only_and_with_it_for_a_choice() -> None:
     t = prompts.get_prompt("implement")
-    text = prompts.render("implement", voice="agent", tools=ALL_TOOLS - {"run_python"}, **required_only(t))
-    assert "run_python" not in text and '"python"' not in text
-    assert "1. Write SQL: this server runs no Python programs" in text
-    assert "1. Choose the language." in prompts.render(
-        "implement", voice="agent", tools=ALL_TOOLS, **required_only(t)
-    )
+    text = prompts.render("implement", tools=ALL_TOOLS - {"run_python"}, **required_only(t))
+    assert "run_python" not in text and "1. Write SQL: this server runs no Python programs" in text
+    every = prompts.render("implement", **required_only(t))  # a reader with every tool
+    assert "1. Choose the language." in every and "runs no Python programs" not in every
 
 
 def test_implement_says_an_array_path_is_no_sql() -> None:
     """The tools print `hits[].page.pagePath`; a model that writes it into SQL fails: the rule says to unnest."""
     t = prompts.get_prompt("implement")
     for tools in (ALL_TOOLS, frozenset()):
-        text = prompts.render("implement", voice="agent", tools=tools, **required_only(t))
+        text = prompts.render("implement", tools=tools, **required_only(t))
         assert "`[]`" in text and "is not SQL" in text and "unnest the array" in text

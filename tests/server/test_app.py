@@ -53,7 +53,10 @@ async def test_every_tool_over_streamable_http(shop_url, engine):
 async def exercise_every_tool(client: Client, engine: str) -> None:
     tools = {t.name: t for t in (await client.list_tools()).tools}
     assert EXPECTED_TOOLS <= set(tools)
-    assert all(t.annotations and t.annotations.read_only_hint for t in tools.values())
+    # remember writes to flexsql's own knowledge store (never a database): the one tool not read-only
+    assert all(t.annotations and t.annotations.read_only_hint for n, t in tools.items() if n != "remember")
+    assert tools["remember"].annotations and tools["remember"].annotations.read_only_hint is False
+    assert tools["remember"].annotations.destructive_hint is False
     assert tools["run_query"].output_schema is not None
 
     r = await call(client, "list_sources")

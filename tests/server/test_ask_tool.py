@@ -79,11 +79,8 @@ async def test_the_agent_offers_run_python_only_where_it_is_enabled(
     assert result.structured_content["status"] == "answered", text_of(result)
     implement = [r for r in stub.requests if r.stage == "implement"]
     assert implement, [r.stage for r in stub.requests]
-    for req in stub.requests:  # neither as a tool nor in the instructions
-        assert ("run_python" in req.tools) == (offered and req.stage in ("implement", "evaluate")), (
-            req.stage,
-            req.tools,
-        )
+    for req in stub.requests:  # neither as a tool nor in the instructions; where on, in every request
+        assert ("run_python" in req.tools) == offered, (req.stage, req.tools)
         if not offered:
             assert "run_python" not in req.text, req.stage
             assert "Python (language" not in req.text and "```python" not in req.text, req.stage

@@ -61,3 +61,30 @@ async def test_prompts_get_without_a_required_argument_is_a_clear_error(server) 
         assert "prompt 'implement' needs the required argument 'plan'" in info.value.message
         with pytest.raises(MCPError, match="no argument 'sorce'; did you mean 'source'"):
             await client.get_prompt("plan", {"question": "q", "sorce": "demo"})
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("sandbox", [True, False])
+async def test_a_server_without_the_sandbox_serves_prompts_that_never_name_run_python(
+    tmp_path: Path, sandbox: bool
+) -> None:
+    """The implement prompt once told every client both "choose SQL or Python (run_python)" and "this
+    server runs no Python programs": each server names the tools it serves, and only those."""
+    from flexsql.config import Settings
+    from flexsql.server.app import build_server
+    from flexsql.tools.engines import SourceRegistry, open_source
+
+    settings = Settings()
+    settings.sandbox.enabled = sandbox
+    source = open_source(make_duckdb(tmp_path), name="shop")
+    try:
+        async with Client(build_server(settings, SourceRegistry([source]))) as client:
+            served = {t.name for t in (await client.list_tools()).tools}
+            args = {"question": "Top 3 stores?", "plan": "sum the sales per store"}
+            text = (await client.get_prompt("implement", args)).messages[0].content.text
+    finally:
+        source.close()
+    assert ("run_python" in served) == sandbox
+    assert ("run_python" in text) == sandbox
+    assert ("this server runs no Python programs" in text) == (not sandbox)
+    assert ("1. Choose the language." in text) == sandbox

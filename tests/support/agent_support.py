@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -218,7 +219,7 @@ class StageScript:
         return {"plans": [plan(text) for text in self.plans]}
 
     def _implement(self, req: StubRequest) -> Any:
-        key = _longest_in(_user_text(req), self.all_plans())
+        key = _instruction_with(req, self.all_plans())
         assert key is not None, f"an implement request names no known plan:\n{_user_text(req)[:600]}"
         code = self.plans.get(key)
         if code is None:  # a revised plan: its program is given with the revision
@@ -226,7 +227,7 @@ class StageScript:
         return code if isinstance(code, dict) else program(code)
 
     def _repair(self, req: StubRequest) -> Any:
-        key = _longest_in(_user_text(req), self.repairs)
+        key = _instruction_with(req, self.repairs)
         assert key is not None, (
             f"a repair request names no program the script repairs:\n{_user_text(req)[:600]}"
         )
@@ -241,7 +242,7 @@ class StageScript:
         return {"verdict": verdict, "feedback": feedback}
 
     def _revise_plan(self, req: StubRequest) -> Any:
-        key = _longest_in(_user_text(req), self.revisions)
+        key = _instruction_with(req, self.revisions)
         assert key is not None, (
             f"a revise_plan request names no plan the script revises:\n{_user_text(req)[:600]}"
         )
@@ -253,15 +254,57 @@ class StageScript:
 
 
 def _user_text(req: StubRequest) -> str:
-    """The request's first user message: the stage's prompt (later ones are tool results or fixes)."""
-    for message in req.messages:
-        if message.get("role") == "user":
-            return str(message.get("content") or "")
+    """The stage's instruction: the last user message that starts with a stage tag (`[implement] …`);
+    later user messages only demand the answer or ask for a fix. A repair or revision after an
+    evaluation names its plan and program in the messages before: the instructions of the request,
+    newest first, are searched by `_instruction_with`."""
+    for message in reversed(req.messages):
+        content = str(message.get("content") or "")
+        if message.get("role") == "user" and _TAG.search(content):
+            return content[_TAG.search(content).start() :]  # type: ignore[union-attr]
     return ""
 
 
+_TAG = re.compile(r"(?m)^\[(classify|link|plan|implement|evaluate|repair|revise_plan|knowledge)\]")
+
+
+def _instructions(req: StubRequest) -> list[str]:
+    """Every stage instruction in the request, newest first (a user message can hold several: the
+    opening holds the question and the first step's instruction)."""
+    out: list[str] = []
+    for message in reversed(req.messages):
+        content = str(message.get("content") or "")
+        if message.get("role") != "user":
+            continue
+        starts = [m.start() for m in _TAG.finditer(content)]
+        if not starts:
+            continue
+        for a, b in reversed(list(zip(starts, [*starts[1:], len(content)], strict=True))):
+            out.append(content[a:b])
+    return out
+
+
+def _instruction_with(req: StubRequest, keys: Any) -> Any:
+    """The longest of `keys` in the newest instruction that names any of them."""
+    for text in _instructions(req):
+        key = _longest_in(text, keys)
+        if key is not None:
+            return key
+    return None
+
+
 def first_user_text(req: StubRequest) -> str:
+    """The request's stage instruction (the name kept from when each stage had a fresh request)."""
     return _user_text(req)
+
+
+def question_of(text: str) -> str:
+    """The turn's own question in a request's text: the last "Question: …" it states (a conversation's
+    earlier turns come before it), up to a blank line or the next step's instruction."""
+    starts = [m.end() for m in re.finditer(r"^Question: ", text, re.MULTILINE)]
+    if not starts:
+        return ""
+    return re.split(r"\n\n|\n(?=\[)", text[starts[-1] :], maxsplit=1)[0]
 
 
 def requests_for(stub: OpenAIStub, stage: str) -> list[StubRequest]:

@@ -15,7 +15,8 @@ from mcp import Client, StdioServerParameters
 
 
 def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FLEXSQL_") or k == "FLEXSQL_CACHE_DIR"}
+    keep = ("FLEXSQL_CACHE_DIR", "FLEXSQL_DATA_DIR")  # never the user's real cache or knowledge stores
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FLEXSQL_") or k in keep}
     env.update(extra or {})
     return env
 

@@ -115,8 +115,15 @@ class OpenAIStub:
         model: str = "stub-model",
         port: int = 0,
         keep_requests: bool = True,
+        prefix_cache: bool = False,
     ) -> None:
+        """prefix_cache: simulate vLLM's automatic prefix caching and report the cached prompt tokens
+        in `usage.prompt_tokens_details.cached_tokens` (as vLLM with --enable-prompt-tokens-details
+        and OpenAI do): the longest prefix of the flattened request shared with an earlier one, in
+        whole blocks of 64 characters (~16 tokens), at 4 characters a token."""
         self.script = script
+        self.prefix_cache = prefix_cache
+        self._seen: list[str] = []
         self.port = port
         self.keep_requests = keep_requests  # off for long benchmark runs: memory stays flat
         self.reject_json_schema = reject_json_schema
@@ -231,6 +238,15 @@ class OpenAIStub:
             completion = max(
                 1, (len(content or "") + sum(len(c["function"]["arguments"]) for c in calls)) // 4
             )
+        details = None
+        if self.prefix_cache:
+            text = flatten(request.body)
+            with self._lock:
+                shared = max((common_prefix(text, t) for t in self._seen), default=0)
+                self._seen.append(text)
+            if reply.usage is None:
+                prompt = len(text) // 4  # what the server tokenised: the tools included
+            details = {"cached_tokens": min(prompt, shared // CACHE_BLOCK * CACHE_BLOCK // 4)}
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex}",
             "object": "chat.completion",
@@ -249,7 +265,7 @@ class OpenAIStub:
                 "prompt_tokens": prompt,
                 "completion_tokens": completion,
                 "total_tokens": prompt + completion,
-                "prompt_tokens_details": None,
+                "prompt_tokens_details": details,
             },
             "prompt_logprobs": None,
         }
@@ -351,6 +367,36 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout, cancellation)
             self.close_connection = True
+
+
+CACHE_BLOCK = 64  # characters of one simulated cache block (~16 tokens)
+
+
+def flatten(body: dict[str, Any]) -> str:
+    """A request as chat templates lay it out: the system text, the tool definitions, then every
+    message with its tool calls (what a server's prefix cache sees, in order)."""
+    messages = list(body.get("messages", []))
+    parts = []
+    if messages and messages[0].get("role") == "system":
+        parts.append("S:" + _text(messages[0].get("content")))
+        messages = messages[1:]
+    parts.append("T:" + json.dumps(body.get("tools") or [], sort_keys=True))
+    for m in messages:
+        calls = json.dumps(m.get("tool_calls") or "", sort_keys=True)
+        parts.append(str(m.get("role", "?"))[:1].upper() + ":" + _text(m.get("content")) + calls)
+    return "\n".join(parts)
+
+
+def common_prefix(a: str, b: str) -> int:
+    """Length of the longest common prefix of two texts (a binary search over slice comparisons)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def _error(status: int, message: str, kind: str) -> tuple[int, dict[str, str], dict[str, Any]]:

@@ -25,17 +25,24 @@ def source_class(engine: Engine) -> type[Source]:
 
 
 def open_source(
-    url: str, name: str | None = None, description: str = "", limits: LimitsConfig | None = None
+    url: str,
+    name: str | None = None,
+    description: str = "",
+    limits: LimitsConfig | None = None,
+    knowledge: str | None = None,
 ) -> Source:
     """Open a source from its URL (lazily: nothing connects until first use). `limits` is the
-    [limits] section; the engine applies its memory budget when it connects."""
+    [limits] section; the engine applies its memory budget when it connects. `knowledge`: the folder
+    of its knowledge store, when configured."""
     if "://" not in url:
         raise ConfigError(f"not a source URL: {redact(url)!r}; use one of: {URL_FORMS}")
     engine = engine_for_url(url)  # each engine names the URL schemes it opens
     if engine is None:
         scheme = url.split("://", 1)[0].lower()
         raise ConfigError(f"unsupported source scheme {scheme!r} in {redact(url)!r}; use one of: {URL_FORMS}")
-    return source_class(engine)(name or source_name_for(url), url, description, limits=limits)
+    source = source_class(engine)(name or source_name_for(url), url, description, limits=limits)
+    source.knowledge_dir = knowledge
+    return source
 
 
 class SourceRegistry:

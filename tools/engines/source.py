@@ -81,6 +81,8 @@ class Source(ABC):
         self.name = name
         self._url = url
         self.description = description
+        # the folder of the source's knowledge store, when configured (tools/knowledge/store.py)
+        self.knowledge_dir: str | None = None
         # [limits]: the engine's own memory and spill budget is applied when a connection opens
         self.limits = limits or LimitsConfig()
         self._catalog: Catalog | None = None

@@ -23,7 +23,7 @@ import functools
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any, ParamSpec, Protocol, TypeVar, cast, get_type_hints
 
@@ -114,6 +114,9 @@ class ToolSpec:
     is_async: bool = False  # `run` is a coroutine function (it awaits a model or the client)
     needs_python: bool = False  # offered only where run_python's sandbox is enabled
     agent_tool: bool = True  # offered to the built-in agent's stages
+    writes: bool = (
+        False  # changes something of flexsql's own (remember: the knowledge store), never a database
+    )
 
     def parse(self, arguments: Mapping[str, Any] | None) -> ToolArgs:
         """Validate arguments with the tool's model; a clear InvalidArgument otherwise. `None`
@@ -191,7 +194,7 @@ class ToolFunction(Protocol[P, R_co]):
 
 
 def tool(
-    describe: str | Describe, *, needs_python: bool = False, agent_tool: bool = True
+    describe: str | Describe, *, needs_python: bool = False, agent_tool: bool = True, writes: bool = False
 ) -> Callable[[Callable[P, R]], ToolFunction[P, R]]:
     """Declare the decorated function a tool named after it. Its second parameter's annotation is
     the argument model and its return annotation the result model; a third parameter, when it has
@@ -221,6 +224,7 @@ def tool(
             is_async=inspect.iscoroutinefunction(fn),
             needs_python=needs_python,
             agent_tool=agent_tool,
+            writes=writes,
         )
         return declared
 
@@ -347,14 +351,21 @@ def python_enabled(settings: Settings, transport_default: bool = True) -> bool:
     return transport_default if settings.sandbox.enabled is None else bool(settings.sandbox.enabled)
 
 
-def result_text(model: ToolResult, settings: Settings, tools: frozenset[str] | None = None) -> str:
-    """The compact text a model reads, at most `limits.output_chars` characters (cut with a note);
-    its hints name only `tools` (None: every tool)."""
-    text = model.to_text(TextBudget.of(settings.limits, tools))
-    cap = settings.limits.output_chars
+def result_text(
+    model: ToolResult, settings: Settings, tools: frozenset[str] | None = None, max_chars: int | None = None
+) -> str:
+    """The compact text a model reads, at most `limits.output_chars` characters (or `max_chars`, when
+    smaller): the result renders itself within it (whole rows, "first n of m"); text that still runs
+    over is cut at a line end, with a note. Its hints name only `tools` (None: every tool)."""
+    cap = settings.limits.output_chars if max_chars is None else min(max_chars, settings.limits.output_chars)
+    budget = TextBudget.of(settings.limits, tools)
+    text = model.to_text(replace(budget, max_chars=cap))
     if len(text) > cap:
         note = f"\n… truncated: true — text cut at {cap:,} of {len(text):,} characters; ask for less (fewer rows, columns or tables)"
-        text = text[: max(0, cap - len(note))].rstrip() + note
+        room = max(0, cap - len(note))
+        head = text[:room]
+        cut = head.rfind("\n")
+        text = (head[:cut] if cut > room // 2 else head).rstrip() + note
     return text
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from flexsql.tools.engines import Catalog, Column, Source, TableInfo
 from flexsql.tools.engines.families import FamilyLabel, family_labels
 from flexsql.tools.engines.paths import KnownPath, known_paths
+from flexsql.tools.knowledge.store import TableNote, noted_text, schema_notes
 from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.search.families import families
 from flexsql.tools.search.keys import inferred_links
@@ -196,7 +197,9 @@ class _Terms:
 class SearchIndex:
     """Inverted indexes over one catalog's tables, columns and schemas."""
 
-    def __init__(self, catalog: Catalog, params: Params | None = None) -> None:
+    def __init__(
+        self, catalog: Catalog, params: Params | None = None, notes: dict[str, TableNote] | None = None
+    ) -> None:
         self.params = params or Params()
         self.loaded_at = catalog.loaded_at
         # paths inside nested columns seen so far (describe_table, the value index): columns to search too
@@ -207,14 +210,16 @@ class SearchIndex:
         self.semantic: CatalogVectors | None = None  # built in the background (semantic.attach)
         self.semantic_started = False
         self.retired = False  # replaced by the index of a newer catalog load: background work stops
-        self._group_families(catalog)
+        self.notes_stamp: object = ()  # the knowledge store's state its synonyms were read from
+        self._group_families(catalog, notes or {})
         self._index_documents()
         self._link_declared()
         self._link_inferred()
 
-    def _group_families(self, catalog: Catalog) -> None:
+    def _group_families(self, catalog: Catalog, notes: dict[str, TableNote]) -> None:
         """One entry per sharded family / release series (its latest member stands for it): one slot of
-        the result covers the family, and 300 daily shards do not drown the idf of their words."""
+        the result covers the family, and 300 daily shards do not drown the idf of their words. The
+        knowledge store's synonyms and descriptions (`notes`) are read as the tables' and columns' comments."""
         fams = families(catalog.tables)
         # the names list_tables gives: search's families may join column sets that those name apart
         self.labels: dict[str, FamilyLabel] = family_labels(catalog.tables)
@@ -226,13 +231,13 @@ class SearchIndex:
             fam = family_of.get(i)
             if fam is None:
                 self.by_key[t.qualified] = len(self.tables)
-                self.tables.append(t)
+                self.tables.append(_noted(t, notes.get(t.qualified.lower())))
                 self.family.append(None)
             elif i == fam.members[0]:
                 members = [catalog.tables[m] for m in fam.members]
                 for m in members:
                     self.by_key[m.qualified] = len(self.tables)
-                self.tables.append(members[-1])
+                self.tables.append(_noted(members[-1], notes.get(members[-1].qualified.lower())))
                 self.family.append((fam.pattern, members))
 
     def _paths_of(self, ti: int) -> list[Column]:
@@ -426,16 +431,37 @@ def search_index(ctx: ToolContext, source: Source) -> SearchIndex:
     catalog = source.catalog()
     key = f"search:{source.name}"
     cached = ctx.caches.get(key)
+    stamp, notes = schema_notes(source)
     if (
         cached is None
         or cached.loaded_at != catalog.loaded_at
         or cached.paths_version != known_paths(catalog)[0]
+        or cached.notes_stamp != stamp
     ):
         if cached is not None:
             cached.retired = True
-        cached = SearchIndex(catalog)
+        cached = SearchIndex(catalog, notes=notes)
+        cached.notes_stamp = stamp
         ctx.caches[key] = cached
     return cached
+
+
+def _noted(table: TableInfo, note: TableNote | None) -> TableInfo:
+    """The table with the knowledge store's synonyms and descriptions added to its and its columns' comments."""
+    if note is None:
+        return table
+    columns = {name.lower(): cnote for name, cnote in note.columns.items()}
+    return table.model_copy(
+        update={
+            "comment": noted_text(table.comment, note.synonyms, note.description),
+            "columns": [
+                c.model_copy(update={"comment": noted_text(c.comment, n.synonyms, n.description)})
+                if (n := columns.get(c.name.lower())) is not None
+                else c
+                for c in table.columns
+            ],
+        }
+    )
 
 
 def _jaccard(a: frozenset[int], b: frozenset[int]) -> float:

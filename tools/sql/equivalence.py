@@ -128,7 +128,7 @@ def _is_number(v: Any) -> bool:
     return t is int or t is float or t is Fraction
 
 
-def _sort_key(v: Any) -> tuple[Any, ...]:
+def cell_sort_key(v: Any) -> tuple[Any, ...]:
     """A total order over normalised cells: NULL < numbers < text < bytes."""
     if v is None:
         return (0, 0)
@@ -141,7 +141,7 @@ def _sort_key(v: Any) -> tuple[Any, ...]:
 
 
 def _row_key(row: Sequence[Any]) -> tuple[Any, ...]:
-    return tuple(_sort_key(v) for v in row)
+    return tuple(cell_sort_key(v) for v in row)
 
 
 def show_value(v: Any) -> str:
@@ -172,8 +172,8 @@ class _Sizes(TypedDict):
     b_columns: int
 
 
-class _Cmp:
-    """Cell equality under the numeric tolerance."""
+class CellComparer:
+    """Cell equality under the numeric tolerance (of normalised cells; also used by the `rex` scorer)."""
 
     def __init__(self, tolerance: float, rel_tolerance: float) -> None:
         self.abs = tolerance
@@ -232,7 +232,7 @@ def compare_tables(
         if bad is not None:
             raise ValueError(f"{label} row {bad} has {len(rows[bad])} values but {width} columns")
     base: _Sizes = {"a_rows": len(a), "b_rows": len(b), "a_columns": na, "b_columns": nb}
-    cmp = _Cmp(tolerance, rel_tolerance)
+    cmp = CellComparer(tolerance, rel_tolerance)
 
     if len(a) != len(b):
         return Equivalence(
@@ -254,8 +254,8 @@ def compare_tables(
     b_cols = [[r[j] for r in b] for j in range(nb)]
     # Columns are candidates when they hold the same values in any order: the row check below
     # then tells a wrong order ("same rows in a different order") from wrong values.
-    a_vecs = [sorted(c, key=_sort_key) for c in a_cols]
-    b_vecs = [sorted(c, key=_sort_key) for c in b_cols]
+    a_vecs = [sorted(c, key=cell_sort_key) for c in a_cols]
+    b_vecs = [sorted(c, key=cell_sort_key) for c in b_cols]
     a_profiles = [_profile(v) for v in a_vecs]
     b_profiles = [_profile(v) for v in b_vecs]
 
@@ -375,7 +375,7 @@ def _hashable(col: Sequence[Any]) -> tuple[Any, ...]:
 
 
 def _closest(
-    i: int, a_vecs: list[list[Any]], b_vecs: list[list[Any]], b_columns: Sequence[str], cmp: _Cmp
+    i: int, a_vecs: list[list[Any]], b_vecs: list[list[Any]], b_columns: Sequence[str], cmp: CellComparer
 ) -> str:
     if not b_vecs or not a_vecs[i]:
         return ""
@@ -400,7 +400,7 @@ def _rows_match(
     a: list[list[Any]],
     b: list[list[Any]],
     mapping: dict[int, int],
-    cmp: _Cmp,
+    cmp: CellComparer,
     ordered: bool,
     a_label: str,
     b_label: str,
@@ -433,7 +433,7 @@ def _rows_match(
 
 
 def _multiset_match(
-    ta: list[tuple[Any, ...]], tb: list[tuple[Any, ...]], cmp: _Cmp
+    ta: list[tuple[Any, ...]], tb: list[tuple[Any, ...]], cmp: CellComparer
 ) -> tuple[bool, tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]]:
     """Rows as multisets: exact matches first, then the rest paired under the numeric tolerance."""
     ca, cb = Counter(ta), Counter(tb)
@@ -459,7 +459,7 @@ def _multiset_match(
 
 
 def _pair_close(
-    ga: list[tuple[Any, ...]], gb: list[tuple[Any, ...]], cmp: _Cmp
+    ga: list[tuple[Any, ...]], gb: list[tuple[Any, ...]], cmp: CellComparer
 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     if not ga or not gb:
         return ga, gb

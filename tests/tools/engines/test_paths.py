@@ -8,7 +8,6 @@ import re
 
 import pytest
 
-from flexsql.agent.stages.plan import TOOLS as PLAN_TOOLS
 from flexsql.errors import InvalidArgument, NotFoundError
 from flexsql.tools.catalog import DescribeTable, describe_table
 from flexsql.tools.engines import SourceRegistry, open_source
@@ -20,6 +19,9 @@ from flexsql.tools.toolbox import TOOLS
 from flexsql.tools.values.distinct import DistinctValues, distinct_values
 from flexsql.tools.values.profile import ProfileColumn, profile_column
 from tests.support.warehouse import DIRECT_ROWS, TOTAL_ROWS, warehouse_url
+
+# a reader that can call these tools only (an agent step once offered just these)
+PLAN_TOOLS = ("describe_table", "find_join_path", "distinct_values", "find_values", "sample_rows")
 
 
 @pytest.fixture
