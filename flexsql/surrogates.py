@@ -39,7 +39,7 @@ def replace_surrogates(value: T) -> T:
         replaced = [replace_surrogates(v) for v in value]
         if all(a is b for a, b in zip(replaced, value, strict=True)):
             return value
-        return type(value)(replaced)  # type: ignore[return-value]
+        return type(value)(replaced)
     return value
 
 

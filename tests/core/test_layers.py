@@ -33,6 +33,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "flexsql.errors",
             "flexsql.paths",
             "flexsql.background",
+            "flexsql.handles",
+            "flexsql.surrogates",
             "flexsql.demo_db",
             "flexsql",
         ),

@@ -136,7 +136,8 @@ class StoreBudget:
             entry = next((e for e in entries if e != spare), None)
             if entry is None:
                 continue
-            held = self._holder_bytes[holder] - (entries[spare][0] if spare in entries else 0)
+            spared = entries.get(spare) if spare is not None else None
+            held = self._holder_bytes[holder] - (spared[0] if spared is not None else 0)
             rank = (held, -entries[entry][1])
             if best is None or rank > best:
                 best, found = rank, entry
