@@ -5,7 +5,6 @@ clarification through MCP elicitation, progress, traces. `ask` (MCP), `flexsql a
 
 from __future__ import annotations
 
-import secrets
 import threading
 import uuid
 import weakref
@@ -34,7 +33,8 @@ from flexsql.agent.roles import diff_roles, role_state
 from flexsql.agent.secrets import question_secrets
 from flexsql.agent.trace import Trace, prune_traces
 from flexsql.config import Settings
-from flexsql.errors import FlexSQLError, error_text
+from flexsql.errors import FlexSQLError, NotFoundError, error_text
+from flexsql.handles import CONVERSATION_IDS, ELSEWHERE
 from flexsql.paths import cache_dir, private_dir
 from flexsql.tools.runtime.context import SourceName, ToolContext
 from flexsql.tools.runtime.registry import (
@@ -96,11 +96,25 @@ def conversation_store(
 def conversation_for(store: ConversationStore, principal: Principal, requested: str) -> str:
     """The id a turn is kept under. A principal that does not issue ids (local, a session) names its
     conversations; on stateless HTTP (`issues_ids`) only an id the server minted continues one, and any
-    other name starts a new conversation under a fresh unguessable id, returned with the answer."""
+    other name starts a new conversation under a fresh unguessable id, returned with the answer. A
+    minted id this principal's store does not hold is an error, never a silent fresh start: another
+    server minted it (a replica, or this one before a restart), this one dropped it, or it is another
+    client's."""
     valid_conversation_id(requested)
     if not principal.issues_ids or store.exists(requested):
         return requested
-    return "conv-" + secrets.token_hex(16)
+    if CONVERSATION_IDS.has_shape(requested):
+        if not CONVERSATION_IDS.minted_here(requested):
+            raise NotFoundError(
+                f"conversation_id {requested!r} {ELSEWHERE}; send this client's requests to the server that "
+                "started it, or omit conversation_id to start a new conversation here"
+            )
+        raise NotFoundError(
+            f"conversation_id {requested!r} names no conversation of this client's on this server (the "
+            "least recently used are dropped, and another client's are out of reach); omit "
+            "conversation_id to start a new conversation"
+        )
+    return CONVERSATION_IDS.mint()
 
 
 MAX_TRACES = 500  # traces the MCP `ask` tool keeps in the user cache; the oldest go first
@@ -283,7 +297,15 @@ class Ask(ToolArgs):
 )
 async def ask(tools: ToolContext, args: Ask, env: ToolEnv) -> Answer:
     """The agent as a tool (MCP `ask`): progress notifications per stage, cancellable, the caller's
-    model when the client offers sampling and no endpoint is configured."""
+    model when the client offers sampling and no endpoint is configured. A remote client (any but the
+    local one) is told its trace's file name only: the folder is the server's (its user's cache)."""
+    result = await _ask(tools, args, env)
+    if env.principal != LOCAL and result.trace:
+        result.trace = Path(result.trace).name
+    return result
+
+
+async def _ask(tools: ToolContext, args: Ask, env: ToolEnv) -> Answer:
     ctx = env.mcp_context
     stages = ["classify", "knowledge", "link", "plan", "run", "repair", "evaluate", "revise_plan", "select"]
     count = {"n": 0}

@@ -182,8 +182,17 @@ class LimitsConfig(StrictModel):
         1024,
         ge=16,
         le=1_048_576,
-        description="All sessions' result stores together, in MB: the least recently used result of any "
-        "session is evicted first (one result is at most the smaller of this and store_mb)",
+        description="All sessions' result stores together, in MB: when full, the least recently used result "
+        "of the client holding the most is evicted first (one result is at most the smaller of this and "
+        "store_mb)",
+    )
+    client_sessions: int = Field(
+        256,
+        ge=1,
+        le=100_000,
+        description="2025-protocol HTTP sessions one client keeps state in at once (results, conversations), "
+        "a client being a bearer token's identity, or every client without a token; a session past them "
+        "is refused as busy until one of that client's sessions ends (closed, or idle 30 minutes)",
     )
     server_statements: int = Field(
         8,

@@ -1,5 +1,9 @@
-"""GET /healthz over HTTP: whether the server is up, its version, how many sources it serves, and how
-many tool calls still have engine work running (a worker thread or the agent not yet returned).
+"""GET /healthz over HTTP: whether the server is up — to anyone, as a load balancer's check needs — and,
+to a client that shows the bearer token (or to anyone when the server has none: loopback), what it is
+doing: its version, how many sources it serves, how many tool calls still have engine work running (a
+worker thread or the agent not yet returned) and its memory. Without the token the answer is
+`{"status": "ok"}` and nothing else: the process's memory and load are the operator's to read, not
+every caller's.
 
 `memory` (MB) tells the server's RSS apart: `result_store_mb`, what all sessions' stored results hold
 (as the result store charges them), `result_claims_mb`, what fetches in progress have claimed, and
@@ -24,6 +28,7 @@ from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 import anyio
+from mcp.server.auth.provider import TokenVerifier
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from flexsql import __version__
@@ -97,11 +102,17 @@ class Health:
     the body's `memory` (memory_figures), read in a worker thread (an engine is asked for its own)."""
 
     def __init__(
-        self, app: ASGIApp, sources: int, memory: Callable[[], dict[str, float | None]] | None = None
+        self,
+        app: ASGIApp,
+        sources: int,
+        memory: Callable[[], dict[str, float | None]] | None = None,
+        verifier: TokenVerifier | None = None,
     ) -> None:
+        """`verifier`: the server's bearer-token check; None (no token) answers everything to anyone."""
         self.app = app
         self.sources = sources
         self.memory = memory
+        self.verifier = verifier
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("path") != PATH:
@@ -109,6 +120,9 @@ class Health:
             return
         if scope.get("method") not in ("GET", "HEAD"):
             await _send(send, 405, {"error": "use GET /healthz"}, head=False)
+            return
+        if not await self._shows_token(scope):
+            await _send(send, 200, {"status": "ok"}, head=scope.get("method") == "HEAD")
             return
         body: dict[str, object] = {
             "status": "ok",
@@ -119,6 +133,15 @@ class Health:
         if self.memory is not None:
             body["memory"] = await anyio.to_thread.run_sync(self.memory)
         await _send(send, 200, body, head=scope.get("method") == "HEAD")
+
+    async def _shows_token(self, scope: Scope) -> bool:
+        if self.verifier is None:
+            return True
+        header = dict(scope.get("headers", [])).get(b"authorization", b"").decode("latin-1")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return False
+        return await self.verifier.verify_token(token.strip()) is not None
 
 
 async def _send(send: Send, status: int, payload: dict[str, object], head: bool) -> None:

@@ -1,12 +1,20 @@
-"""Per-client state of the MCP server: one ToolContext per client session, bounded; who each call
-comes from (its principal); and the server-wide ceiling on agent runs."""
+"""Per-client state of the MCP server: a ToolContext (its result store, and through it the agent's
+conversations and clarifications) per client session; who each call comes from (its principal); and
+the server-wide ceiling on agent runs.
+
+Where a call's state lives is decided by what the SDK established, never by what a request says: a
+2025 (legacy) streamable-HTTP request belongs to a session only when the SDK bound it to that live
+session (it checked the `mcp-session-id` and that the request carries the credential that opened it),
+and the session's state lives on that session's connection, so it ends when the session does (closed
+by its client, or idle for the SDK's 30 minutes). A stateless (2026-07-28) request belongs to no
+session, whatever `mcp-session-id` header it carries: it reaches the store shared by stateless clients
+(random result ids), and its conversations are its token's."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import threading
-from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -23,27 +31,42 @@ from flexsql.tools.runtime.registry import LOCAL, Principal
 from flexsql.tools.runtime.results import ResultStore, StoreBudget
 
 ANONYMOUS = Principal("anonymous", issues_ids=True)
+SESSION_STATE = "flexsql.context"  # the key of a session's ToolContext in its connection's state
+
+
+def bound_session(ctx: Context | None) -> Any:
+    """The SDK's connection of the live 2025 session this request was bound to, or None (stdio,
+    in-process calls, stateless HTTP). The SDK sets a connection's `session_id` only on a session it
+    opened and checks each request against; a stateless request gets a fresh connection without one,
+    whatever headers it carries."""
+    try:
+        # the SDK keeps the connection on the request's session object and offers no public way to it
+        connection = ctx.request_context.session._connection if ctx is not None else None  # noqa: SLF001
+    except Exception:  # no request context behind this call (in-process)
+        return None
+    return connection if getattr(connection, "session_id", None) else None
+
+
+def _token_key() -> str | None:
+    token = get_access_token()
+    return None if token is None else "token:" + json.dumps(principal_components(token))
 
 
 def principal_for(ctx: Context | None) -> Principal:
     """Who a call comes from, for the state kept across its calls (conversations, clarifications):
 
     - stdio and in-process calls: LOCAL, the one local client;
-    - a 2025 (legacy) streamable-HTTP session: the session (`mcp-session-id`, minted by the server,
-      bound by the SDK to the token that opened it);
+    - a live 2025 (legacy) streamable-HTTP session: that session (bound_session);
     - stateless 2026-07-28 HTTP with a bearer token: the token's identity (client, issuer, subject);
       without one: ANONYMOUS. Both mint conversation ids (`issues_ids`): a stateless request proves
       it continues a conversation only by the unguessable id the server returned for it."""
-    request = _request(ctx)
-    if request is None:
+    if _request(ctx) is None:
         return LOCAL
-    session_id = request.headers.get("mcp-session-id")
-    if session_id:
-        return Principal(f"session:{session_id}")
-    token = get_access_token()
-    if token is not None:
-        return Principal("token:" + json.dumps(principal_components(token)), issues_ids=True)
-    return ANONYMOUS
+    session = bound_session(ctx)
+    if session is not None:
+        return Principal(f"session:{session.session_id}")
+    token = _token_key()
+    return Principal(token, issues_ids=True) if token is not None else ANONYMOUS
 
 
 def _request(ctx: Context | None) -> Any:
@@ -96,15 +119,15 @@ class RunSlots:
 
 
 class SessionState:
-    """ToolContexts by client session: one for stdio or in-process calls (a single client), one per
-    streamable-HTTP session id (`mcp-session-id`), and one shared by stateless HTTP requests (no
-    session id). Results of one HTTP session never reach another; the stateless store hands out
-    random result ids, so a stateless client reaches only results whose ids it was given. At most
-    MAX_SESSIONS are kept (least recently used dropped), so a long-running server's memory stays
-    bounded. The agent keeps conversations and clarifications per principal (`principal_for`)
-    within a context; `agent_runs` is the server-wide ceiling on `ask` calls at once."""
-
-    MAX_SESSIONS = 64
+    """ToolContexts by client: one for stdio or in-process calls (a single client), one per live 2025
+    streamable-HTTP session (kept on the session's connection and dropped when the session ends), and
+    one shared by stateless HTTP requests, whose store hands out random result ids, so a stateless
+    client reaches only results whose ids it was given. No client's state is ever dropped to make room
+    for another's: a client (a bearer token's identity; without a token, every client) keeps state in
+    at most [limits] client_sessions sessions at once, and a session past them is refused as busy; the
+    results of all together stay within [limits] server_store_mb (the biggest holder's evicted first).
+    The agent keeps conversations and clarifications per principal (`principal_for`) within a context;
+    `agent_runs` is the server-wide ceiling on `ask` calls at once."""
 
     def __init__(self, sources: SourceRegistry, settings: Settings) -> None:
         self.sources = sources
@@ -112,7 +135,6 @@ class SessionState:
         self.agent_runs = RunSlots(settings.agent)
         # per-source caches shared by all sessions; nothing per-session may go here (tools/runtime/context.py)
         self.caches: dict[str, Any] = {}
-        self._contexts: OrderedDict[str, ToolContext] = OrderedDict()
         self._lock = threading.Lock()
         # every session's result store draws from one budget ([limits] server_store_mb)
         limits = settings.limits
@@ -125,6 +147,9 @@ class SessionState:
         gate = StatementGate(limits.server_statements, self.store_budget.statement_bytes, self.store_budget)
         for source in sources:
             source.gate = gate
+        self.local = self.new_context()
+        self.stateless = self.new_context(shared=True)
+        self.sessions: dict[str, set[str]] = {}  # client -> ids of its sessions that keep state
 
     def new_context(self, shared: bool = False) -> ToolContext:
         """`shared`: the store serves several clients (stateless HTTP), so its ids are capabilities.
@@ -144,33 +169,47 @@ class SessionState:
             caches=self.caches,
         )
 
-    STATELESS = "http-stateless"
-
     principal_for = staticmethod(principal_for)
 
-    @staticmethod
-    def session_key(ctx: Context | None) -> str:
-        request = _request(ctx)
-        if request is None:  # stdio, in-process: one client
-            return "default"
-        session_id = request.headers.get("mcp-session-id")
-        return f"http:{session_id}" if session_id else SessionState.STATELESS
-
     def context_for(self, ctx: Context | None) -> ToolContext:
-        key = self.session_key(ctx)
-        with self._lock:
-            found = self._contexts.get(key)
-            if found is None:
-                found = self.new_context(shared=key == self.STATELESS)
-                self._contexts[key] = found
-                while len(self._contexts) > self.MAX_SESSIONS:
-                    oldest = next(iter(self._contexts))
-                    if (
-                        oldest == self.STATELESS
-                    ):  # shared by every stateless client: never dropped for a session
-                        self._contexts.move_to_end(oldest)
-                        continue
-                    self._contexts.popitem(last=False)
-            else:
-                self._contexts.move_to_end(key)
+        """The state this call reaches; BusyError when it opens state in a session past its client's
+        [limits] client_sessions."""
+        if _request(ctx) is None:  # stdio, in-process: one client
+            return self.local
+        session = bound_session(ctx)
+        if session is None:  # stateless HTTP, whatever mcp-session-id it names
+            return self.stateless
+        found: ToolContext | None = session.state.get(SESSION_STATE)
+        if found is not None:
             return found
+        client = _token_key() or ANONYMOUS.key
+        limit = self.settings.limits.client_sessions
+        with self._lock:
+            found = session.state.get(SESSION_STATE)
+            if found is not None:
+                return found
+            live = self.sessions.setdefault(client, set())
+            if len(live) >= limit:
+                raise BusyError(
+                    f"this client already keeps results and conversations in {len(live)} sessions on this "
+                    f"server, the most one client may ([limits] client_sessions = {limit}): close a session "
+                    "you no longer use (an MCP client closes its own when it exits) or wait for an idle one "
+                    "to expire (30 minutes); a bearer token per user gives each user their own count"
+                )
+            context = self.new_context()
+            live.add(session.session_id)
+            session.state[SESSION_STATE] = context
+        session.exit_stack.push_async_callback(self._ended, client, session.session_id, context)
+        return context
+
+    async def _ended(self, client: str, session_id: str, context: ToolContext) -> None:
+        """A session's connection closed: its state goes (its results' bytes back to the budget), freed
+        in a worker thread — dropping a big result frees its rows one object at a time, which on the
+        event loop would stall every other client's requests."""
+        with self._lock:
+            live = self.sessions.get(client)
+            if live is not None:
+                live.discard(session_id)
+                if not live:
+                    del self.sessions[client]
+        await anyio.to_thread.run_sync(context.results.clear)

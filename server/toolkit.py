@@ -18,6 +18,7 @@ from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnno
 from flexsql.config import Settings
 from flexsql.errors import BusyError, FlexSQLError, UnavailableError, error_text
 from flexsql.server.health import CALLS_IN_FLIGHT
+from flexsql.surrogates import replace_surrogates
 from flexsql.tools.engines import CancelHooks, active_cancel_hooks, statement_owner
 from flexsql.tools.runtime.context import ToolContext
 from flexsql.tools.runtime.registry import (
@@ -60,8 +61,9 @@ def tool_result(model: ToolResult, settings: Settings) -> CallToolResult:
     # a result that reports its own failure (run_python's traceback, a limit hit, ask's failed
     # answer) is an error result too, its structured content kept
     failed = getattr(model, "ok", True) is False
-    structured = model.model_dump(mode="json", by_alias=True)
-    text = result_text(model, settings)
+    # a lone surrogate (a model's reply, a Python program's output) cannot be written as UTF-8
+    structured = replace_surrogates(model.model_dump(mode="json", by_alias=True))
+    text = replace_surrogates(result_text(model, settings))
     cap = settings.limits.structured_kb * 1024 - ENVELOPE_BYTES
     # the text with room for a note (each '…' of it is 6 bytes escaped), measured in its message
     around = _message_bytes(text + "\n" + "\u2026" * NOTE_CHARS, failed)
@@ -107,9 +109,9 @@ def error_result(exc: BaseException) -> CallToolResult:
     # The code rides in `_meta`, not structured_content: clients validate structured content against the
     # tool's output schema even on errors (the TypeScript SDK, so Claude Code and the MCP Inspector do).
     return CallToolResult(
-        content=[TextContent(type="text", text=error_text(exc))],
+        content=[TextContent(type="text", text=replace_surrogates(error_text(exc)))],
         is_error=True,
-        meta={ERROR_META: error_payload(exc)},  # sent as `_meta` (the field's alias)
+        meta={ERROR_META: replace_surrogates(error_payload(exc))},  # sent as `_meta` (the field's alias)
     )
 
 
@@ -177,11 +179,12 @@ def mcp_handler(
             python_enabled=python,
             principal=principal_for(ctx),
         )
-        if slot is None:
-            return await run_spec(spec, context_for(ctx), arguments, env)
         try:
+            tc = context_for(ctx)
+            if slot is None:
+                return await run_spec(spec, tc, arguments, env)
             async with slot():
-                return await run_spec(spec, context_for(ctx), arguments, env)
+                return await run_spec(spec, tc, arguments, env)
         except BusyError as exc:
             return error_result(exc)
 

@@ -22,6 +22,8 @@ from flexsql.server.app import build_server
 from flexsql.server.disconnect import CancelOnDisconnect
 from flexsql.server.health import Health, memory_figures
 from flexsql.server.host_check import AllowedHosts, HostCheck, advertised_base, is_loopback
+from flexsql.server.lone_surrogates import ReplaceSurrogateEscapes
+from flexsql.server.lone_surrogates import serve_stdio as stdio_replacing_surrogates
 from flexsql.tools.engines import SourceRegistry
 
 log = logging.getLogger("flexsql.server")
@@ -50,7 +52,7 @@ def _prewarm_python(settings: Settings, allowed: bool) -> None:
 def serve_stdio(settings: Settings, sources: SourceRegistry) -> None:
     server = build_server(settings, sources, allow_python=True)
     _prewarm_python(settings, True)
-    server.run("stdio")
+    stdio_replacing_surrogates(server)
 
 
 def http_app(settings: Settings, sources: SourceRegistry) -> tuple[MCPServer, ASGIApp]:
@@ -86,7 +88,12 @@ def http_app(settings: Settings, sources: SourceRegistry) -> tuple[MCPServer, AS
     app: ASGIApp = server.streamable_http_app(transport_security=security, host=host)
     budget = server.flexsql_state.store_budget  # type: ignore[attr-defined]  # set by build_server
     memory = partial(memory_figures, budget, list(sources))
-    app = Health(CancelOnDisconnect(app), sources=len(list(sources)), memory=memory)
+    app = Health(
+        ReplaceSurrogateEscapes(CancelOnDisconnect(app)),
+        sources=len(list(sources)),
+        memory=memory,
+        verifier=verifier,
+    )
     app = HostCheck(app, AllowedHosts.for_bind(host, port, settings.allowed_hosts))
     return server, app
 

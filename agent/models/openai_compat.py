@@ -28,7 +28,7 @@ import weakref
 import zlib
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import anyio
 import httpx
@@ -353,7 +353,11 @@ class OpenAICompatModel:
         if client is None:
             # per event loop: a client's connection pool belongs to the loop it was made on
             client = self._clients[key] = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.cfg.timeout_s), follow_redirects=True, verify=_tls()
+                # a redirect is not followed: it would send the whole prompt, and the key, to an
+                # address no one configured (_status_error says where base_url should point)
+                timeout=httpx.Timeout(self.cfg.timeout_s),
+                follow_redirects=False,
+                verify=_tls(),
             )
         return client
 
@@ -415,6 +419,16 @@ class OpenAICompatModel:
                 said,
                 f"the API key was refused; it is read from {where} — set the right key "
                 "there, or name another variable with api_key_env / --api-key-env",
+            )
+        if 300 <= status < 400:
+            location = exc.headers.get("location", "")
+            target = display_url(urljoin(f"{self.base_url}/chat/completions", location)) if location else None
+            return self._error(
+                request,
+                f"{said}, a redirect{f' to {target}' if target else ''}, which flexsql does not follow (it "
+                "would send the prompt and the key to an address you did not configure)",
+                "set [model] base_url to the endpoint's own address"
+                + (f" (the redirect points at {target})" if target else ""),
             )
         if status == 404:
             return self._error(

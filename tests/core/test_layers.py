@@ -34,6 +34,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "flexsql.paths",
             "flexsql.plural",
             "flexsql.background",
+            "flexsql.handles",
+            "flexsql.surrogates",
             "flexsql.demo_db",
             "flexsql",
         ),

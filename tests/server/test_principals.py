@@ -20,14 +20,18 @@ from typing import Any
 
 import pytest
 from mcp import Client, types
-from mcp.server.auth.provider import AccessToken
-from mcp.server.auth.settings import AuthSettings
-from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 
-from flexsql.server.app import build_server
 from tests.support.agent_support import Shop, StageScript, build_shop, question_of, settings_for
-from tests.support.mcp_support import http_client, http_server, serve_in_thread, stdio_params, text_of
+from tests.support.mcp_support import (
+    ALICE,
+    BOB,
+    http_client,
+    http_server,
+    serve_with_two_tokens,
+    stdio_params,
+    text_of,
+)
 from tests.support.openai_stub import OpenAIStub, StubRequest
 
 pytestmark = pytest.mark.anyio
@@ -176,16 +180,6 @@ async def test_two_stdio_clients_keep_their_conversations_apart(shop: Shop) -> N
 
 # -- two bearer tokens: principals the server tells apart ------------------------------------------
 
-ALICE, BOB = "alice-token-" + "a" * 20, "bob-token-" + "b" * 22
-
-
-class TwoTokens:
-    """A token verifier with two clients (what an OAuth provider gives a multi-user deployment)."""
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        client = {ALICE: "alice", BOB: "bob"}.get(token)
-        return AccessToken(token="***", client_id=client, scopes=[]) if client else None
-
 
 async def accept(context: Any, params: types.ElicitRequestFormParams) -> types.ElicitResult:
     return types.ElicitResult(action="accept", content={"answer": READINGS[0]})
@@ -200,23 +194,22 @@ async def test_another_tokens_client_cannot_use_a_conversation_id_or_clarificati
     with OpenAIStub(shop_model()) as stub:
         settings = settings_for(stub, agent={"plans": 1, "evaluate": False})
         settings.agent.conversations_dir = str(tmp_path / "conversations")
-        base = "http://127.0.0.1"
-        auth = AuthSettings.model_validate(
-            {"issuer_url": base, "resource_server_url": f"{base}/mcp", "validate_token_resource": False}
-        )
-        server = build_server(settings, shop.sources, token_verifier=TwoTokens(), auth=auth)
-        app = server.streamable_http_app(
-            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-            host="127.0.0.1",
-        )
-        with serve_in_thread(app) as url:
+        with serve_with_two_tokens(settings, shop.sources) as url:
             async with (
                 http_client(url, ALICE, elicitation_callback=accept) as alice,
                 http_client(url, BOB, elicitation_callback=accept) as bob,
             ):
                 a1 = await ask(alice, f"How many orders are there? {A}", "alice-conv")
-                b1 = await ask(bob, f"And how many of them shipped? {B}", a1["conversation_id"])
-                assert A not in seen(stub, b1) and b1["conversation_id"] != a1["conversation_id"]
+                mark = len(stub.requests)
+                b1 = await bob.call_tool(
+                    "ask",
+                    {
+                        "question": f"And how many of them shipped? {B}",
+                        "conversation_id": a1["conversation_id"],
+                    },
+                )
+                assert b1.is_error and "names no conversation of this client's" in text_of(b1), text_of(b1)
+                assert len(stub.requests) == mark  # refused before the model saw anything
                 a2 = await ask(alice, f"And how many of them shipped? {A}-2", a1["conversation_id"])
                 assert f"How many orders are there? {A}" in seen(stub, a2) and B not in seen(stub, a2)
 
@@ -246,4 +239,4 @@ async def test_another_tokens_client_cannot_use_a_conversation_id_or_clarificati
     runs = [r for r in stub.requests if r.run_id == out["run_id"]]
     assert any(f'The user clarified, when asked "{CLARIFYING}": {READINGS[1]}' in r.text for r in runs)
     files = files_hold_one_client_each(tmp_path / "conversations")
-    assert len({p.parent for p in files}) == 2  # one folder per token
+    assert len({p.parent for p in files}) == 1  # Alice's token's folder: Bob's refused turn wrote nothing

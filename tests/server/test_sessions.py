@@ -59,13 +59,16 @@ async def test_stateless_clients_reach_only_the_results_they_were_given(duck_url
             qa = await a.call_tool("run_query", {"sql": "SELECT 'secret of A' AS s"})
             rid_a = qa.structured_content["result_id"]
             # the shared store's ids are capabilities: random, not a counter another client can walk
-            assert re.fullmatch(r"r_[A-Za-z0-9_-]{10}", rid_a), rid_a
+            assert re.fullmatch(r"r_[A-Za-z0-9_-]{12}", rid_a), rid_a
             qb = await b.call_tool("run_query", {"sql": "SELECT 'mine' AS s"})
             rid_b = qb.structured_content["result_id"]
-            assert re.fullmatch(r"r_[A-Za-z0-9_-]{10}", rid_b) and rid_b != rid_a
-            for guess in ("r1", "r2", "r_0000000000"):
+            assert re.fullmatch(r"r_[A-Za-z0-9_-]{12}", rid_b) and rid_b != rid_a
+            for guess in ("r1", "r2", "r_000000000000"):
                 out = await b.call_tool("fetch_rows", {"result_id": guess, "offset": 0})
-                assert out.is_error and "unknown" in text_of(out), text_of(out)
+                said = text_of(out)  # an id of the shared store's shape but not its check: another server's
+                assert out.is_error and ("unknown" in said or "not given by this flexsql server" in said), (
+                    said
+                )
                 assert rid_a not in text_of(out)  # the error must not list other clients' ids
             own = await b.call_tool("run_python", {"code": "df['s'][0]", "result_ids": [rid_b]})
             assert "mine" in text_of(own) and "secret" not in text_of(own)
@@ -96,24 +99,3 @@ def test_many_contexts_in_threads_keep_their_results_apart(tmp_path):
     for i, rows, value in outcomes:
         assert rows == [[i, f"ctx{i}"]]
         assert value == str(i * 10), (i, value)
-
-
-def test_the_stateless_store_survives_many_sessions():
-    from flexsql.config import Settings
-    from flexsql.server.sessions import SessionState
-
-    class Request:
-        def __init__(self, session_id: str | None) -> None:
-            self.headers = {"mcp-session-id": session_id} if session_id else {}
-
-    class Ctx:
-        def __init__(self, session_id: str | None) -> None:
-            self.request_context = type("RC", (), {"request": Request(session_id)})()
-
-    state = SessionState(SourceRegistry([open_source("duckdb://:memory:", name="mem")]), Settings())
-    shared = state.context_for(Ctx(None))
-    assert shared.results.ids == "random"
-    for i in range(SessionState.MAX_SESSIONS + 5):
-        assert state.context_for(Ctx(f"s{i}")).results.ids == "sequential"
-    assert state.context_for(Ctx(None)) is shared
-    assert state.context_for(None).results.ids == "sequential"  # stdio / in-process: one client

@@ -89,14 +89,31 @@ def text_of(result: Any) -> str:
 
 
 @contextlib.asynccontextmanager
-async def http_client(url: str, token: str | None = None, **kwargs: Any) -> AsyncIterator[Client]:
-    """An SDK `Client` over streamable HTTP, sending `token` as its bearer token when given;
-    `kwargs` go to `Client` (mode="legacy" for a 2025 session, callbacks)."""
+async def http_client(
+    url: str,
+    token: str | None = None,
+    headers: dict[str, str] | None = None,
+    session_ids: list[str] | None = None,
+    **kwargs: Any,
+) -> AsyncIterator[Client]:
+    """An SDK `Client` over streamable HTTP, sending `token` as its bearer token when given and
+    `headers` on every request; the `mcp-session-id` each response names is appended to
+    `session_ids`; `kwargs` go to `Client` (mode="legacy" for a 2025 session, callbacks)."""
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0)) as http:
+    sent = dict(headers or {})
+    if token:
+        sent["Authorization"] = f"Bearer {token}"
+
+    async def note_session(response: Any) -> None:
+        named = response.headers.get("mcp-session-id")
+        if session_ids is not None and named and named not in session_ids:
+            session_ids.append(named)
+
+    async with httpx2.AsyncClient(
+        headers=sent, timeout=httpx2.Timeout(30.0, read=300.0), event_hooks={"response": [note_session]}
+    ) as http:
         async with Client(streamable_http_client(url, http_client=http), **kwargs) as client:
             yield client
 
@@ -147,3 +164,38 @@ async def tool_caller(url: str, name: str = "db", settings: Any = None) -> Async
             yield call
     finally:
         source.close()
+
+
+ALICE, BOB = "alice-token-" + "a" * 20, "bob-token-" + "b" * 22
+
+
+class TwoTokens:
+    """A token verifier with two clients, Alice and Bob (what an OAuth provider gives a multi-user
+    deployment: one identity per user)."""
+
+    async def verify_token(self, token: str) -> Any:
+        from mcp.server.auth.provider import AccessToken
+
+        client = {ALICE: "alice", BOB: "bob"}.get(token)
+        return AccessToken(token="***", client_id=client, scopes=[]) if client else None
+
+
+@contextlib.contextmanager
+def serve_with_two_tokens(settings: Any, sources: Any) -> Iterator[str]:
+    """flexsql's MCP app (build_server) over HTTP in this process, accepting ALICE's and BOB's
+    tokens; yields its `/mcp` URL."""
+    from mcp.server.auth.settings import AuthSettings
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from flexsql.server.app import build_server
+
+    base = "http://127.0.0.1"
+    auth = AuthSettings.model_validate(
+        {"issuer_url": base, "resource_server_url": f"{base}/mcp", "validate_token_resource": False}
+    )
+    server = build_server(settings, sources, token_verifier=TwoTokens(), auth=auth)
+    app = server.streamable_http_app(
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False), host="127.0.0.1"
+    )
+    with serve_in_thread(app) as url:
+        yield url

@@ -8,16 +8,23 @@ unguessable ids instead of a counter: there a result id is a capability, and a c
 the results whose ids it was given.
 
 Memory is bounded twice: each store by its own `max_bytes` ([limits] store_mb), and all the stores of
-one server together by a `StoreBudget` ([limits] server_store_mb) they share: the least recently used
-result of any store is evicted first, and one result is never bigger than the smaller of the two. The
-same budget holds the working memory of the statements running now ([limits] statement_mb each, at
-most [limits] server_statements of them: tools/engines/gate.py)."""
+one server together by a `StoreBudget` ([limits] server_store_mb) they share. Each result is held for
+the client whose call made it (`statement_owner`: an HTTP session, a token's identity, the anonymous
+stateless clients, the local user); when the budget is full the least recently used result of the
+client holding the most is evicted first, so one client's many or big results push out its own before
+anyone else's. One result is never bigger than the smaller of the two bounds. The same budget holds the
+working memory of the statements running now ([limits] statement_mb each, at most [limits]
+server_statements of them: tools/engines/gate.py).
+
+A result id is never given twice by one store: a sequential store counts on for as long as it lives
+(a session's, for as long as the session), and the shared store's random ids carry a check that tells
+an id of another server's (a replica, or this one before a restart) from one evicted here
+(flexsql/handles.py)"""
 
 from __future__ import annotations
 
 import contextlib
 import itertools
-import secrets
 import threading
 import weakref
 from collections import OrderedDict
@@ -27,7 +34,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, PrivateAttr
 
 from flexsql.errors import NotFoundError
+from flexsql.handles import ELSEWHERE, RESULT_IDS
 from flexsql.tools.engines.fetch import estimate_size, held_bytes
+from flexsql.tools.engines.gate import statement_owner
 
 
 class StoredResult(BaseModel):
@@ -55,13 +64,26 @@ _DEFAULTS = {
 }
 
 
+LOCAL_HOLDER = "local"
+"""Who holds a result made outside any client's call (the local user, a script)."""
+
+Entry = tuple[int, str]
+"""A result in the budget: (its store's key, its id)."""
+
+
+def current_holder() -> str:
+    """Who the current call runs for, as the budget counts results (tools/engines/gate.py)."""
+    return statement_owner.get() or LOCAL_HOLDER
+
+
 class StoreBudget:
     """Bytes that all the result stores of one server may hold together ([limits] server_store_mb).
 
-    Stores created with the budget charge it for every result they keep; when the total passes
-    `max_bytes` the least recently used result of any store is evicted (never the one being added).
-    The stores share the budget's lock, so a put, a get and an eviction across stores are atomic. A
-    store that goes away (a dropped session) gives its bytes back."""
+    Stores created with the budget charge it for every result they keep, each for its holder (the
+    client whose call made it); when the total passes `max_bytes`, results are evicted (never the one
+    being added): the least recently used result of the holder holding the most bytes first. The stores
+    share the budget's lock, so a put, a get and an eviction across stores are atomic. A store that goes
+    away (a session that ended) gives its bytes back."""
 
     def __init__(self, max_bytes: int, statements: int = 0, statement_bytes: int = 0) -> None:
         self.max_bytes = max_bytes
@@ -70,8 +92,11 @@ class StoreBudget:
         self.statement_bytes = min(statement_bytes, max_bytes // (2 * statements)) if statements else 0
         self._working = 0
         self.lock = threading.RLock()
-        # (store key, result id) -> bytes, least recently used first
-        self._lru: OrderedDict[tuple[int, str], int] = OrderedDict()
+        # per holder: its results, least recently used first -> (bytes, when last used)
+        self._held: dict[str, OrderedDict[Entry, tuple[int, int]]] = {}
+        self._holder_bytes: dict[str, int] = {}
+        self._holder_of: dict[Entry, str] = {}
+        self._clock = itertools.count()
         self._stores: dict[int, weakref.ref[ResultStore]] = {}
         self._keys = itertools.count(1)
         self._bytes = 0
@@ -91,27 +116,49 @@ class StoreBudget:
         """Bytes held for the statements running now (their engines' memory outside any count)."""
         return self._working
 
+    def bytes_held_by(self, holder: str) -> int:
+        return self._holder_bytes.get(holder, 0)
+
     @property
     def result_room(self) -> int:
         """The most one result may hold: the budget less its own statement's working memory."""
         return self.max_bytes - self.statement_bytes
 
-    def _held(self) -> int:
+    def _total(self) -> int:
         return self._bytes + self._reserved + self._working
 
-    def _evict_lru(self, until: int) -> None:
-        """Under `lock`: drop the least recently used results of any store until at most `until`
-        bytes are held (or none is left)."""
-        while self._held() > until and self._lru:
-            self._evict(next(iter(self._lru)))
+    def _victim(self, spare: Entry | None = None) -> Entry | None:
+        """Under `lock`: the result to evict next — the least recently used of the holder holding the
+        most bytes (of two holding as much, the one whose oldest result is older) — never `spare`."""
+        best: tuple[int, int] | None = None
+        found: Entry | None = None
+        for holder, entries in self._held.items():
+            entry = next((e for e in entries if e != spare), None)
+            if entry is None:
+                continue
+            spared = entries.get(spare) if spare is not None else None
+            held = self._holder_bytes[holder] - (spared[0] if spared is not None else 0)
+            rank = (held, -entries[entry][1])
+            if best is None or rank > best:
+                best, found = rank, entry
+        return found
+
+    def _evict_until(self, until: int, spare: Entry | None = None) -> None:
+        """Under `lock`: evict results (never `spare`) until at most `until` bytes are held, or none
+        is left to evict."""
+        while self._total() > until:
+            victim = self._victim(spare)
+            if victim is None:
+                break
+            self._evict(victim)
 
     def _room_for(self, size: int) -> bool:
-        """Under `lock`: evict least recently used results until `size` more bytes fit; False when even
-        with none left they do not (claims and running statements cannot be evicted)."""
-        self._evict_lru(self.max_bytes - size)
-        return self._held() + size <= self.max_bytes
+        """Under `lock`: evict results until `size` more bytes fit; False when even with none left
+        they do not (claims and running statements cannot be evicted)."""
+        self._evict_until(self.max_bytes - size)
+        return self._total() + size <= self.max_bytes
 
-    def _evict(self, victim: tuple[int, str]) -> None:
+    def _evict(self, victim: Entry) -> None:
         """Under `lock`: drop one result from its store and from the budget."""
         owner, evicted = victim
         ref = self._stores.get(owner)
@@ -143,27 +190,28 @@ class StoreBudget:
     def _leave(self, key: int) -> None:
         with self.lock:
             self._stores.pop(key, None)
-            for item in [k for k in self._lru if k[0] == key]:
-                self._bytes -= self._lru.pop(item)
+            for entry in [e for e in self._holder_of if e[0] == key]:
+                self._release(*entry)
 
     def _charge(self, key: int, result_id: str, size: int, reserved: int = 0) -> None:
-        """Under `lock`: count a result (again, when its size grew) as the most recently used — in place
-        of the `reserved` bytes its fetch claimed, in one step, so that no other fetch can claim them in
-        between — then evict the least recently used results of any store (never this one) while the
-        results and the fetches in progress together are over budget."""
+        """Under `lock`: count a result (again, when its size grew) as its holder's most recently used
+        — in place of the `reserved` bytes its fetch claimed, in one step, so that no other fetch can
+        claim them in between — then evict other results while the results and the fetches in
+        progress together are over budget."""
         self._reserved = max(self._reserved - reserved, 0)
-        self._bytes += size - self._lru.pop((key, result_id), 0)
-        self._lru[(key, result_id)] = size
-        while self._held() > self.max_bytes:
-            victim = next((k for k in self._lru if k != (key, result_id)), None)
-            if victim is None:
-                break
-            self._evict(victim)
+        entry = (key, result_id)
+        holder = self._holder_of.get(entry) or current_holder()  # a result grown keeps its holder
+        self._release(key, result_id)
+        self._holder_of[entry] = holder
+        self._held.setdefault(holder, OrderedDict())[entry] = (size, next(self._clock))
+        self._holder_bytes[holder] = self._holder_bytes.get(holder, 0) + size
+        self._bytes += size
+        self._evict_until(self.max_bytes, spare=entry)
 
     def reserve(self, size: int) -> bool:
-        """Room for `size` more bytes of a fetch in progress (its rows are not a result yet): the
-        least recently used results of any store are evicted for it; False when even with none
-        left the reservations in flight fill the budget. Release it with `unreserve`."""
+        """Room for `size` more bytes of a fetch in progress (its rows are not a result yet): results
+        are evicted for it; False when even with none left the reservations in flight fill the budget.
+        Release it with `unreserve`."""
         with self.lock:
             if not self._room_for(size):
                 return False
@@ -175,11 +223,23 @@ class StoreBudget:
             self._reserved = max(self._reserved - size, 0)
 
     def _touch(self, key: int, result_id: str) -> None:
-        if (key, result_id) in self._lru:
-            self._lru.move_to_end((key, result_id))
+        entry = (key, result_id)
+        holder = self._holder_of.get(entry)
+        if holder is not None:
+            entries = self._held[holder]
+            entries[entry] = (entries.pop(entry)[0], next(self._clock))
 
     def _release(self, key: int, result_id: str) -> None:
-        self._bytes -= self._lru.pop((key, result_id), 0)
+        entry = (key, result_id)
+        holder = self._holder_of.pop(entry, None)
+        if holder is None:
+            return
+        entries = self._held[holder]
+        size = entries.pop(entry)[0]
+        self._bytes -= size
+        self._holder_bytes[holder] -= size
+        if not entries:
+            del self._held[holder], self._holder_bytes[holder]
 
 
 class Reservation:
@@ -201,10 +261,9 @@ class ResultStore:
     """A bounded LRU of results, by total approximate memory.
 
     `ids="sequential"` (`r1`, `r2`, …: short, and easy for a model to repeat) suits a store owned by
-    one client; `ids="random"` (`r_` + 10 URL-safe characters, 60 bits) suits a store shared by
-    clients that must not reach each other's results, and then errors never list the ids kept."""
-
-    RANDOM_ID_CHARS = 10
+    one client; `ids="random"` (`r_` + 12 URL-safe characters: 60 random bits and a check,
+    flexsql/handles.py) suits a store shared by clients that must not reach each other's results, and
+    then errors never list the ids kept. Either way no id is given twice."""
 
     def __init__(
         self,
@@ -247,8 +306,7 @@ class ResultStore:
         if self.ids == "sequential":
             return f"{self._prefix}{next(self._counter)}"
         while True:  # a collision is ~never; checking costs nothing
-            # token_urlsafe(8) gives 11 chars; 10 of them still carry 60 random bits
-            candidate = f"{self._prefix}_{secrets.token_urlsafe(8)[: self.RANDOM_ID_CHARS]}"
+            candidate = RESULT_IDS.mint()
             if candidate not in self._items:
                 return candidate
 
@@ -312,10 +370,20 @@ class ResultStore:
             if self.budget is not None and self._items.get(stored.result_id) is stored:
                 self.budget._charge(self._key, stored.result_id, stored.size_bytes)
 
+    def clear(self) -> None:
+        """Forget every result (the session this store served has ended); ids are still never reused."""
+        with self._lock:
+            for result_id in list(self._items):
+                self._drop(result_id)
+
     def get(self, result_id: str) -> StoredResult:
         with self._lock:
             stored = self._items.get(result_id.strip())
             if stored is None:
+                if RESULT_IDS.has_shape(result_id.strip()) and not RESULT_IDS.minted_here(result_id.strip()):
+                    raise NotFoundError(
+                        f"result_id {result_id!r} {ELSEWHERE}; run the query again here with run_query"
+                    )
                 if self.ids == "random":  # the ids kept are other clients' capabilities: never list them
                     raise NotFoundError(
                         f"result_id {result_id!r} is unknown or was evicted to save memory; "

@@ -146,3 +146,41 @@ def test_one_client_holds_at_most_half_the_slots(tmp_path) -> None:
         statement_owner.reset(token)
     runner.finish()
     sources.close()
+
+
+def test_a_freed_slot_goes_to_the_waiting_client_that_runs_the_fewest(tmp_path) -> None:
+    """Four slots held by clients A and B (two each, their most); C queues two statements, then D one.
+    The first slot freed goes to C (it runs none, and came first); the second to D, which runs none
+    while C runs one — not to C's second statement, which waited longer (issue 30, item 11: an idle
+    client's SELECT 1 waited seconds behind busy sessions racing it for every freed slot)."""
+    from flexsql.tools.engines import StatementGate
+
+    gate = StatementGate(4)
+    entered: list[str] = []
+    release = {name: threading.Event() for name in ("A1", "A2", "B1", "B2", "C1", "C2", "D1")}
+
+    def run(name: str) -> None:
+        statement_owner.set(name[0])
+        with gate.slot(30):
+            entered.append(name)
+            release[name].wait(30)
+
+    def start(name: str) -> threading.Thread:
+        thread = threading.Thread(target=run, args=(name,), daemon=True)
+        thread.start()
+        return thread
+
+    threads = [start(name) for name in ("A1", "A2", "B1", "B2")]
+    _wait_until(lambda: gate.running == 4)
+    for name in ("C1", "C2", "D1"):  # queued in this order (each has reached the gate before the next)
+        threads.append(start(name))
+        time.sleep(0.3)
+    release["A1"].set()
+    _wait_until(lambda: len(entered) == 5)
+    release["A2"].set()
+    _wait_until(lambda: len(entered) == 6)
+    for event in release.values():
+        event.set()
+    for thread in threads:
+        thread.join(10)
+    assert entered[4:] == ["C1", "D1", "C2"], entered
