@@ -424,7 +424,7 @@ def account(turn: Turn) -> str:
     if turn.status in ("unanswerable", "failed"):
         lead = "Not answerable here" if turn.status == "unanswerable" else "Failed"
         return f"{lead}: {turn.reason or '(no reason given)'}"
-    lines = []
+    lines = ["Answered."]
     if turn.standalone and turn.standalone.strip() != turn.question.strip():
         lines.append(f"Read as: {turn.standalone}")
     if turn.sql:
@@ -433,7 +433,7 @@ def account(turn: Turn) -> str:
         lines.append(f"Result: {turn.result_summary}")
     if turn.findings:
         lines.append("Found: " + "; ".join(turn.findings))
-    return "\n".join(lines) or "Answered."
+    return "\n".join(lines)
 
 
 def history(conv: Conversation, max_chars: int = HISTORY_CHARS) -> tuple[list[dict[str, str]], str | None]:

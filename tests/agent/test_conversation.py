@@ -78,7 +78,7 @@ def test_history_shows_questions_status_sql_role_state_and_the_pending_question(
     messages = history_messages(conv)
     assert [m["role"] for m in messages] == ["user", "assistant"] * 3
     assert messages[0]["content"] == "Question: which stores sold most in 2024?"
-    assert messages[3]["content"] == f"SQL: {Q2}"  # whole, never cut mid-value
+    assert messages[3]["content"] == f"Answered.\nSQL: {Q2}"  # whole, never cut mid-value
     assert messages[5]["content"] == (
         "I asked: Best by total spent or by number of orders?\nReadings: by total spent | by number of orders"
     )
@@ -131,6 +131,7 @@ def test_an_answered_turn_carries_its_reading_result_and_what_it_found() -> None
     store.append("c", turn)
     (said,) = [m["content"] for m in history_messages(store.get("c")) if m["role"] == "assistant"]
     assert said.splitlines() == [
+        "Answered.",
         "Read as: What is the email of the singer with the most concerts?",
         "SQL: SELECT email FROM singer WHERE singer_id = 3",
         "Result: 1 row (email): joe@example.org",
