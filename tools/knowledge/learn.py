@@ -419,7 +419,11 @@ class RememberResult(ToolResult):
         return (
             f"{head} as verified ({self.id}) in {self.store}: {self.question!r} reads {', '.join(self.tables) or 'no table'}; "
             f"its result has columns {', '.join(self.result_columns)}"
-            + (f" and {self.result_rows} rows" if self.result_rows is not None else "")
+            + (
+                f" and {self.result_rows} row{'' if self.result_rows == 1 else 's'}"
+                if self.result_rows is not None
+                else ""
+            )
         )
 
 
