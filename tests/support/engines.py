@@ -337,3 +337,47 @@ def content_checksum(engine: str, url: str) -> str:
 
         digest.update(Path(file_path_of(url)).read_bytes())
     return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def statements_database(
+    engine: str,
+    directory: Path,
+    name: str,
+    statements: Callable[[str, str], list[str]],
+    extra_duckdb: Iterable[str] = (),
+    snowflake: tuple[str, str] = ("", "S"),
+) -> Iterator[str]:
+    """The URL of a database made on `engine` from `statements(engine, prefix)`: a DuckDB or SQLite file
+    named `name` in `directory`, a schema of the test PostgreSQL server, or a fakesnow database (the
+    prefix names its database and schema there; `snowflake`: that database's name prefix, default
+    NAME_, and its schema). `extra_duckdb`: statements for DuckDB only (STRUCT columns the others lack)."""
+    if engine == "duckdb":
+        import duckdb
+
+        path = directory / f"{name}.duckdb"
+        conn = duckdb.connect(str(path))
+        for statement in [*statements(engine, ""), *extra_duckdb]:
+            conn.execute(statement)
+        conn.close()
+        yield f"duckdb:///{path}"
+    elif engine == "sqlite":
+        import sqlite3
+
+        path = directory / f"{name}.sqlite"
+        lite = sqlite3.connect(path)
+        for statement in statements(engine, ""):
+            lite.execute(statement)
+        lite.commit()
+        lite.close()
+        yield f"sqlite:///{path}"
+    elif engine == "postgres":
+        with pg_schema(*statements(engine, "")) as (url, _dsn):
+            yield url
+    elif engine == "snowflake":
+        database, schema = snowflake
+        yield fakesnow_database(
+            database or f"{name.upper()}_", schema, lambda prefix: statements(engine, prefix)
+        )
+    else:
+        raise ValueError(f"no such engine: {engine}")

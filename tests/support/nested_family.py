@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tests.support.engines import fakesnow_database, pg_schema
+from tests.support.engines import statements_database
 
 JSON_TYPE = {"duckdb": "JSON", "sqlite": "TEXT", "postgres": "JSONB", "snowflake": "VARIANT"}
 TEXT_TYPE = {"duckdb": "VARCHAR", "sqlite": "TEXT", "postgres": "TEXT", "snowflake": "VARCHAR"}
@@ -82,29 +82,5 @@ def statements(engine: str, prefix: str = "") -> list[str]:
 @contextlib.contextmanager
 def nested_family_url(engine: str, directory: Path) -> Iterator[str]:
     """The URL of a database holding the events family (and the tally family) on `engine`."""
-    if engine == "duckdb":
-        import duckdb
-
-        path = directory / "events.duckdb"
-        conn = duckdb.connect(str(path))
-        for s in statements(engine):
-            conn.execute(s)
-        conn.close()
-        yield f"duckdb:///{path}"
-    elif engine == "sqlite":
-        import sqlite3
-
-        path = directory / "events.sqlite"
-        lite = sqlite3.connect(path)
-        for s in statements(engine):
-            lite.execute(s)
-        lite.commit()
-        lite.close()
-        yield f"sqlite:///{path}"
-    elif engine == "postgres":
-        with pg_schema(*statements(engine)) as (url, _dsn):
-            yield url
-    elif engine == "snowflake":
-        yield fakesnow_database("EV_", "WEB", lambda prefix: statements(engine, prefix))
-    else:
-        raise ValueError(engine)
+    with statements_database(engine, directory, "events", statements, snowflake=("EV_", "WEB")) as url:
+        yield url

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from flexsql.tools.engines.paths import key_text, parse_path
-from tests.support.engines import fakesnow_database, pg_schema
+from tests.support.engines import statements_database
 from tests.support.mcp_support import tool_caller
 
 pytestmark = pytest.mark.anyio
@@ -53,29 +52,9 @@ def _statements(engine: str, prefix: str = "") -> list[str]:
 
 @contextlib.contextmanager
 def odd_url(engine: str, directory: Path) -> Iterator[str]:
-    if engine == "duckdb":
-        import duckdb
-
-        path = directory / "odd.duckdb"
-        conn = duckdb.connect(str(path))
-        for s in _statements(engine):
-            conn.execute(s)
-        conn.execute("CREATE TABLE st AS SELECT {'b': {'c': 1}, 'b.c': 2} AS s")  # STRUCT field b.c
-        conn.close()
-        yield f"duckdb:///{path}"
-    elif engine == "sqlite":
-        path = directory / "odd.sqlite"
-        lite = sqlite3.connect(path)
-        for s in _statements(engine):
-            lite.execute(s)
-        lite.commit()
-        lite.close()
-        yield f"sqlite:///{path}"
-    elif engine == "postgres":
-        with pg_schema(*_statements(engine)) as (url, _dsn):
-            yield url
-    else:
-        yield fakesnow_database("PK_", "S", lambda prefix: _statements(engine, prefix))
+    struct = ["CREATE TABLE st AS SELECT {'b': {'c': 1}, 'b.c': 2} AS s"]  # DuckDB's STRUCT field b.c
+    with statements_database(engine, directory, "odd", _statements, struct, snowflake=("PK_", "S")) as url:
+        yield url
 
 
 def _fold(path: str, engine: str) -> str:

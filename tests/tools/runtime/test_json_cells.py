@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 import pytest
 
 from flexsql.config import Settings
-from tests.support.engines import fakesnow_database, pg_schema
+from tests.support.engines import statements_database
 from tests.support.mcp_support import tool_caller
 
 pytestmark = pytest.mark.anyio
@@ -87,28 +86,8 @@ def statements(engine: str, prefix: str = "") -> list[str]:
 
 @contextlib.contextmanager
 def purchases_url(engine: str, directory: Path) -> Iterator[str]:
-    if engine == "duckdb":
-        import duckdb
-
-        path = directory / "p.duckdb"
-        conn = duckdb.connect(str(path))
-        for s in statements(engine):
-            conn.execute(s)
-        conn.close()
-        yield f"duckdb:///{path}"
-    elif engine == "sqlite":
-        path = directory / "p.sqlite"
-        lite = sqlite3.connect(path)
-        for s in statements(engine):
-            lite.execute(s)
-        lite.commit()
-        lite.close()
-        yield f"sqlite:///{path}"
-    elif engine == "postgres":
-        with pg_schema(*statements(engine)) as (url, _dsn):
-            yield url
-    else:
-        yield fakesnow_database("PJ_", "S", lambda prefix: statements(engine, prefix))
+    with statements_database(engine, directory, "p", statements, snowflake=("PJ_", "S")) as url:
+        yield url
 
 
 @pytest.fixture
