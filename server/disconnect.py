@@ -17,9 +17,10 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from flexsql.server.asgi_body import read_ahead, replay
+
 log = logging.getLogger("flexsql.server")
 
-BODY_LIMIT = 4 * 1024 * 1024  # bigger bodies are refused by the SDK anyway: do not parse them
 FORWARDED_HEADERS = (b"host", b"authorization", b"mcp-session-id", b"mcp-protocol-version")
 
 
@@ -42,22 +43,10 @@ class CancelOnDisconnect:
         if scope["type"] != "http" or scope.get("method") != "POST" or b"mcp-session-id" not in headers:
             await self.app(scope, receive, send)
             return
-        buffered: list[Message] = []
-        size, more = 0, True
-        while more:
-            message = await receive()
-            buffered.append(message)
-            if message["type"] != "http.request":
-                break
-            size += len(message.get("body", b""))
-            more = message.get("more_body", False) and size <= BODY_LIMIT
-        ids = (
-            request_ids(b"".join(m.get("body", b"") for m in buffered))
-            if not more and size <= BODY_LIMIT
-            else []
-        )
+        buffered, body = await read_ahead(receive)
+        ids = request_ids(body) if body is not None else []
         if not ids:
-            await self.app(scope, _replay(buffered, receive), send)
+            await self.app(scope, replay(buffered, receive), send)
             return
 
         finished = False
@@ -68,12 +57,12 @@ class CancelOnDisconnect:
                 finished = True
             await send(message)
 
-        replay = _replay(buffered, receive)
+        replayed = replay(buffered, receive)
         cancelled = False
 
         async def watched_receive() -> Message:
             nonlocal cancelled
-            message = await replay()
+            message = await replayed()
             if message["type"] == "http.disconnect" and not finished and not cancelled:
                 cancelled = True
                 await self._cancel(scope, headers, ids)
@@ -111,14 +100,3 @@ class CancelOnDisconnect:
                 log.warning(
                     "could not cancel request %s after its client disconnected", request_id, exc_info=True
                 )
-
-
-def _replay(buffered: list[Message], receive: Receive) -> Receive:
-    queue = list(buffered)
-
-    async def next_message() -> Message:
-        if queue:
-            return queue.pop(0)
-        return await receive()
-
-    return next_message

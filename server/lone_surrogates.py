@@ -13,11 +13,10 @@ from typing import Any, BinaryIO
 import anyio
 from mcp.server import MCPServer
 from mcp.server.stdio import stdio_server
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from flexsql.server.asgi_body import read_ahead, replay
 from flexsql.surrogates import replace_surrogate_escapes
-
-BODY_LIMIT = 4 * 1024 * 1024  # bigger bodies are refused by the SDK anyway: passed on untouched
 
 
 class ReplaceSurrogateEscapes:
@@ -30,24 +29,10 @@ class ReplaceSurrogateEscapes:
         if scope["type"] != "http" or scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
-        buffered: list[Message] = []
-        size, more = 0, True
-        while more:
-            message = await receive()
-            buffered.append(message)
-            if message["type"] != "http.request":
-                break
-            size += len(message.get("body", b""))
-            more = message.get("more_body", False) and size <= BODY_LIMIT
-        if not more and buffered[-1]["type"] == "http.request":
-            body = replace_surrogate_escapes(b"".join(m.get("body", b"") for m in buffered))
-            buffered = [{"type": "http.request", "body": body, "more_body": False}]
-        queue = list(buffered)
-
-        async def replay() -> Message:
-            return queue.pop(0) if queue else await receive()
-
-        await self.app(scope, replay, send)
+        buffered, body = await read_ahead(receive)
+        if body is not None:
+            buffered = [{"type": "http.request", "body": replace_surrogate_escapes(body), "more_body": False}]
+        await self.app(scope, replay(buffered, receive), send)
 
 
 class _Lines:
